@@ -1,0 +1,135 @@
+#include <gtest/gtest.h>
+
+#include "kwire/protocol/bytes.hpp"
+#include "kwire/protocol/header.hpp"
+#include "kwire/protocol/messages/api_versions.hpp"
+
+using namespace kwire::protocol;
+
+namespace {
+Bytes hex(std::initializer_list<int> v) {
+  Bytes b;
+  for (int x : v) b.push_back(static_cast<std::uint8_t>(x));
+  return b;
+}
+}  // namespace
+
+TEST(Primitives, FixedWidthBigEndian) {
+  Bytes out;
+  Writer w(out);
+  w.i16(0x0102);
+  w.i32(-2);
+  w.i64(0x0102030405060708LL);
+  EXPECT_EQ(out, hex({1, 2, 0xff, 0xff, 0xff, 0xfe, 1, 2, 3, 4, 5, 6, 7, 8}));
+  Reader r(out);
+  EXPECT_EQ(r.i16(), 0x0102);
+  EXPECT_EQ(r.i32(), -2);
+  EXPECT_EQ(r.i64(), 0x0102030405060708LL);
+  EXPECT_TRUE(r.ok());
+  EXPECT_TRUE(r.empty());
+}
+
+TEST(Primitives, ZigZagVarintKnownVectors) {
+  // Protocol guide / protobuf zig-zag: 0->0, -1->1, 1->2, -2->3, 63->126, -64->127, 64->128 (0x80 0x01)
+  struct Case {
+    std::int64_t v;
+    Bytes enc;
+  } cases[] = {{0, hex({0})},        {-1, hex({1})},           {1, hex({2})},
+               {-2, hex({3})},       {63, hex({0x7e})},        {-64, hex({0x7f})},
+               {64, hex({0x80, 1})}, {300, hex({0xd8, 0x04})}, {INT32_MIN, hex({0xff, 0xff, 0xff, 0xff, 0x0f})}};
+  for (auto& c : cases) {
+    Bytes out;
+    Writer w(out);
+    w.varlong(c.v);
+    EXPECT_EQ(out, c.enc) << c.v;
+    Reader r(out);
+    EXPECT_EQ(r.varlong(), c.v);
+    EXPECT_TRUE(r.ok());
+    EXPECT_EQ(varint_size(c.v), c.enc.size());
+  }
+  Bytes out;
+  Writer w(out);
+  w.varint(INT32_MAX);
+  Reader r(out);
+  EXPECT_EQ(r.varint(), INT32_MAX);
+}
+
+TEST(Primitives, UnsignedVarintOverflowIsError) {
+  Bytes six = hex({0xff, 0xff, 0xff, 0xff, 0xff, 0x01});
+  Reader r(six);
+  (void)r.uvarint();
+  EXPECT_FALSE(r.ok());
+  Bytes big = hex({0xff, 0xff, 0xff, 0xff, 0x7f});  // > 32 bits
+  Reader r2(big);
+  (void)r2.uvarint();
+  EXPECT_FALSE(r2.ok());
+}
+
+TEST(Primitives, StringsClassicAndCompact) {
+  Bytes out;
+  Writer w(out);
+  w.string("ab", false);
+  w.string("ab", true);
+  w.nullable_string(std::nullopt, false);
+  w.nullable_string(std::nullopt, true);
+  w.nullable_string(std::string(), true);
+  EXPECT_EQ(out, hex({0, 2, 'a', 'b', 3, 'a', 'b', 0xff, 0xff, 0, 1}));
+  Reader r(out);
+  EXPECT_EQ(r.string(false), "ab");
+  EXPECT_EQ(r.string(true), "ab");
+  EXPECT_EQ(r.nullable_string(false), std::nullopt);
+  EXPECT_EQ(r.nullable_string(true), std::nullopt);
+  EXPECT_EQ(r.nullable_string(true), std::optional<std::string>(""));
+  EXPECT_TRUE(r.ok());
+}
+
+TEST(Primitives, StickyErrorOnTruncation) {
+  Bytes b = hex({0, 10, 'a'});  // string claims 10 bytes, has 1
+  Reader r(b);
+  EXPECT_EQ(r.string(false), "");
+  EXPECT_FALSE(r.ok());
+  EXPECT_EQ(r.i32(), 0);  // later reads return zero
+  EXPECT_FALSE(r.ok());
+  EXPECT_STREQ(r.error(), "length exceeds remaining bytes");
+}
+
+TEST(Primitives, HostileArrayLengthRejectedBeforeAllocation) {
+  Bytes b = hex({0x7f, 0xff, 0xff, 0xff});
+  Reader r(b);
+  EXPECT_FALSE(r.array_length(false).has_value());
+  EXPECT_FALSE(r.ok());
+}
+
+TEST(Header, RequestHeaderV2KeepsClassicClientId) {
+  Bytes frame = encode_request_frame(ApiVersionsRequest{"kwire", "0.1", {}}, 3, 7, std::string("c"));
+  // size, key 18, version 3, corr 7, client id int16 len 1 'c', header tags 0,
+  // body: compact "kwire", compact "0.1", tags 0
+  Bytes expect = hex({0, 0, 0, 23, 0, 18, 0, 3, 0, 0, 0, 7, 0, 1, 'c', 0, 6, 'k', 'w', 'i', 'r', 'e', 4, '0', '.', '1', 0});
+  EXPECT_EQ(frame, expect);
+}
+
+TEST(Message, ApiVersionsRoundTripEveryVersion) {
+  for (std::int16_t v = ApiVersionsResponse::min_version; v <= ApiVersionsResponse::max_version; ++v) {
+    ApiVersionsResponse m;
+    m.api_keys = {{1, 4, 17, {}}, {3, 0, 12, {}}};
+    if (v >= 1) m.throttle_time_ms = 42;
+    if (v >= 3) {
+      m.supported_features = {{"metadata.version", 1, 21, {}}};
+      m.finalized_features_epoch = 9;
+      m.unknown_tagged_fields = {{77, hex({1, 2, 3})}};
+    }
+    Bytes frame = encode_response_frame(m, v, 99);
+    Reader r(ByteSpan(frame).subspan(4));
+    ApiVersionsResponse back;
+    ResponseHeader h;
+    ASSERT_TRUE(decode_response(r, back, v, &h)) << r.error();
+    EXPECT_EQ(h.correlation_id, 99);
+    EXPECT_EQ(back, m) << "version " << v;
+    EXPECT_TRUE(r.empty());
+    EXPECT_EQ(encoded_size(m, v) + 4 + 4, frame.size());
+  }
+}
+
+TEST(Message, UndeclaredVersionThrows) {
+  EXPECT_THROW(encode(ApiVersionsRequest{}, 9), ProtocolError);
+}
