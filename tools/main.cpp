@@ -1,1 +1,137 @@
-int main() { return 0; }
+// kwire: a kcat-like command line for Kafka, on kwire's own protocol code.
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "commands.hpp"
+#include "kwire/client/errors.hpp"
+#include "kwire/protocol/message.hpp"
+
+using namespace kwire::tools;
+
+int main(int argc, char** argv) {
+  std::signal(SIGPIPE, SIG_IGN);
+  CLI::App app{"kwire - Kafka wire-protocol client and streaming source"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "kwire 0.1.0");
+
+  CommonOptions common;
+  auto add_common = [&](CLI::App* sub) {
+    sub->add_option("-b,--brokers", common.brokers, "Bootstrap servers HOST:PORT[,...] (bootstrap.servers)");
+    sub->add_option("-X", common.properties, "Client property KEY=VALUE by Java/librdkafka name (repeatable)");
+  };
+
+  // metadata
+  MetadataArgs md;
+  auto* m = app.add_subcommand("metadata", "List brokers, topics and partitions");
+  add_common(m);
+  m->add_option("-t,--topic", md.topics, "Only these topics (repeatable)");
+  m->add_flag("--json", md.json, "Print JSON");
+
+  // offsets
+  OffsetsArgs off;
+  auto* o = app.add_subcommand("offsets", "Earliest and latest offset of each partition");
+  add_common(o);
+  o->add_option("-t,--topic", off.topic, "Topic")->required();
+  o->add_option("-p,--partition", off.partition, "Only this partition");
+  o->add_option("--timestamp", off.timestamp, "Also look up the first offset at or after this timestamp (ms)");
+  o->add_flag("--json", off.json, "Print JSON");
+
+  // create-topic
+  CreateTopicArgs ct;
+  auto* c = app.add_subcommand("create-topic", "Create a topic");
+  add_common(c);
+  c->add_option("-t,--topic", ct.topic, "Topic")->required();
+  c->add_option("--partitions", ct.partitions, "Partition count")->default_val(1);
+  c->add_option("--replication-factor", ct.replication_factor, "Replication factor")->default_val(1);
+  c->add_option("--config", ct.configs, "Topic config KEY=VALUE (repeatable)");
+  c->add_flag("--if-not-exists", ct.if_not_exists, "Succeed when the topic already exists");
+
+  // delete-topic
+  DeleteTopicArgs dt;
+  auto* d = app.add_subcommand("delete-topic", "Delete topics");
+  add_common(d);
+  d->add_option("-t,--topic", dt.topics, "Topic (repeatable)")->required();
+
+  // produce
+  ProduceArgs pr;
+  auto* p = app.add_subcommand("produce", "Produce one record per line of standard input");
+  add_common(p);
+  p->add_option("-t,--topic", pr.topic, "Topic")->required();
+  p->add_option("-p,--partition", pr.partition, "Partition (default: by key hash, else sticky)");
+  p->add_option("-K,--key-delimiter", pr.key_delimiter, "Split each line into key and value at this delimiter");
+  p->add_option("-z,--compression", pr.compression, "none|gzip|snappy|lz4|zstd")
+      ->check(CLI::IsMember({"none", "gzip", "snappy", "lz4", "zstd"}));
+  p->add_option("-H,--header", pr.headers, "Header KEY=VALUE added to every record (repeatable)");
+  p->add_option("--acks", pr.acks, "acks: all, 1 or 0");
+
+  // consume
+  ConsumeArgs co;
+  auto* k = app.add_subcommand("consume", "Print records of a topic");
+  add_common(k);
+  k->add_option("-t,--topic", co.topic, "Topic")->required();
+  k->add_option("-p,--partition", co.partitions, "Only these partitions (repeatable)");
+  k->add_option("-o,--offset", co.offset, "beginning | end | OFFSET | -N (N before end) | s@TIMESTAMP_MS")
+      ->default_val("beginning");
+  k->add_flag("-e,--exit", co.exit_at_end, "Exit once the end of every partition (as of start) is reached");
+  k->add_option("-c,--count", co.count, "Exit after this many records");
+  k->add_flag("--json", co.json, "One JSON object per record");
+  k->add_option("-f,--format", co.format,
+                "Output format: %t topic, %p partition, %o offset, %T timestamp, %k key, %s value, %S value "
+                "length, %h headers, \\n \\t");
+  k->add_flag("-q,--quiet", co.quiet, "No end-of-partition notes on stderr");
+  k->add_flag("--stats", co.stats, "Print records/s and MB/s to stderr at the end");
+
+  // stream
+  StreamArgs st;
+  auto* s = app.add_subcommand("stream", "Run the streaming source (Spark's kafka source options) into a sink");
+  add_common(s);
+  s->add_option("-o,--option", st.options, "Source option KEY=VALUE, Spark's names (repeatable)");
+  s->add_option("--checkpoint", st.checkpoint, "Checkpoint folder")->required();
+  s->add_option("--sink", st.sink, "jsonl:DIR | console")->default_val("console");
+  s->add_option("--trigger", st.trigger, "available-now | once | processing-time=DURATION")
+      ->default_val("available-now");
+  s->add_option("--max-batches", st.max_batches, "Stop after this many batches (processing-time)");
+  s->add_flag("--json-progress", st.json_progress, "Print progress as JSON lines");
+
+  // lag
+  LagArgs lg;
+  auto* l = app.add_subcommand("lag", "Offsets behind latest for a checkpoint, now");
+  add_common(l);
+  l->add_option("--checkpoint", lg.checkpoint, "Checkpoint folder")->required();
+  l->add_option("-o,--option", lg.options, "Source option KEY=VALUE (for kafka.* client settings)");
+  l->add_flag("--json", lg.json, "Print JSON");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+
+  try {
+    if (*m) return cmd_metadata(common, md);
+    if (*o) return cmd_offsets(common, off);
+    if (*c) return cmd_create_topic(common, ct);
+    if (*d) return cmd_delete_topic(common, dt);
+    if (*p) return cmd_produce(common, pr);
+    if (*k) return cmd_consume(common, co);
+    if (*s) return cmd_stream(common, st);
+    if (*l) return cmd_lag(common, lg);
+  } catch (const kwire::client::ClientError& e) {
+    fmt::print(stderr, "kwire: error: {}\n", e.what());
+    return 1;
+  } catch (const kwire::protocol::ProtocolError& e) {
+    fmt::print(stderr, "kwire: error: {}\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "kwire: error: {}\n", e.what());
+    return 1;
+  }
+  return 0;
+}

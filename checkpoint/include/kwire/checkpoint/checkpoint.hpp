@@ -1,0 +1,137 @@
+// Streaming checkpoint: Spark-compatible offsets JSON and checkpoint folder.
+//
+// The folder layout matches Spark Structured Streaming's for a query with a
+// single Kafka source, so a checkpoint written here reads like Spark's:
+//
+//   metadata       {"id":"<uuid v4>"}                      (created once)
+//   offsets/N      v1\n{"batchWatermarkMs":0,"batchTimestampMs":T,"conf":{}}\n<offsets JSON>
+//                  (write-ahead log: the END offsets of batch N)
+//   commits/N      v1\n{"nextBatchWatermarkMs":0}           (batch N completed)
+//   sources/0/0    \0v1\n<offsets JSON>                     (initial offsets, written once)
+//
+// Every offset is the NEXT offset to read. Batch N reads [offsets/N-1, offsets/N)
+// (for N == 0 the start is sources/0/0). All files are written atomically
+// (temp file, fsync, rename, fsync folder) and log files are never overwritten.
+//
+// This layer does no networking: pure functions and file I/O only.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace kwire::checkpoint {
+
+/// topic -> partition -> offset (the next offset to read).
+using PartitionOffsets = std::map<std::string, std::map<std::int32_t, std::int64_t>>;
+
+/// Any checkpoint or offsets-JSON failure: malformed input, I/O error, conflicting write.
+class CheckpointError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// Spark's offsets shape, compact and sorted: {"topic":{"0":123,"1":45}}.
+std::string offsets_to_json(const PartitionOffsets& offsets);
+
+/// Parses Spark's offsets JSON (key order does not matter). Offsets must be JSON
+/// integers that fit in int64; partition keys must be decimal int32 strings.
+/// Throws CheckpointError with Spark's text
+///   Expected e.g. {"topicA":{"0":23,"1":-1},"topicB":{"0":-2}}, got <input>
+/// on any malformed input. Safe on arbitrary bytes.
+PartitionOffsets offsets_from_json(std::string_view json);
+
+/// Writes `content` to `path` atomically: a temp file in the same folder is
+/// written, fsynced and renamed over `path`, then the folder is fsynced.
+/// Replaces an existing file. Errors: CheckpointError naming the path and errno text.
+void atomic_write_file(const std::filesystem::path& path, std::string_view content);
+
+/// Where a (re)started query continues.
+struct ResumePoint {
+  /// The batch id to run next (a replayed batch keeps its id).
+  std::int64_t next_batch_id = 0;
+  /// Set when the latest logged batch has no commit: it must run again with
+  /// exactly the logged range [start, *replay_end).
+  std::optional<std::int64_t> replay_batch;
+  /// Start offsets of the next batch. Empty for a brand-new query without
+  /// initial offsets: the caller resolves startingOffsets and calls
+  /// write_initial_offsets().
+  PartitionOffsets start;
+  /// End offsets of the replayed batch (offsets/N); set iff replay_batch is set.
+  std::optional<PartitionOffsets> replay_end;
+};
+
+/// A checkpoint folder for a query with one Kafka source. Not thread-safe; one
+/// query (one process) owns a checkpoint folder at a time.
+class Checkpoint {
+ public:
+  static constexpr int kDefaultMinBatchesToRetain = 100;
+
+  /// Opens (creating if needed) the folder, its offsets/, commits/ and
+  /// sources/0/ sub-folders and the metadata file with a fresh UUID v4 id.
+  /// `min_batches_to_retain` (>= 1, as Spark's spark.sql.streaming.minBatchesToRetain):
+  /// after writing batch N, offsets and commits files of batches < N - min are deleted.
+  explicit Checkpoint(std::filesystem::path root,
+                      int min_batches_to_retain = kDefaultMinBatchesToRetain);
+
+  const std::filesystem::path& root() const { return root_; }
+
+  /// The query id stored in `metadata` (read, or created, by the constructor).
+  std::string id() const { return id_; }
+
+  /// Offsets persisted in sources/0/0, if any. Accepts Spark's current format
+  /// (0x00, "v1\n", JSON) and the older one (optional 0x00 then JSON).
+  std::optional<PartitionOffsets> initial_offsets() const;
+  /// Persists initial offsets once. If sources/0/0 already exists it is kept
+  /// (Spark ignores the starting options on restart); throws CheckpointError if
+  /// the stored offsets differ from `offsets`.
+  void write_initial_offsets(const PartitionOffsets& offsets);
+
+  /// Highest batch id N for which offsets/N exists. Temp files and names that
+  /// are not canonical decimal numbers are ignored. A corrupt file is not
+  /// skipped here: reading it throws.
+  std::optional<std::int64_t> latest_offsets_batch() const;
+  /// Highest batch id N for which commits/N exists (same naming rules).
+  std::optional<std::int64_t> latest_commit_batch() const;
+
+  /// End offsets logged for `batch`. Throws CheckpointError (naming the file) if
+  /// missing or corrupt.
+  PartitionOffsets read_offsets(std::int64_t batch) const;
+  /// batchTimestampMs logged for `batch` (0 when absent from the metadata line).
+  std::int64_t read_offsets_timestamp(std::int64_t batch) const;
+  /// Write-ahead logs the END offsets of `batch`. Write-once: if offsets/N
+  /// already exists with the same offsets it is left untouched (its original
+  /// batchTimestampMs stays authoritative, as on a Spark replay); if it holds
+  /// different offsets, throws CheckpointError. Then purges old batches.
+  void write_offsets(std::int64_t batch, const PartitionOffsets& end,
+                     std::int64_t batch_timestamp_ms);
+
+  /// True if commits/N exists. Throws CheckpointError if it exists but is corrupt.
+  bool has_commit(std::int64_t batch) const;
+  /// Marks `batch` as completed (idempotent). Then purges old batches.
+  void write_commit(std::int64_t batch);
+
+  /// Spark's restart rule:
+  ///  - no offsets logged: next batch 0 from initial_offsets() (empty if none);
+  ///  - latest logged N committed: next batch N+1 starting at offsets/N;
+  ///  - latest logged N not committed: replay N over [offsets/N-1 (or
+  ///    sources/0/0 when N == 0), offsets/N).
+  /// Missing or corrupt files needed by the rule -> CheckpointError naming the file.
+  ResumePoint resume() const;
+
+ private:
+  std::filesystem::path offsets_path(std::int64_t batch) const;
+  std::filesystem::path commit_path(std::int64_t batch) const;
+  std::filesystem::path initial_offsets_path() const;
+  void purge(std::int64_t current_batch);
+
+  std::filesystem::path root_;
+  int min_batches_to_retain_;
+  std::string id_;
+};
+
+}  // namespace kwire::checkpoint

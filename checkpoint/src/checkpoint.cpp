@@ -1,0 +1,572 @@
+#include "kwire/checkpoint/checkpoint.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <random>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+#include <simdjson.h>
+
+namespace kwire::checkpoint {
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr std::string_view kOffsetsExample =
+    R"(Expected e.g. {"topicA":{"0":23,"1":-1},"topicB":{"0":-2}}, got )";
+constexpr std::string_view kLogVersion = "v1";
+constexpr std::string_view kCommitBody = R"({"nextBatchWatermarkMs":0})";
+
+[[noreturn]] void malformed_offsets(std::string_view input) {
+  std::string msg(kOffsetsExample);
+  msg.append(input);
+  throw CheckpointError(msg);
+}
+
+void append_json_string(std::string& out, std::string_view s) {
+  out.push_back('"');
+  for (char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\b': out += "\\b"; break;
+      case '\f': out += "\\f"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (c < 0x20) {
+          out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
+        } else {
+          out.push_back(ch);
+        }
+    }
+  }
+  out.push_back('"');
+}
+
+// A partition key: optional '-', then 1+ decimal digits, fitting in int32.
+std::optional<std::int32_t> parse_partition_key(std::string_view key) {
+  if (key.empty()) return std::nullopt;
+  std::size_t digits_at = key.front() == '-' ? 1 : 0;
+  if (digits_at == key.size()) return std::nullopt;
+  for (std::size_t i = digits_at; i < key.size(); ++i) {
+    if (key[i] < '0' || key[i] > '9') return std::nullopt;
+  }
+  std::int32_t value = 0;
+  auto [ptr, ec] = std::from_chars(key.data(), key.data() + key.size(), value);
+  if (ec != std::errc() || ptr != key.data() + key.size()) return std::nullopt;
+  return value;
+}
+
+// Canonical non-negative decimal batch id ("0", "17"; not "007", "+1", ".1.tmp").
+std::optional<std::int64_t> parse_batch_name(std::string_view name) {
+  if (name.empty() || name.size() > 18) return std::nullopt;
+  for (char c : name) {
+    if (c < '0' || c > '9') return std::nullopt;
+  }
+  if (name.size() > 1 && name.front() == '0') return std::nullopt;
+  std::int64_t value = 0;
+  auto [ptr, ec] = std::from_chars(name.data(), name.data() + name.size(), value);
+  if (ec != std::errc() || ptr != name.data() + name.size()) return std::nullopt;
+  return value;
+}
+
+std::string errno_text(int err) { return std::system_category().message(err); }
+
+[[noreturn]] void io_error(std::string_view what, const fs::path& path, int err) {
+  throw CheckpointError(fmt::format("{} {}: {}", what, path.string(), errno_text(err)));
+}
+
+[[noreturn]] void corrupt(const fs::path& path, std::string_view why) {
+  throw CheckpointError(fmt::format("Corrupt checkpoint file {}: {}", path.string(), why));
+}
+
+// Reads a whole file; nullopt when it does not exist.
+std::optional<std::string> read_file(const fs::path& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return std::nullopt;
+    io_error("Cannot open", path, errno);
+  }
+  std::string out;
+  std::array<char, 8192> buf{};
+  for (;;) {
+    ssize_t n = ::read(fd, buf.data(), buf.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int err = errno;
+      ::close(fd);
+      io_error("Cannot read", path, err);
+    }
+    if (n == 0) break;
+    out.append(buf.data(), static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  return out;
+}
+
+std::string random_hex(std::size_t bytes) {
+  std::random_device rd;
+  std::string out;
+  out.reserve(bytes * 2);
+  for (std::size_t i = 0; i < bytes; ++i) {
+    out += fmt::format("{:02x}", static_cast<unsigned>(rd() & 0xffu));
+  }
+  return out;
+}
+
+std::string new_uuid_v4() {
+  std::random_device rd;
+  std::array<std::uint8_t, 16> b{};
+  for (auto& x : b) x = static_cast<std::uint8_t>(rd() & 0xffu);
+  b[6] = static_cast<std::uint8_t>((b[6] & 0x0fu) | 0x40u);
+  b[8] = static_cast<std::uint8_t>((b[8] & 0x3fu) | 0x80u);
+  std::string s;
+  for (std::size_t i = 0; i < b.size(); ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) s.push_back('-');
+    s += fmt::format("{:02x}", static_cast<unsigned>(b[i]));
+  }
+  return s;
+}
+
+void fsync_dir(const fs::path& dir) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) io_error("Cannot open folder", dir, errno);
+  if (::fsync(fd) != 0 && errno != EINVAL) {
+    int err = errno;
+    ::close(fd);
+    io_error("Cannot fsync folder", dir, err);
+  }
+  ::close(fd);
+}
+
+fs::path parent_or_dot(const fs::path& path) {
+  fs::path dir = path.parent_path();
+  return dir.empty() ? fs::path(".") : dir;
+}
+
+// Writes `content` into a fresh temp file next to `path`, fsynced and closed.
+fs::path write_temp(const fs::path& path, std::string_view content) {
+  const fs::path dir = parent_or_dot(path);
+  const fs::path tmp = dir / ("." + path.filename().string() + "." + random_hex(8) + ".tmp");
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) io_error("Cannot create temp file for", path, errno);
+  auto fail = [&](std::string_view what, int err) {
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    io_error(what, path, err);
+  };
+  std::size_t done = 0;
+  while (done < content.size()) {
+    ssize_t n = ::write(fd, content.data() + done, content.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      fail("Cannot write", errno);
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  if (::fsync(fd) != 0) fail("Cannot fsync", errno);
+  if (::close(fd) != 0) {
+    int err = errno;
+    ::unlink(tmp.c_str());
+    io_error("Cannot close", path, err);
+  }
+  return tmp;
+}
+
+// Creates `path` with `content` atomically unless it already exists.
+// Returns false (and leaves the file alone) when it exists.
+bool create_file_once(const fs::path& path, std::string_view content) {
+  const fs::path tmp = write_temp(path, content);
+  if (::link(tmp.c_str(), path.c_str()) == 0) {
+    ::unlink(tmp.c_str());
+    fsync_dir(parent_or_dot(path));
+    return true;
+  }
+  const int err = errno;
+  if (err == EEXIST) {
+    ::unlink(tmp.c_str());
+    return false;
+  }
+  // Some file systems have no hard links: fall back to check-then-rename
+  // (a checkpoint folder has a single writer).
+  if (err == EPERM || err == ENOTSUP || err == ENOSYS || err == EMLINK || err == EXDEV) {
+    struct stat st{};
+    if (::lstat(path.c_str(), &st) == 0) {
+      ::unlink(tmp.c_str());
+      return false;
+    }
+    if (::rename(tmp.c_str(), path.c_str()) != 0) {
+      int rerr = errno;
+      ::unlink(tmp.c_str());
+      io_error("Cannot rename temp file to", path, rerr);
+    }
+    fsync_dir(parent_or_dot(path));
+    return true;
+  }
+  ::unlink(tmp.c_str());
+  io_error("Cannot create", path, err);
+}
+
+std::vector<std::string_view> split_lines(std::string_view s) {
+  std::vector<std::string_view> lines;
+  std::size_t pos = 0;
+  while (pos <= s.size()) {
+    std::size_t nl = s.find('\n', pos);
+    if (nl == std::string_view::npos) {
+      lines.push_back(s.substr(pos));
+      break;
+    }
+    lines.push_back(s.substr(pos, nl - pos));
+    pos = nl + 1;
+  }
+  while (!lines.empty() && lines.back().empty()) lines.pop_back();
+  return lines;
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && static_cast<unsigned char>(s.front()) <= ' ') s.remove_prefix(1);
+  while (!s.empty() && static_cast<unsigned char>(s.back()) <= ' ') s.remove_suffix(1);
+  return s;
+}
+
+void check_version(const fs::path& path, std::string_view line) {
+  if (trim(line) != kLogVersion) {
+    corrupt(path, fmt::format("unsupported log version line '{}' (expected '{}')", line, kLogVersion));
+  }
+}
+
+PartitionOffsets parse_offsets_in(const fs::path& path, std::string_view json) {
+  try {
+    return offsets_from_json(trim(json));
+  } catch (const CheckpointError& e) {
+    corrupt(path, e.what());
+  }
+}
+
+struct OffsetsFile {
+  std::int64_t batch_timestamp_ms = 0;
+  PartitionOffsets offsets;
+};
+
+OffsetsFile parse_offsets_file(const fs::path& path, std::string_view content) {
+  const auto lines = split_lines(content);
+  if (lines.empty()) corrupt(path, "empty file");
+  check_version(path, lines[0]);
+  if (lines.size() < 3) corrupt(path, "expected a metadata line and one source offsets line");
+  if (lines.size() > 3) {
+    corrupt(path, fmt::format("expected offsets for exactly one source, found {}", lines.size() - 2));
+  }
+  OffsetsFile out;
+  {
+    simdjson::dom::parser parser;
+    simdjson::dom::element doc;
+    simdjson::dom::object obj;
+    const std::string_view meta = trim(lines[1]);
+    if (parser.parse(meta.data(), meta.size()).get(doc) || doc.get_object().get(obj)) {
+      corrupt(path, fmt::format("malformed batch metadata '{}'", meta));
+    }
+    simdjson::dom::element ts;
+    if (!obj.at_key("batchTimestampMs").get(ts)) {
+      std::int64_t v = 0;
+      if (ts.get_int64().get(v)) corrupt(path, "batchTimestampMs is not an integer");
+      out.batch_timestamp_ms = v;
+    }
+  }
+  if (trim(lines[2]) == "-") corrupt(path, "no offsets recorded for the source");
+  out.offsets = parse_offsets_in(path, lines[2]);
+  return out;
+}
+
+std::string offsets_file_content(const PartitionOffsets& end, std::int64_t ts) {
+  return fmt::format("{}\n{{\"batchWatermarkMs\":0,\"batchTimestampMs\":{},\"conf\":{{}}}}\n{}",
+                     kLogVersion, ts, offsets_to_json(end));
+}
+
+PartitionOffsets parse_initial_offsets(const fs::path& path, std::string_view content) {
+  if (!content.empty() && content.front() == '\0') content.remove_prefix(1);
+  if (content.empty()) corrupt(path, "empty file");
+  if (content.front() == 'v') {
+    const std::size_t nl = content.find('\n');
+    if (nl == std::string_view::npos) corrupt(path, "missing newline after the version");
+    check_version(path, content.substr(0, nl));
+    return parse_offsets_in(path, content.substr(nl + 1));
+  }
+  return parse_offsets_in(path, content);
+}
+
+std::optional<std::int64_t> latest_batch_in(const fs::path& dir) {
+  std::optional<std::int64_t> best;
+  std::error_code ec;
+  fs::directory_iterator it(dir, ec);
+  if (ec) {
+    if (ec == std::errc::no_such_file_or_directory) return std::nullopt;
+    throw CheckpointError(fmt::format("Cannot list {}: {}", dir.string(), ec.message()));
+  }
+  for (const auto& entry : it) {
+    const auto id = parse_batch_name(entry.path().filename().string());
+    if (!id) continue;
+    std::error_code sec;
+    if (!entry.is_regular_file(sec)) continue;
+    if (!best || *id > *best) best = id;
+  }
+  return best;
+}
+
+void purge_below(const fs::path& dir, std::int64_t threshold) {
+  std::error_code ec;
+  fs::directory_iterator it(dir, ec);
+  if (ec) return;
+  std::vector<fs::path> victims;
+  for (const auto& entry : it) {
+    const auto id = parse_batch_name(entry.path().filename().string());
+    if (id && *id < threshold) victims.push_back(entry.path());
+  }
+  for (const auto& p : victims) {
+    if (::unlink(p.c_str()) != 0 && errno != ENOENT) io_error("Cannot delete", p, errno);
+  }
+}
+
+void check_batch_id(std::int64_t batch) {
+  if (batch < 0) throw CheckpointError(fmt::format("Invalid batch id {}", batch));
+}
+
+}  // namespace
+
+std::string offsets_to_json(const PartitionOffsets& offsets) {
+  std::string out = "{";
+  bool first_topic = true;
+  for (const auto& [topic, parts] : offsets) {
+    if (!first_topic) out.push_back(',');
+    first_topic = false;
+    append_json_string(out, topic);
+    out += ":{";
+    bool first_part = true;
+    for (const auto& [partition, offset] : parts) {
+      if (!first_part) out.push_back(',');
+      first_part = false;
+      out += fmt::format("\"{}\":{}", partition, offset);
+    }
+    out.push_back('}');
+  }
+  out.push_back('}');
+  return out;
+}
+
+PartitionOffsets offsets_from_json(std::string_view json) {
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  if (parser.parse(json.data(), json.size()).get(doc)) malformed_offsets(json);
+  simdjson::dom::object topics;
+  if (doc.get_object().get(topics)) malformed_offsets(json);
+  PartitionOffsets result;
+  for (auto field : topics) {
+    simdjson::dom::object parts;
+    if (field.value.get_object().get(parts)) malformed_offsets(json);
+    std::map<std::int32_t, std::int64_t> parsed;
+    for (auto part : parts) {
+      const auto partition = parse_partition_key(part.key);
+      if (!partition) malformed_offsets(json);
+      if (part.value.type() != simdjson::dom::element_type::INT64) malformed_offsets(json);
+      std::int64_t offset = 0;
+      if (part.value.get_int64().get(offset)) malformed_offsets(json);
+      parsed[*partition] = offset;
+    }
+    // A repeated topic key replaces the earlier one, as a JSON map reader would.
+    result[std::string(field.key)] = std::move(parsed);
+  }
+  return result;
+}
+
+void atomic_write_file(const fs::path& path, std::string_view content) {
+  const fs::path tmp = write_temp(path, content);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    int err = errno;
+    ::unlink(tmp.c_str());
+    io_error("Cannot rename temp file to", path, err);
+  }
+  fsync_dir(parent_or_dot(path));
+}
+
+Checkpoint::Checkpoint(fs::path root, int min_batches_to_retain)
+    : root_(std::move(root)), min_batches_to_retain_(min_batches_to_retain) {
+  if (min_batches_to_retain_ < 1) {
+    throw CheckpointError(
+        fmt::format("min_batches_to_retain must be positive, got {}", min_batches_to_retain_));
+  }
+  for (const fs::path& dir : {root_ / "offsets", root_ / "commits", root_ / "sources" / "0"}) {
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec) {
+      throw CheckpointError(fmt::format("Cannot create folder {}: {}", dir.string(), ec.message()));
+    }
+  }
+  const fs::path meta = root_ / "metadata";
+  auto content = read_file(meta);
+  if (!content) {
+    create_file_once(meta, fmt::format("{{\"id\":\"{}\"}}", new_uuid_v4()));
+    content = read_file(meta);
+    if (!content) corrupt(meta, "disappeared after creation");
+  }
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  std::string_view id;
+  const std::string_view text = trim(*content);
+  if (parser.parse(text.data(), text.size()).get(doc) || doc["id"].get_string().get(id) ||
+      id.empty()) {
+    corrupt(meta, "expected {\"id\":\"<uuid>\"}");
+  }
+  id_ = std::string(id);
+}
+
+fs::path Checkpoint::offsets_path(std::int64_t batch) const {
+  return root_ / "offsets" / std::to_string(batch);
+}
+fs::path Checkpoint::commit_path(std::int64_t batch) const {
+  return root_ / "commits" / std::to_string(batch);
+}
+fs::path Checkpoint::initial_offsets_path() const { return root_ / "sources" / "0" / "0"; }
+
+std::optional<PartitionOffsets> Checkpoint::initial_offsets() const {
+  const fs::path path = initial_offsets_path();
+  const auto content = read_file(path);
+  if (!content) return std::nullopt;
+  return parse_initial_offsets(path, *content);
+}
+
+void Checkpoint::write_initial_offsets(const PartitionOffsets& offsets) {
+  const fs::path path = initial_offsets_path();
+  std::string content;
+  content.push_back('\0');
+  content += kLogVersion;
+  content.push_back('\n');
+  content += offsets_to_json(offsets);
+  if (create_file_once(path, content)) return;
+  const auto existing = initial_offsets();
+  if (!existing || *existing != offsets) {
+    throw CheckpointError(fmt::format(
+        "Initial offsets {} already exist with different offsets: stored {}, new {}", path.string(),
+        existing ? offsets_to_json(*existing) : std::string("<none>"), offsets_to_json(offsets)));
+  }
+}
+
+std::optional<std::int64_t> Checkpoint::latest_offsets_batch() const {
+  return latest_batch_in(root_ / "offsets");
+}
+
+std::optional<std::int64_t> Checkpoint::latest_commit_batch() const {
+  return latest_batch_in(root_ / "commits");
+}
+
+PartitionOffsets Checkpoint::read_offsets(std::int64_t batch) const {
+  check_batch_id(batch);
+  const fs::path path = offsets_path(batch);
+  const auto content = read_file(path);
+  if (!content) throw CheckpointError(fmt::format("Missing checkpoint file {}", path.string()));
+  return parse_offsets_file(path, *content).offsets;
+}
+
+std::int64_t Checkpoint::read_offsets_timestamp(std::int64_t batch) const {
+  check_batch_id(batch);
+  const fs::path path = offsets_path(batch);
+  const auto content = read_file(path);
+  if (!content) throw CheckpointError(fmt::format("Missing checkpoint file {}", path.string()));
+  return parse_offsets_file(path, *content).batch_timestamp_ms;
+}
+
+void Checkpoint::write_offsets(std::int64_t batch, const PartitionOffsets& end,
+                               std::int64_t batch_timestamp_ms) {
+  check_batch_id(batch);
+  const fs::path path = offsets_path(batch);
+  if (!create_file_once(path, offsets_file_content(end, batch_timestamp_ms))) {
+    const auto existing = read_offsets(batch);
+    if (existing != end) {
+      throw CheckpointError(fmt::format(
+          "Checkpoint file {} already exists with different offsets: stored {}, new {}",
+          path.string(), offsets_to_json(existing), offsets_to_json(end)));
+    }
+    return;
+  }
+  purge(batch);
+}
+
+bool Checkpoint::has_commit(std::int64_t batch) const {
+  check_batch_id(batch);
+  const fs::path path = commit_path(batch);
+  const auto content = read_file(path);
+  if (!content) return false;
+  const auto lines = split_lines(*content);
+  if (lines.empty()) corrupt(path, "empty file");
+  check_version(path, lines[0]);
+  if (lines.size() > 1) {
+    simdjson::dom::parser parser;
+    simdjson::dom::element doc;
+    simdjson::dom::object obj;
+    const std::string_view meta = trim(lines[1]);
+    if (parser.parse(meta.data(), meta.size()).get(doc) || doc.get_object().get(obj)) {
+      corrupt(path, fmt::format("malformed commit metadata '{}'", meta));
+    }
+  }
+  return true;
+}
+
+void Checkpoint::write_commit(std::int64_t batch) {
+  check_batch_id(batch);
+  std::string content(kLogVersion);
+  content.push_back('\n');
+  content += kCommitBody;
+  create_file_once(commit_path(batch), content);
+  purge(batch);
+}
+
+void Checkpoint::purge(std::int64_t current_batch) {
+  // Spark keeps batches [current - minBatchesToRetain, current].
+  const std::int64_t threshold = current_batch - min_batches_to_retain_;
+  if (threshold <= 0) return;
+  purge_below(root_ / "offsets", threshold);
+  purge_below(root_ / "commits", threshold);
+}
+
+ResumePoint Checkpoint::resume() const {
+  ResumePoint rp;
+  const auto latest = latest_offsets_batch();
+  if (!latest) {
+    rp.next_batch_id = 0;
+    rp.start = initial_offsets().value_or(PartitionOffsets{});
+    return rp;
+  }
+  const std::int64_t n = *latest;
+  if (has_commit(n)) {
+    rp.next_batch_id = n + 1;
+    rp.start = read_offsets(n);
+    return rp;
+  }
+  rp.next_batch_id = n;
+  rp.replay_batch = n;
+  rp.replay_end = read_offsets(n);
+  if (n == 0) {
+    auto initial = initial_offsets();
+    if (!initial) {
+      throw CheckpointError(fmt::format(
+          "Missing checkpoint file {}: needed as the start of uncommitted batch 0",
+          initial_offsets_path().string()));
+    }
+    rp.start = std::move(*initial);
+  } else {
+    rp.start = read_offsets(n - 1);
+  }
+  return rp;
+}
+
+}  // namespace kwire::checkpoint

@@ -1,0 +1,62 @@
+// Client configuration by the Java client's property names (librdkafka's
+// aliases accepted where they differ). Units are in the names: *_ms are
+// milliseconds, *_bytes are bytes.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "kwire/protocol/compression.hpp"
+
+namespace kwire::client {
+
+struct BrokerAddress {
+  std::string host;
+  std::uint16_t port = 9092;
+  friend bool operator==(const BrokerAddress&, const BrokerAddress&) = default;
+};
+
+/// Parse "host:port[,host:port...]" (bracketed IPv6 accepted). Throws ConfigError.
+std::vector<BrokerAddress> parse_bootstrap_servers(const std::string& list);
+
+struct ClientConfig {
+  std::vector<BrokerAddress> bootstrap_servers;     // bootstrap.servers (metadata.broker.list)
+  std::string client_id = "kwire";                  // client.id
+  std::string group_id;                             // group.id (kept for reference; no group protocol yet)
+  std::string security_protocol = "PLAINTEXT";      // security.protocol
+  std::int32_t request_timeout_ms = 30000;          // request.timeout.ms
+  std::int32_t socket_connection_setup_timeout_ms = 10000;  // socket.connection.setup.timeout.ms
+  std::int32_t metadata_max_age_ms = 300000;        // metadata.max.age.ms
+  std::int32_t retries = 5;                         // retries (per request, for retriable errors)
+  std::int32_t retry_backoff_ms = 100;              // retry.backoff.ms
+  std::int32_t receive_buffer_bytes = 65536;        // receive.buffer.bytes (-1 = OS default)
+  std::int32_t send_buffer_bytes = 131072;          // send.buffer.bytes (-1 = OS default)
+  // Consumer
+  std::int32_t fetch_min_bytes = 1;                 // fetch.min.bytes
+  std::int32_t fetch_max_bytes = 52428800;          // fetch.max.bytes
+  std::int32_t fetch_max_wait_ms = 500;             // fetch.max.wait.ms
+  std::int32_t max_partition_fetch_bytes = 1048576; // max.partition.fetch.bytes
+  std::int8_t isolation_level = 0;                  // isolation.level: 0 read_uncommitted, 1 read_committed
+  bool check_crcs = true;                           // check.crcs
+  std::int32_t max_poll_records = 500;              // max.poll.records
+  // Producer
+  std::int16_t acks = -1;                           // acks: all/-1, 0, 1
+  protocol::Compression compression_type = protocol::Compression::none;  // compression.type
+  std::int32_t batch_size = 16384;                  // batch.size (bytes per partition batch)
+  std::int32_t linger_ms = 5;                       // linger.ms
+  std::int32_t max_request_size = 1048576;          // max.request.size
+  std::int32_t delivery_timeout_ms = 120000;        // delivery.timeout.ms
+
+  /// Keys that were given but are not used by kwire (reported, not fatal, as
+  /// the Java client logs unknown configs).
+  std::vector<std::string> ignored_keys;
+
+  /// Build from properties. Throws ConfigError naming the key for a bad value,
+  /// a missing bootstrap.servers, or a security.protocol kwire cannot use yet.
+  static ClientConfig from_properties(const std::map<std::string, std::string>& props);
+};
+
+}  // namespace kwire::client

@@ -1,0 +1,151 @@
+// One TCP connection to one Kafka broker, on Boost.Asio.
+//
+// Requests are pipelined: send() writes a frame and returns its correlation id
+// at once; receive() waits (with a deadline) for the response carrying that id.
+// Several connections share one io_context, so waiting on one connection keeps
+// the others' reads and writes moving: a caller can send fetches to every
+// leader and then collect the answers as they arrive.
+//
+// On connect the broker's API versions are read with ApiVersions (v3, falling
+// back to v0 when the broker answers UNSUPPORTED_VERSION), and each request
+// uses the highest version both sides speak.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
+#include "kwire/client/errors.hpp"
+#include "kwire/protocol/header.hpp"
+
+namespace kwire::client {
+
+using Clock = std::chrono::steady_clock;
+using Deadline = Clock::time_point;
+
+inline Deadline deadline_after(std::chrono::milliseconds ms) { return Clock::now() + ms; }
+
+/// A decoded response that keeps its frame alive: `Records` views in the body
+/// point into `frame`.
+template <class M>
+struct Response {
+  std::shared_ptr<const protocol::Bytes> frame;
+  M body;
+  std::int16_t version = 0;
+};
+
+struct VersionRange {
+  std::int16_t min = 0;
+  std::int16_t max = -1;
+};
+
+struct ConnectionOptions {
+  std::string client_id = "kwire";
+  std::chrono::milliseconds connect_timeout{10000};
+  /// Largest response frame accepted (bytes); larger sizes are treated as corrupt.
+  std::size_t max_response_bytes = std::size_t{1} << 30;
+  int socket_receive_buffer_bytes = 0;  // 0 = OS default
+  int socket_send_buffer_bytes = 0;
+};
+
+class Connection {
+ public:
+  Connection(boost::asio::io_context& io, std::string host, std::uint16_t port, ConnectionOptions opts = {});
+  ~Connection();
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  /// Connect and negotiate API versions. Throws ConnectionError / TimeoutError.
+  void connect(Deadline deadline);
+  bool is_open() const noexcept;
+  void close() noexcept;
+
+  const std::string& host() const noexcept { return host_; }
+  std::uint16_t port() const noexcept { return port_; }
+  std::string endpoint() const;
+
+  /// Versions the broker advertised for each API key.
+  const std::map<std::int16_t, VersionRange>& broker_versions() const noexcept { return versions_; }
+  /// Highest version of M both sides speak; throws UnsupportedVersionError.
+  template <protocol::Message M>
+  std::int16_t version_for() const {
+    return pick_version(static_cast<std::int16_t>(M::api_key), M::min_version, M::max_version);
+  }
+  std::int16_t pick_version(std::int16_t api_key, std::int16_t ours_min, std::int16_t ours_max) const;
+
+  /// Queue a request; returns its correlation id. `expect_response` false is for
+  /// Produce with acks=0, which the broker never answers.
+  template <protocol::Message M>
+  std::int32_t send(const M& request, std::int16_t version, bool expect_response = true) {
+    std::int32_t corr = next_correlation_id_++;
+    auto frame = std::make_shared<protocol::Bytes>(
+        protocol::encode_request_frame(request, version, corr, opts_.client_id));
+    enqueue(corr, static_cast<std::int16_t>(M::api_key), version, std::move(frame), expect_response);
+    return corr;
+  }
+
+  /// Wait for the response with correlation id `corr` and decode it as M.
+  template <protocol::Message M>
+  Response<M> receive(std::int32_t corr, std::int16_t version, Deadline deadline) {
+    auto frame = wait_frame(corr, deadline);
+    Response<M> out;
+    out.frame = frame;
+    out.version = version;
+    protocol::Reader r(*frame);
+    protocol::ResponseHeader h;
+    if (!protocol::decode_response(r, out.body, version, &h)) malformed(M::api_key, version, r);
+    return out;
+  }
+
+  /// send + receive.
+  template <protocol::Message Resp, protocol::Message Req>
+  Response<Resp> request(const Req& req, Deadline deadline) {
+    std::int16_t v = version_for<Req>();
+    auto corr = send(req, v);
+    return receive<Resp>(corr, v, deadline);
+  }
+
+  /// Number of requests sent and not yet answered.
+  std::size_t in_flight() const noexcept { return pending_.size(); }
+
+ private:
+  struct Pending {
+    std::int16_t api_key;
+    std::int16_t version;
+    std::shared_ptr<protocol::Bytes> response;  // set when it arrives
+  };
+  void enqueue(std::int32_t corr, std::int16_t api_key, std::int16_t version, std::shared_ptr<protocol::Bytes> frame,
+               bool expect_response);
+  std::shared_ptr<const protocol::Bytes> wait_frame(std::int32_t corr, Deadline deadline);
+  [[noreturn]] void malformed(protocol::ApiKey key, std::int16_t version, const protocol::Reader& r);
+  void start_write();
+  void start_read();
+  void fail(const std::string& why);
+  void negotiate(Deadline deadline);
+  void run_until(const std::function<bool()>& done, Deadline deadline, const char* what);
+
+  boost::asio::io_context& io_;
+  std::string host_;
+  std::uint16_t port_;
+  ConnectionOptions opts_;
+  std::unique_ptr<boost::asio::ip::tcp::socket> socket_;
+  std::int32_t next_correlation_id_ = 1;
+  std::map<std::int32_t, Pending> pending_;
+  std::deque<std::shared_ptr<protocol::Bytes>> write_queue_;
+  bool writing_ = false;
+  std::uint8_t size_buf_[4] = {};
+  std::shared_ptr<protocol::Bytes> read_buf_;
+  std::optional<std::string> error_;
+  std::map<std::int16_t, VersionRange> versions_;
+  std::shared_ptr<bool> alive_;
+};
+
+}  // namespace kwire::client

@@ -1,0 +1,172 @@
+// The cluster-level client: bootstrap -> Metadata -> one connection per
+// broker, leader routing for ListOffsets, Fetch and Produce, and a bounded
+// retry with metadata refresh for the retriable errors that mean "ask someone
+// else" (NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE,
+// FENCED_LEADER_EPOCH, REPLICA_NOT_AVAILABLE, KAFKA_STORAGE_ERROR).
+//
+// Every call has a deadline (request.timeout.ms unless given). Not thread-safe:
+// use one KafkaClient per thread.
+#pragma once
+
+#include <chrono>
+#include <compare>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kwire/client/config.hpp"
+#include "kwire/client/connection.hpp"
+#include "kwire/protocol/record_batch.hpp"
+
+namespace kwire::client {
+
+struct TopicPartition {
+  std::string topic;
+  std::int32_t partition = 0;
+  auto operator<=>(const TopicPartition&) const = default;
+  bool operator==(const TopicPartition&) const = default;
+};
+std::string to_string(const TopicPartition& tp);  // "topic-3", as Kafka prints it
+
+struct BrokerMetadata {
+  std::int32_t node_id = -1;
+  std::string host;
+  std::int32_t port = 0;
+  std::optional<std::string> rack;
+};
+
+struct PartitionMetadata {
+  std::int32_t partition = 0;
+  std::int16_t error_code = 0;
+  std::int32_t leader_id = -1;
+  std::int32_t leader_epoch = -1;
+  std::vector<std::int32_t> replicas;
+  std::vector<std::int32_t> isr;
+};
+
+struct TopicMetadata {
+  std::string name;
+  protocol::Uuid topic_id;
+  bool is_internal = false;
+  std::int16_t error_code = 0;
+  std::vector<PartitionMetadata> partitions;  // sorted by partition
+};
+
+struct ClusterMetadata {
+  std::optional<std::string> cluster_id;
+  std::int32_t controller_id = -1;
+  std::vector<BrokerMetadata> brokers;
+  std::vector<TopicMetadata> topics;  // sorted by name
+  const TopicMetadata* topic(const std::string& name) const;
+};
+
+/// ListOffsets targets (protocol guide): -2 earliest, -1 latest, -3 the offset
+/// of the record with the largest timestamp; >= 0 a timestamp in ms.
+inline constexpr std::int64_t kEarliestTimestamp = -2;
+inline constexpr std::int64_t kLatestTimestamp = -1;
+inline constexpr std::int64_t kMaxTimestamp = -3;
+
+struct ListedOffset {
+  /// The offset; -1 when no record has a timestamp >= the one asked for
+  /// (a distinct "no offset" result, never a position).
+  std::int64_t offset = -1;
+  std::int64_t timestamp = -1;
+  std::int32_t leader_epoch = -1;
+};
+
+/// One partition's part of a Fetch response. `records` holds views into
+/// `frame` and into buffers it owns.
+struct FetchedPartition {
+  TopicPartition tp;
+  std::int64_t fetch_offset = 0;
+  std::int16_t error_code = 0;
+  std::int64_t high_watermark = -1;
+  std::int64_t last_stable_offset = -1;
+  std::int64_t log_start_offset = -1;
+  std::shared_ptr<const protocol::Bytes> frame;
+  std::shared_ptr<protocol::DecodedRecords> records;
+};
+
+struct ProduceResult {
+  std::int16_t error_code = 0;
+  std::int64_t base_offset = -1;
+  std::int64_t log_append_time_ms = -1;
+};
+
+struct NewTopic {
+  std::string name;
+  std::int32_t num_partitions = 1;
+  std::int16_t replication_factor = 1;
+  std::map<std::string, std::string> configs;
+};
+
+class KafkaClient {
+ public:
+  explicit KafkaClient(ClientConfig config);
+  explicit KafkaClient(const std::map<std::string, std::string>& properties)
+      : KafkaClient(ClientConfig::from_properties(properties)) {}
+  ~KafkaClient();
+  KafkaClient(const KafkaClient&) = delete;
+  KafkaClient& operator=(const KafkaClient&) = delete;
+
+  const ClientConfig& config() const noexcept { return config_; }
+  Deadline default_deadline() const { return deadline_after(std::chrono::milliseconds(config_.request_timeout_ms)); }
+
+  /// Fetch metadata for `topics` (all topics when nullopt) and refresh the
+  /// leader cache. Topic errors are reported in TopicMetadata::error_code.
+  ClusterMetadata metadata(const std::optional<std::vector<std::string>>& topics = std::nullopt);
+  /// The last metadata fetched.
+  const ClusterMetadata& cached_metadata() const noexcept { return metadata_; }
+
+  /// ListOffsets for each partition's target (see kEarliestTimestamp...), routed
+  /// to the leaders, with retries. Throws KafkaError naming the partition when a
+  /// non-retriable error (or an exhausted retry budget) remains.
+  std::map<TopicPartition, ListedOffset> list_offsets(const std::map<TopicPartition, std::int64_t>& targets,
+                                                      std::optional<std::int8_t> isolation_level = std::nullopt);
+
+  /// One Fetch round: a request to every leader involved, sent together and
+  /// collected together. Per-partition errors are returned, not thrown; the
+  /// leader cache is refreshed when a partition reports a leadership error.
+  /// Records below each position are dropped; corrupt batches throw
+  /// protocol::CorruptRecordError.
+  std::vector<FetchedPartition> fetch(const std::map<TopicPartition, std::int64_t>& positions,
+                                      std::chrono::milliseconds max_wait);
+
+  /// Produce one encoded record batch per partition (acks from the config).
+  /// With acks=0 results carry base_offset -1.
+  std::map<TopicPartition, ProduceResult> produce(const std::map<TopicPartition, protocol::Bytes>& batches);
+
+  /// CreateTopics through the controller; an existing topic is an error unless
+  /// `if_not_exists`.
+  void create_topics(const std::vector<NewTopic>& topics, bool if_not_exists = false);
+  void delete_topics(const std::vector<std::string>& topics);
+
+  /// Number of partitions of `topic` (refreshing metadata when unknown).
+  /// Throws KafkaError UNKNOWN_TOPIC_OR_PARTITION when the topic does not exist.
+  std::int32_t partition_count(const std::string& topic);
+
+  /// Leader connection for a partition (from the cache, refreshed when unknown).
+  Connection& leader_for(const TopicPartition& tp);
+  /// Any live connection (bootstrap or a known broker).
+  Connection& any_connection();
+  Connection& broker(std::int32_t node_id);
+
+ private:
+  Connection& connect_to(const std::string& host, std::uint16_t port, std::int32_t node_id);
+  std::int32_t leader_id(const TopicPartition& tp);
+  void backoff(int attempt);
+
+  ClientConfig config_;
+  std::unique_ptr<boost::asio::io_context> io_;
+  std::map<std::int32_t, std::unique_ptr<Connection>> brokers_;  // by node id
+  std::unique_ptr<Connection> bootstrap_;
+  ClusterMetadata metadata_;
+  std::map<TopicPartition, std::int32_t> leaders_;
+  std::map<std::string, protocol::Uuid> topic_ids_;
+  std::map<std::string, std::string> names_by_id_;  // base64 topic id -> name
+};
+
+}  // namespace kwire::client

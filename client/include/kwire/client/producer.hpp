@@ -1,0 +1,60 @@
+// A batching producer: send() appends a record to its partition's batch;
+// flush() encodes each batch (record batch v2, compression.type) and sends one
+// Produce request per leader, waiting for acks. A batch is also sent when it
+// reaches batch.size bytes.
+//
+// Partition choice when none is given: records with a key go to
+// murmur2(key) % partitions (the Java client's default, so keyed records land
+// where a Java producer would put them); records without a key fill one
+// partition's batch at a time, moving on when a batch is sent.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kwire/client/kafka_client.hpp"
+
+namespace kwire::client {
+
+struct ProducerMessage {
+  std::string topic;
+  std::optional<std::int32_t> partition;
+  std::optional<protocol::Bytes> key;
+  std::optional<protocol::Bytes> value;
+  std::vector<protocol::RecordHeader> headers;
+  std::int64_t timestamp = -1;  // ms; -1 = now
+};
+
+/// Java's murmur2 as used by its default partitioner (returns the raw hash).
+std::int32_t murmur2(protocol::ByteSpan data) noexcept;
+
+class Producer {
+ public:
+  explicit Producer(const std::map<std::string, std::string>& properties);
+  explicit Producer(ClientConfig config);
+  ~Producer();
+
+  /// Buffer one record; may send full batches. Throws ClientError on failure.
+  void send(ProducerMessage msg);
+  /// Send everything buffered and wait for the acks. Throws KafkaError naming
+  /// the partition on a non-retriable error.
+  void flush();
+
+  std::uint64_t records_sent() const noexcept { return records_sent_; }
+  KafkaClient& client() noexcept { return *client_; }
+
+ private:
+  void send_batches(bool only_full);
+  std::unique_ptr<KafkaClient> client_;
+  std::map<TopicPartition, std::vector<protocol::ProducerRecord>> pending_;
+  std::map<TopicPartition, std::size_t> pending_bytes_;
+  std::map<std::string, std::int32_t> sticky_partition_;
+  std::uint64_t records_sent_ = 0;
+  std::uint32_t round_robin_ = 0;
+};
+
+}  // namespace kwire::client

@@ -1,0 +1,175 @@
+#include "kwire/client/config.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "kwire/client/errors.hpp"
+
+namespace kwire::client {
+
+std::vector<BrokerAddress> parse_bootstrap_servers(const std::string& list) {
+  std::vector<BrokerAddress> out;
+  std::size_t pos = 0;
+  while (pos <= list.size()) {
+    auto comma = list.find(',', pos);
+    std::string item = list.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    pos = comma == std::string::npos ? list.size() + 1 : comma + 1;
+    // trim
+    auto b = item.find_first_not_of(" \t");
+    auto e = item.find_last_not_of(" \t");
+    if (b == std::string::npos) continue;
+    item = item.substr(b, e - b + 1);
+    // strip a scheme like PLAINTEXT://
+    if (auto s = item.find("://"); s != std::string::npos) item = item.substr(s + 3);
+    BrokerAddress a;
+    std::string port_str;
+    if (!item.empty() && item[0] == '[') {
+      auto close = item.find(']');
+      if (close == std::string::npos) throw ConfigError(fmt::format("bootstrap.servers: bad address '{}'", item));
+      a.host = item.substr(1, close - 1);
+      if (close + 1 < item.size() && item[close + 1] == ':') port_str = item.substr(close + 2);
+    } else {
+      auto colon = item.rfind(':');
+      if (colon == std::string::npos) {
+        a.host = item;
+      } else {
+        a.host = item.substr(0, colon);
+        port_str = item.substr(colon + 1);
+      }
+    }
+    if (a.host.empty()) throw ConfigError(fmt::format("bootstrap.servers: empty host in '{}'", item));
+    if (!port_str.empty()) {
+      unsigned p = 0;
+      auto [ptr, ec] = std::from_chars(port_str.data(), port_str.data() + port_str.size(), p);
+      if (ec != std::errc() || ptr != port_str.data() + port_str.size() || p == 0 || p > 65535)
+        throw ConfigError(fmt::format("bootstrap.servers: bad port in '{}'", item));
+      a.port = static_cast<std::uint16_t>(p);
+    }
+    out.push_back(a);
+  }
+  if (out.empty()) throw ConfigError("bootstrap.servers is empty");
+  return out;
+}
+
+namespace {
+
+std::int64_t parse_int(const std::string& key, const std::string& v, std::int64_t lo, std::int64_t hi) {
+  std::int64_t x = 0;
+  auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
+  if (ec != std::errc() || ptr != v.data() + v.size() || v.empty())
+    throw ConfigError(fmt::format("invalid value '{}' for {}: expected an integer", v, key));
+  if (x < lo || x > hi) throw ConfigError(fmt::format("invalid value {} for {}: must be in [{}, {}]", x, key, lo, hi));
+  return x;
+}
+
+bool parse_bool(const std::string& key, const std::string& v) {
+  std::string l = v;
+  std::transform(l.begin(), l.end(), l.begin(), ::tolower);
+  if (l == "true") return true;
+  if (l == "false") return false;
+  throw ConfigError(fmt::format("invalid value '{}' for {}: expected true or false", v, key));
+}
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), ::tolower);
+  return s;
+}
+
+}  // namespace
+
+ClientConfig ClientConfig::from_properties(const std::map<std::string, std::string>& props) {
+  ClientConfig c;
+  constexpr std::int64_t kMaxInt = 0x7fffffff;
+  bool have_bootstrap = false;
+  for (const auto& [key, value] : props) {
+    if (key == "bootstrap.servers" || key == "metadata.broker.list") {
+      c.bootstrap_servers = parse_bootstrap_servers(value);
+      have_bootstrap = true;
+    } else if (key == "client.id") {
+      c.client_id = value;
+    } else if (key == "group.id") {
+      c.group_id = value;
+    } else if (key == "security.protocol") {
+      std::string up = value;
+      std::transform(up.begin(), up.end(), up.begin(), ::toupper);
+      if (up != "PLAINTEXT") {
+        if (up == "SSL" || up == "SASL_PLAINTEXT" || up == "SASL_SSL")
+          throw ConfigError(fmt::format("security.protocol={} is not available in this build of kwire; only "
+                                        "PLAINTEXT is",
+                                        up));
+        throw ConfigError(fmt::format("invalid value '{}' for security.protocol: expected PLAINTEXT, SSL, "
+                                      "SASL_PLAINTEXT or SASL_SSL",
+                                      value));
+      }
+      c.security_protocol = up;
+    } else if (key == "request.timeout.ms") {
+      c.request_timeout_ms = static_cast<std::int32_t>(parse_int(key, value, 1, kMaxInt));
+    } else if (key == "socket.connection.setup.timeout.ms" || key == "socket.timeout.ms") {
+      c.socket_connection_setup_timeout_ms = static_cast<std::int32_t>(parse_int(key, value, 1, kMaxInt));
+    } else if (key == "metadata.max.age.ms") {
+      c.metadata_max_age_ms = static_cast<std::int32_t>(parse_int(key, value, 0, kMaxInt));
+    } else if (key == "retries") {
+      c.retries = static_cast<std::int32_t>(parse_int(key, value, 0, kMaxInt));
+    } else if (key == "retry.backoff.ms") {
+      c.retry_backoff_ms = static_cast<std::int32_t>(parse_int(key, value, 0, kMaxInt));
+    } else if (key == "receive.buffer.bytes" || key == "socket.receive.buffer.bytes") {
+      c.receive_buffer_bytes = static_cast<std::int32_t>(parse_int(key, value, -1, kMaxInt));
+    } else if (key == "send.buffer.bytes" || key == "socket.send.buffer.bytes") {
+      c.send_buffer_bytes = static_cast<std::int32_t>(parse_int(key, value, -1, kMaxInt));
+    } else if (key == "fetch.min.bytes") {
+      c.fetch_min_bytes = static_cast<std::int32_t>(parse_int(key, value, 0, kMaxInt));
+    } else if (key == "fetch.max.bytes") {
+      c.fetch_max_bytes = static_cast<std::int32_t>(parse_int(key, value, 1, kMaxInt));
+    } else if (key == "fetch.max.wait.ms" || key == "fetch.wait.max.ms") {
+      c.fetch_max_wait_ms = static_cast<std::int32_t>(parse_int(key, value, 0, kMaxInt));
+    } else if (key == "max.partition.fetch.bytes" || key == "fetch.message.max.bytes") {
+      c.max_partition_fetch_bytes = static_cast<std::int32_t>(parse_int(key, value, 1, kMaxInt));
+    } else if (key == "isolation.level") {
+      auto l = lower(value);
+      if (l == "read_uncommitted")
+        c.isolation_level = 0;
+      else if (l == "read_committed")
+        c.isolation_level = 1;
+      else
+        throw ConfigError(fmt::format(
+            "invalid value '{}' for isolation.level: expected read_uncommitted or read_committed", value));
+    } else if (key == "check.crcs") {
+      c.check_crcs = parse_bool(key, value);
+    } else if (key == "max.poll.records") {
+      c.max_poll_records = static_cast<std::int32_t>(parse_int(key, value, 1, kMaxInt));
+    } else if (key == "acks" || key == "request.required.acks") {
+      auto l = lower(value);
+      if (l == "all" || l == "-1")
+        c.acks = -1;
+      else if (l == "0")
+        c.acks = 0;
+      else if (l == "1")
+        c.acks = 1;
+      else
+        throw ConfigError(fmt::format("invalid value '{}' for acks: expected all, -1, 0 or 1", value));
+    } else if (key == "compression.type" || key == "compression.codec") {
+      auto codec = protocol::parse_compression(lower(value));
+      if (!codec)
+        throw ConfigError(fmt::format(
+            "invalid value '{}' for {}: expected none, gzip, snappy, lz4 or zstd", value, key));
+      c.compression_type = *codec;
+    } else if (key == "batch.size") {
+      c.batch_size = static_cast<std::int32_t>(parse_int(key, value, 0, kMaxInt));
+    } else if (key == "linger.ms" || key == "queue.buffering.max.ms") {
+      c.linger_ms = static_cast<std::int32_t>(parse_int(key, value, 0, kMaxInt));
+    } else if (key == "max.request.size" || key == "message.max.bytes") {
+      c.max_request_size = static_cast<std::int32_t>(parse_int(key, value, 1, kMaxInt));
+    } else if (key == "delivery.timeout.ms" || key == "message.timeout.ms") {
+      c.delivery_timeout_ms = static_cast<std::int32_t>(parse_int(key, value, 1, kMaxInt));
+    } else {
+      c.ignored_keys.push_back(key);
+    }
+  }
+  if (!have_bootstrap) throw ConfigError("bootstrap.servers must be set");
+  return c;
+}
+
+}  // namespace kwire::client

@@ -1,0 +1,219 @@
+#include "kwire/client/connection.hpp"
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
+#include <fmt/format.h>
+
+#include "kwire/protocol/messages/api_versions.hpp"
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+
+namespace kwire::client {
+
+using namespace kwire::protocol;
+
+Connection::Connection(asio::io_context& io, std::string host, std::uint16_t port, ConnectionOptions opts)
+    : io_(io), host_(std::move(host)), port_(port), opts_(std::move(opts)), alive_(std::make_shared<bool>(true)) {}
+
+Connection::~Connection() {
+  *alive_ = false;
+  close();
+  // Drain handlers that still reference this object (they check alive_).
+  io_.poll();
+  if (io_.stopped()) io_.restart();
+}
+
+std::string Connection::endpoint() const { return fmt::format("{}:{}", host_, port_); }
+
+bool Connection::is_open() const noexcept { return socket_ && socket_->is_open() && !error_; }
+
+void Connection::close() noexcept {
+  if (socket_) {
+    boost::system::error_code ec;
+    socket_->shutdown(tcp::socket::shutdown_both, ec);
+    socket_->close(ec);
+  }
+}
+
+void Connection::run_until(const std::function<bool()>& done, Deadline deadline, const char* what) {
+  while (!done()) {
+    if (error_) throw ConnectionError(fmt::format("connection to {} failed: {}", endpoint(), *error_));
+    auto now = Clock::now();
+    if (now >= deadline) {
+      throw TimeoutError(fmt::format("timed out waiting for {} from {}", what, endpoint()));
+    }
+    if (io_.stopped()) io_.restart();
+    io_.run_one_for(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now) +
+                    std::chrono::milliseconds(1));
+  }
+}
+
+void Connection::connect(Deadline deadline) {
+  error_.reset();
+  pending_.clear();
+  write_queue_.clear();
+  writing_ = false;
+  socket_ = std::make_unique<tcp::socket>(io_);
+
+  boost::system::error_code ec;
+  tcp::resolver resolver(io_);
+  auto endpoints = resolver.resolve(host_, std::to_string(port_), ec);
+  if (ec) throw ConnectionError(fmt::format("cannot resolve broker host '{}': {}", host_, ec.message()));
+
+  auto connect_deadline = std::min(deadline, Clock::now() + opts_.connect_timeout);
+  bool done = false;
+  boost::system::error_code result;
+  auto alive = alive_;
+  asio::async_connect(*socket_, endpoints, [&, alive](const boost::system::error_code& e, const tcp::endpoint&) {
+    if (!*alive) return;
+    result = e;
+    done = true;
+  });
+  try {
+    run_until([&] { return done; }, connect_deadline, "TCP connect");
+  } catch (const TimeoutError&) {
+    close();
+    io_.poll();
+    throw TimeoutError(fmt::format("timed out connecting to broker {}", endpoint()));
+  }
+  if (result) throw ConnectionError(fmt::format("cannot connect to broker {}: {}", endpoint(), result.message()));
+  socket_->set_option(tcp::no_delay(true), ec);
+  if (opts_.socket_receive_buffer_bytes > 0)
+    socket_->set_option(asio::socket_base::receive_buffer_size(opts_.socket_receive_buffer_bytes), ec);
+  if (opts_.socket_send_buffer_bytes > 0)
+    socket_->set_option(asio::socket_base::send_buffer_size(opts_.socket_send_buffer_bytes), ec);
+  start_read();
+  negotiate(deadline);
+}
+
+void Connection::negotiate(Deadline deadline) {
+  ApiVersionsRequest req;
+  req.client_software_name = "kwire";
+  req.client_software_version = "0.1.0";
+  std::int16_t version = 3;
+  auto corr = send(req, version);
+  auto resp = receive<ApiVersionsResponse>(corr, version, deadline);
+  if (resp.body.error_code == 35) {  // UNSUPPORTED_VERSION: retry with v0
+    version = 0;
+    corr = send(ApiVersionsRequest{}, version);
+    resp = receive<ApiVersionsResponse>(corr, version, deadline);
+  }
+  if (resp.body.error_code != 0)
+    throw KafkaError(resp.body.error_code,
+                     fmt::format("ApiVersions to {} failed with error code {}", endpoint(), resp.body.error_code));
+  versions_.clear();
+  for (auto& k : resp.body.api_keys) versions_[k.api_key] = VersionRange{k.min_version, k.max_version};
+}
+
+std::int16_t Connection::pick_version(std::int16_t api_key, std::int16_t ours_min, std::int16_t ours_max) const {
+  auto it = versions_.find(api_key);
+  if (it == versions_.end())
+    throw UnsupportedVersionError(
+        fmt::format("broker {} does not support {} (API key {})", endpoint(), api_name(api_key), api_key));
+  std::int16_t hi = std::min(ours_max, it->second.max);
+  std::int16_t lo = std::max(ours_min, it->second.min);
+  if (hi < lo)
+    throw UnsupportedVersionError(fmt::format("no common version of {}: broker {} speaks {}-{}, kwire speaks {}-{}",
+                                              api_name(api_key), endpoint(), it->second.min, it->second.max,
+                                              ours_min, ours_max));
+  return hi;
+}
+
+void Connection::enqueue(std::int32_t corr, std::int16_t api_key, std::int16_t version,
+                         std::shared_ptr<Bytes> frame, bool expect_response) {
+  if (!socket_ || error_)
+    throw ConnectionError(fmt::format("connection to {} is not open{}", endpoint(), error_ ? ": " + *error_ : ""));
+  if (expect_response) pending_[corr] = Pending{api_key, version, nullptr};
+  write_queue_.push_back(std::move(frame));
+  start_write();
+}
+
+void Connection::start_write() {
+  if (writing_ || write_queue_.empty() || error_) return;
+  writing_ = true;
+  auto frame = write_queue_.front();
+  auto alive = alive_;
+  asio::async_write(*socket_, asio::buffer(*frame),
+                    [this, alive, frame](const boost::system::error_code& ec, std::size_t) {
+                      if (!*alive) return;
+                      writing_ = false;
+                      if (ec) {
+                        fail("write failed: " + ec.message());
+                        return;
+                      }
+                      write_queue_.pop_front();
+                      start_write();
+                    });
+}
+
+void Connection::start_read() {
+  auto alive = alive_;
+  asio::async_read(*socket_, asio::buffer(size_buf_, 4), [this, alive](const boost::system::error_code& ec, std::size_t) {
+    if (!*alive) return;
+    if (ec) {
+      fail(ec == asio::error::eof ? "broker closed the connection" : "read failed: " + ec.message());
+      return;
+    }
+    auto size = static_cast<std::int32_t>(load_be32(size_buf_));
+    if (size < 4 || static_cast<std::size_t>(size) > opts_.max_response_bytes) {
+      fail(fmt::format("invalid response frame size {}", size));
+      return;
+    }
+    read_buf_ = std::make_shared<Bytes>(static_cast<std::size_t>(size));
+    asio::async_read(*socket_, asio::buffer(*read_buf_), [this, alive](const boost::system::error_code& ec2, std::size_t) {
+      if (!*alive) return;
+      if (ec2) {
+        fail("read failed: " + ec2.message());
+        return;
+      }
+      auto corr = static_cast<std::int32_t>(load_be32(read_buf_->data()));
+      auto it = pending_.find(corr);
+      if (it == pending_.end() || it->second.response) {
+        fail(fmt::format("response with unexpected correlation id {}", corr));
+        return;
+      }
+      it->second.response = std::move(read_buf_);
+      start_read();
+    });
+  });
+}
+
+void Connection::fail(const std::string& why) {
+  if (!error_) error_ = why;
+  close();
+}
+
+std::shared_ptr<const Bytes> Connection::wait_frame(std::int32_t corr, Deadline deadline) {
+  auto it = pending_.find(corr);
+  if (it == pending_.end()) throw ClientError(fmt::format("no request with correlation id {} is pending", corr));
+  auto key = it->second.api_key;
+  std::string what = std::string(api_name(key)) + " response";
+  try {
+    run_until([&] { return it->second.response != nullptr; }, deadline, what.c_str());
+  } catch (const TimeoutError&) {
+    // The connection's state is unknown after a timeout: close it so no late
+    // response can be mistaken for a later request's.
+    pending_.erase(it);
+    fail("request timed out");
+    throw;
+  } catch (...) {
+    pending_.erase(it);
+    throw;
+  }
+  auto frame = std::move(it->second.response);
+  pending_.erase(it);
+  return frame;
+}
+
+void Connection::malformed(ApiKey key, std::int16_t version, const Reader& r) {
+  std::string why = fmt::format("malformed {} v{} response from {}: {} at byte {}", api_name(key), version, endpoint(),
+                                r.error() ? r.error() : "?", r.error_offset());
+  fail(why);
+  throw MalformedResponseError(why);
+}
+
+}  // namespace kwire::client

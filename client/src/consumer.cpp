@@ -1,0 +1,222 @@
+#include "kwire/client/consumer.hpp"
+
+#include <fmt/format.h>
+
+#include "kwire/protocol/errors.hpp"
+
+namespace kwire::client {
+
+using namespace kwire::protocol;
+
+namespace {
+std::string reset_policy(const std::map<std::string, std::string>& props) {
+  auto it = props.find("auto.offset.reset");
+  if (it == props.end()) return "latest";
+  std::string v = it->second;
+  if (v == "smallest" || v == "beginning") v = "earliest";
+  if (v == "largest" || v == "end") v = "latest";
+  if (v != "earliest" && v != "latest" && v != "none")
+    throw ConfigError(fmt::format("invalid value '{}' for auto.offset.reset: expected earliest, latest or none",
+                                  it->second));
+  return v;
+}
+std::map<std::string, std::string> without_reset(std::map<std::string, std::string> props) {
+  props.erase("auto.offset.reset");
+  props.erase("enable.auto.commit");
+  return props;
+}
+}  // namespace
+
+Consumer::Consumer(const std::map<std::string, std::string>& properties)
+    : Consumer(ClientConfig::from_properties(without_reset(properties)), reset_policy(properties)) {}
+
+Consumer::Consumer(ClientConfig config, std::string auto_offset_reset)
+    : client_(std::make_unique<KafkaClient>(std::move(config))), auto_offset_reset_(std::move(auto_offset_reset)) {}
+
+Consumer::~Consumer() = default;
+
+void Consumer::assign(const std::vector<TopicPartition>& partitions) {
+  std::map<TopicPartition, std::optional<std::int64_t>> next;
+  for (auto& tp : partitions) {
+    auto it = positions_.find(tp);
+    next[tp] = it != positions_.end() ? it->second : std::nullopt;
+  }
+  positions_ = std::move(next);
+  for (auto it = paused_.begin(); it != paused_.end();)
+    it = positions_.count(it->first) ? std::next(it) : paused_.erase(it);
+  buffered_ = ConsumerRecords{};
+  buffered_pos_ = 0;
+}
+
+std::vector<TopicPartition> Consumer::assignment() const {
+  std::vector<TopicPartition> out;
+  for (auto& [tp, _] : positions_) out.push_back(tp);
+  return out;
+}
+
+void Consumer::seek(const TopicPartition& tp, std::int64_t offset) {
+  auto it = positions_.find(tp);
+  if (it == positions_.end()) throw ClientError(fmt::format("cannot seek {}: partition is not assigned", to_string(tp)));
+  if (offset < 0) throw ClientError(fmt::format("cannot seek {} to negative offset {}", to_string(tp), offset));
+  it->second = offset;
+  // Drop buffered records of that partition.
+  if (buffered_pos_ < buffered_.records_.size()) {
+    std::vector<ConsumerRecord> keep;
+    for (std::size_t i = buffered_pos_; i < buffered_.records_.size(); ++i) {
+      auto& r = buffered_.records_[i];
+      if (!(*r.topic == tp.topic && r.partition == tp.partition)) keep.push_back(r);
+    }
+    buffered_.records_ = std::move(keep);
+    buffered_pos_ = 0;
+  }
+}
+
+void Consumer::seek_to_beginning(const std::vector<TopicPartition>& tps) {
+  for (auto& [tp, off] : beginning_offsets(tps)) seek(tp, off);
+}
+void Consumer::seek_to_end(const std::vector<TopicPartition>& tps) {
+  for (auto& [tp, off] : end_offsets(tps)) seek(tp, off);
+}
+
+std::int64_t Consumer::position(const TopicPartition& tp) {
+  auto it = positions_.find(tp);
+  if (it == positions_.end()) throw ClientError(fmt::format("{} is not assigned", to_string(tp)));
+  if (!it->second) resolve_positions();
+  return *it->second;
+}
+
+void Consumer::pause(const std::vector<TopicPartition>& tps) {
+  for (auto& tp : tps) paused_[tp] = true;
+}
+void Consumer::resume(const std::vector<TopicPartition>& tps) {
+  for (auto& tp : tps) paused_.erase(tp);
+}
+
+void Consumer::resolve_positions() {
+  std::map<TopicPartition, std::int64_t> targets;
+  for (auto& [tp, pos] : positions_) {
+    if (pos) continue;
+    if (auto_offset_reset_ == "none")
+      throw OffsetOutOfRangeError(tp, -1,
+                                  fmt::format("no position for {} and auto.offset.reset is none", to_string(tp)));
+    targets[tp] = auto_offset_reset_ == "earliest" ? kEarliestTimestamp : kLatestTimestamp;
+  }
+  if (targets.empty()) return;
+  for (auto& [tp, lo] : client_->list_offsets(targets)) positions_[tp] = lo.offset;
+}
+
+std::map<TopicPartition, std::int64_t> Consumer::beginning_offsets(const std::vector<TopicPartition>& tps) {
+  std::map<TopicPartition, std::int64_t> targets;
+  for (auto& tp : tps) targets[tp] = kEarliestTimestamp;
+  std::map<TopicPartition, std::int64_t> out;
+  for (auto& [tp, lo] : client_->list_offsets(targets)) out[tp] = lo.offset;
+  return out;
+}
+
+std::map<TopicPartition, std::int64_t> Consumer::end_offsets(const std::vector<TopicPartition>& tps) {
+  std::map<TopicPartition, std::int64_t> targets;
+  for (auto& tp : tps) targets[tp] = kLatestTimestamp;
+  std::map<TopicPartition, std::int64_t> out;
+  for (auto& [tp, lo] : client_->list_offsets(targets)) out[tp] = lo.offset;
+  return out;
+}
+
+std::map<TopicPartition, std::optional<ListedOffset>> Consumer::offsets_for_times(
+    const std::map<TopicPartition, std::int64_t>& timestamps) {
+  std::map<TopicPartition, std::optional<ListedOffset>> out;
+  for (auto& [tp, lo] : client_->list_offsets(timestamps))
+    out[tp] = lo.offset >= 0 ? std::optional<ListedOffset>(lo) : std::nullopt;
+  return out;
+}
+
+std::optional<FetchedPartition> Consumer::last_fetch_info(const TopicPartition& tp) const {
+  auto it = last_info_.find(tp);
+  if (it == last_info_.end()) return std::nullopt;
+  FetchedPartition copy = it->second;
+  copy.frame.reset();
+  copy.records.reset();
+  return copy;
+}
+
+ConsumerRecords Consumer::poll(std::chrono::milliseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  const auto max_records = static_cast<std::size_t>(client_->config().max_poll_records);
+  auto take_buffered = [&]() {
+    ConsumerRecords out;
+    std::size_t n = std::min(max_records, buffered_.records_.size() - buffered_pos_);
+    out.records_.assign(buffered_.records_.begin() + static_cast<std::ptrdiff_t>(buffered_pos_),
+                        buffered_.records_.begin() + static_cast<std::ptrdiff_t>(buffered_pos_ + n));
+    out.frames_ = buffered_.frames_;
+    out.decoded_ = buffered_.decoded_;
+    out.topics_ = buffered_.topics_;
+    buffered_pos_ += n;
+    return out;
+  };
+  if (buffered_pos_ < buffered_.records_.size()) return take_buffered();
+
+  resolve_positions();
+  while (true) {
+    std::map<TopicPartition, std::int64_t> fetch_positions;
+    for (auto& [tp, pos] : positions_)
+      if (!paused_.count(tp) && pos) fetch_positions[tp] = *pos;
+    if (fetch_positions.empty()) return {};
+    auto now = Clock::now();
+    auto remaining = deadline > now ? std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now)
+                                    : std::chrono::milliseconds(0);
+    auto wait = std::min(remaining, std::chrono::milliseconds(client_->config().fetch_max_wait_ms));
+    auto fetched = client_->fetch(fetch_positions, wait);
+
+    ConsumerRecords batch;
+    bool reset_needed = false;
+    for (auto& p : fetched) {
+      auto topic_holder = std::make_shared<const std::string>(p.tp.topic);
+      const std::string* topic = topic_holder.get();
+      batch.topics_.push_back(std::move(topic_holder));
+      if (p.error_code == static_cast<std::int16_t>(ErrorCode::offset_out_of_range)) {
+        if (auto_offset_reset_ == "none")
+          throw OffsetOutOfRangeError(p.tp, p.fetch_offset,
+                                      fmt::format("offset {} is out of range for {} (OFFSET_OUT_OF_RANGE)",
+                                                  p.fetch_offset, to_string(p.tp)));
+        positions_[p.tp] = std::nullopt;
+        reset_needed = true;
+        continue;
+      }
+      if (p.error_code != 0) {
+        if (!is_retriable(p.error_code))
+          throw KafkaError(p.error_code,
+                           fmt::format("fetch from {} failed: {}", to_string(p.tp), error_name(p.error_code)));
+        continue;  // leadership moved etc.: metadata was refreshed, try again
+      }
+      FetchedPartition info = p;
+      info.frame.reset();
+      info.records.reset();
+      last_info_[p.tp] = std::move(info);
+      if (!p.records) continue;
+      auto& pos = positions_[p.tp];
+      for (auto& r : p.records->records) {
+        ConsumerRecord cr;
+        cr.topic = topic;
+        cr.partition = p.tp.partition;
+        cr.offset = r.offset;
+        cr.timestamp = r.timestamp;
+        cr.timestamp_type = r.timestamp_type;
+        cr.key = r.key;
+        cr.value = r.value;
+        cr.headers = &r.headers;
+        batch.records_.push_back(cr);
+      }
+      if (p.records->next_offset > pos.value_or(-1)) pos = p.records->next_offset;
+      batch.frames_.push_back(p.frame);
+      batch.decoded_.push_back(p.records);
+    }
+    if (reset_needed) resolve_positions();
+    if (!batch.records_.empty()) {
+      buffered_ = std::move(batch);
+      buffered_pos_ = 0;
+      return take_buffered();
+    }
+    if (Clock::now() >= deadline) return {};
+  }
+}
+
+}  // namespace kwire::client

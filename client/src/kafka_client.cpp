@@ -1,0 +1,605 @@
+#include "kwire/client/kafka_client.hpp"
+
+#include <algorithm>
+#include <set>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "kwire/protocol/errors.hpp"
+#include "kwire/protocol/messages.hpp"
+
+namespace kwire::client {
+
+using namespace kwire::protocol;
+
+std::string to_string(const TopicPartition& tp) { return fmt::format("{}-{}", tp.topic, tp.partition); }
+
+const TopicMetadata* ClusterMetadata::topic(const std::string& name) const {
+  for (auto& t : topics)
+    if (t.name == name) return &t;
+  return nullptr;
+}
+
+namespace {
+
+bool refresh_worthy(std::int16_t code) {
+  switch (static_cast<ErrorCode>(code)) {
+    case ErrorCode::not_leader_or_follower:
+    case ErrorCode::unknown_topic_or_partition:
+    case ErrorCode::leader_not_available:
+    case ErrorCode::fenced_leader_epoch:
+    case ErrorCode::replica_not_available:
+    case ErrorCode::kafka_storage_error:
+    case ErrorCode::unknown_leader_epoch:
+    case ErrorCode::unknown_topic_id:
+    case ErrorCode::inconsistent_topic_id:
+    case ErrorCode::not_coordinator:
+      return true;
+    default:
+      return false;
+  }
+}
+
+std::string describe(std::int16_t code) { return std::string(error_name(code)); }
+
+}  // namespace
+
+KafkaClient::KafkaClient(ClientConfig config)
+    : config_(std::move(config)), io_(std::make_unique<boost::asio::io_context>(1)) {
+  if (config_.bootstrap_servers.empty()) throw ConfigError("bootstrap.servers must be set");
+}
+
+KafkaClient::~KafkaClient() {
+  brokers_.clear();
+  bootstrap_.reset();
+}
+
+void KafkaClient::backoff(int attempt) {
+  auto ms = std::min<std::int64_t>(std::int64_t{config_.retry_backoff_ms} << std::min(attempt, 6), 1000);
+  std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+}
+
+Connection& KafkaClient::connect_to(const std::string& host, std::uint16_t port, std::int32_t node_id) {
+  ConnectionOptions opts;
+  opts.client_id = config_.client_id;
+  opts.connect_timeout = std::chrono::milliseconds(config_.socket_connection_setup_timeout_ms);
+  opts.socket_receive_buffer_bytes = config_.receive_buffer_bytes;
+  opts.socket_send_buffer_bytes = config_.send_buffer_bytes;
+  auto conn = std::make_unique<Connection>(*io_, host, port, opts);
+  conn->connect(default_deadline());
+  auto& slot = brokers_[node_id];
+  slot = std::move(conn);
+  return *slot;
+}
+
+Connection& KafkaClient::any_connection() {
+  for (auto& [id, c] : brokers_)
+    if (c && c->is_open()) return *c;
+  if (bootstrap_ && bootstrap_->is_open()) return *bootstrap_;
+  std::string errors;
+  for (auto& addr : config_.bootstrap_servers) {
+    try {
+      ConnectionOptions opts;
+      opts.client_id = config_.client_id;
+      opts.connect_timeout = std::chrono::milliseconds(config_.socket_connection_setup_timeout_ms);
+      opts.socket_receive_buffer_bytes = config_.receive_buffer_bytes;
+      opts.socket_send_buffer_bytes = config_.send_buffer_bytes;
+      bootstrap_ = std::make_unique<Connection>(*io_, addr.host, addr.port, opts);
+      bootstrap_->connect(default_deadline());
+      return *bootstrap_;
+    } catch (const ClientError& e) {
+      if (!errors.empty()) errors += "; ";
+      errors += e.what();
+    }
+  }
+  throw ConnectionError("could not reach any bootstrap server: " + errors);
+}
+
+Connection& KafkaClient::broker(std::int32_t node_id) {
+  auto it = brokers_.find(node_id);
+  if (it != brokers_.end() && it->second && it->second->is_open()) return *it->second;
+  for (auto& b : metadata_.brokers) {
+    if (b.node_id == node_id) return connect_to(b.host, static_cast<std::uint16_t>(b.port), node_id);
+  }
+  metadata();
+  for (auto& b : metadata_.brokers) {
+    if (b.node_id == node_id) return connect_to(b.host, static_cast<std::uint16_t>(b.port), node_id);
+  }
+  throw ConnectionError(fmt::format("broker {} is not in the cluster metadata", node_id));
+}
+
+ClusterMetadata KafkaClient::metadata(const std::optional<std::vector<std::string>>& topics) {
+  MetadataRequest req;
+  if (topics) {
+    req.topics.emplace();
+    for (auto& t : *topics) {
+      MetadataRequest::MetadataRequestTopic rt;
+      rt.name = t;
+      req.topics->push_back(std::move(rt));
+    }
+  }
+  req.allow_auto_topic_creation = false;
+  Response<MetadataResponse> resp;
+  for (int attempt = 0;; ++attempt) {
+    try {
+      auto& conn = any_connection();
+      resp = conn.request<MetadataResponse>(req, default_deadline());
+      break;
+    } catch (const ConnectionError&) {
+      if (attempt >= config_.retries) throw;
+      bootstrap_.reset();
+      brokers_.clear();
+      backoff(attempt);
+    }
+  }
+  ClusterMetadata md;
+  md.cluster_id = resp.body.cluster_id;
+  md.controller_id = resp.body.controller_id;
+  for (auto& b : resp.body.brokers) md.brokers.push_back({b.node_id, b.host, b.port, b.rack});
+  for (auto& t : resp.body.topics) {
+    TopicMetadata tm;
+    tm.name = t.name.value_or("");
+    tm.topic_id = t.topic_id;
+    tm.is_internal = t.is_internal;
+    tm.error_code = t.error_code;
+    for (auto& p : t.partitions) {
+      tm.partitions.push_back({p.partition_index, p.error_code, p.leader_id, p.leader_epoch, p.replica_nodes, p.isr_nodes});
+      leaders_[TopicPartition{tm.name, p.partition_index}] = p.leader_id;
+    }
+    std::sort(tm.partitions.begin(), tm.partitions.end(),
+              [](auto& a, auto& b) { return a.partition < b.partition; });
+    if (!tm.topic_id.is_zero()) {
+      topic_ids_[tm.name] = tm.topic_id;
+      names_by_id_[tm.topic_id.to_base64()] = tm.name;
+    }
+    md.topics.push_back(std::move(tm));
+  }
+  std::sort(md.topics.begin(), md.topics.end(), [](auto& a, auto& b) { return a.name < b.name; });
+  // Merge into the cache: brokers replaced, topics updated.
+  metadata_.cluster_id = md.cluster_id;
+  metadata_.controller_id = md.controller_id;
+  metadata_.brokers = md.brokers;
+  for (auto& t : md.topics) {
+    auto it = std::find_if(metadata_.topics.begin(), metadata_.topics.end(), [&](auto& x) { return x.name == t.name; });
+    if (it != metadata_.topics.end())
+      *it = t;
+    else
+      metadata_.topics.push_back(t);
+  }
+  std::sort(metadata_.topics.begin(), metadata_.topics.end(), [](auto& a, auto& b) { return a.name < b.name; });
+  return md;
+}
+
+std::int32_t KafkaClient::partition_count(const std::string& topic) {
+  const TopicMetadata* t = metadata_.topic(topic);
+  if (!t || t->partitions.empty() || t->error_code != 0) {
+    metadata(std::vector<std::string>{topic});
+    t = metadata_.topic(topic);
+  }
+  if (!t || t->error_code != 0 || t->partitions.empty()) {
+    std::int16_t code = t ? t->error_code : static_cast<std::int16_t>(ErrorCode::unknown_topic_or_partition);
+    if (code == 0) code = static_cast<std::int16_t>(ErrorCode::unknown_topic_or_partition);
+    throw KafkaError(code, fmt::format("topic '{}' is not available: {}", topic, describe(code)));
+  }
+  return static_cast<std::int32_t>(t->partitions.size());
+}
+
+std::int32_t KafkaClient::leader_id(const TopicPartition& tp) {
+  auto it = leaders_.find(tp);
+  if (it == leaders_.end() || it->second < 0) {
+    metadata(std::vector<std::string>{tp.topic});
+    it = leaders_.find(tp);
+  }
+  if (it == leaders_.end())
+    throw KafkaError(static_cast<std::int16_t>(ErrorCode::unknown_topic_or_partition),
+                     fmt::format("partition {} does not exist (UNKNOWN_TOPIC_OR_PARTITION)", to_string(tp)));
+  if (it->second < 0)
+    throw KafkaError(static_cast<std::int16_t>(ErrorCode::leader_not_available),
+                     fmt::format("partition {} has no leader (LEADER_NOT_AVAILABLE)", to_string(tp)));
+  return it->second;
+}
+
+Connection& KafkaClient::leader_for(const TopicPartition& tp) { return broker(leader_id(tp)); }
+
+std::map<TopicPartition, ListedOffset> KafkaClient::list_offsets(const std::map<TopicPartition, std::int64_t>& targets,
+                                                                 std::optional<std::int8_t> isolation_level) {
+  std::map<TopicPartition, ListedOffset> out;
+  std::map<TopicPartition, std::int64_t> todo = targets;
+  std::map<TopicPartition, std::int16_t> last_error;
+  for (int attempt = 0; !todo.empty(); ++attempt) {
+    if (attempt > config_.retries) {
+      auto& [tp, code] = *last_error.begin();
+      throw KafkaError(code, fmt::format("ListOffsets for {} failed after {} attempts: {}", to_string(tp), attempt,
+                                         describe(code)));
+    }
+    if (attempt > 0) {
+      backoff(attempt - 1);
+      std::set<std::string> topics;
+      for (auto& [tp, _] : todo) topics.insert(tp.topic);
+      metadata(std::vector<std::string>(topics.begin(), topics.end()));
+    }
+    // Group by leader.
+    std::map<std::int32_t, std::map<TopicPartition, std::int64_t>> by_leader;
+    for (auto& [tp, ts] : todo) {
+      std::int32_t leader;
+      try {
+        leader = leader_id(tp);
+      } catch (const KafkaError& e) {
+        last_error[tp] = e.code();
+        if (e.code() == static_cast<std::int16_t>(ErrorCode::unknown_topic_or_partition) && attempt >= 1) throw;
+        continue;
+      }
+      by_leader[leader][tp] = ts;
+    }
+    struct InFlight {
+      Connection* conn;
+      std::int32_t corr;
+      std::int16_t version;
+    };
+    std::vector<InFlight> flights;
+    for (auto& [leader, parts] : by_leader) {
+      ListOffsetsRequest req;
+      req.replica_id = -1;
+      req.isolation_level = isolation_level.value_or(config_.isolation_level);
+      req.timeout_ms = config_.request_timeout_ms;
+      for (auto& [tp, ts] : parts) {
+        if (req.topics.empty() || req.topics.back().name != tp.topic) req.topics.push_back({tp.topic, {}, {}});
+        ListOffsetsRequest::ListOffsetsPartition p;
+        p.partition_index = tp.partition;
+        p.timestamp = ts;
+        req.topics.back().partitions.push_back(p);
+      }
+      try {
+        auto& conn = broker(leader);
+        auto v = conn.version_for<ListOffsetsRequest>();
+        if (v < 1) v = 1;
+        flights.push_back({&conn, conn.send(req, v), v});
+      } catch (const ConnectionError& e) {
+        for (auto& [tp, _] : parts) last_error[tp] = static_cast<std::int16_t>(ErrorCode::network_exception);
+        brokers_.erase(leader);
+      }
+    }
+    for (auto& f : flights) {
+      Response<ListOffsetsResponse> resp;
+      try {
+        resp = f.conn->receive<ListOffsetsResponse>(f.corr, f.version, default_deadline());
+      } catch (const ConnectionError&) {
+        continue;  // retried next round
+      }
+      for (auto& t : resp.body.topics) {
+        for (auto& p : t.partitions) {
+          TopicPartition tp{t.name, p.partition_index};
+          if (!todo.count(tp)) continue;
+          if (p.error_code == 0) {
+            out[tp] = ListedOffset{p.offset, p.timestamp, p.leader_epoch};
+            todo.erase(tp);
+            last_error.erase(tp);
+          } else if (refresh_worthy(p.error_code) || is_retriable(p.error_code)) {
+            last_error[tp] = p.error_code;
+          } else {
+            throw KafkaError(p.error_code,
+                             fmt::format("ListOffsets for {} failed: {}", to_string(tp), describe(p.error_code)));
+          }
+        }
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<FetchedPartition> KafkaClient::fetch(const std::map<TopicPartition, std::int64_t>& positions,
+                                                 std::chrono::milliseconds max_wait) {
+  std::vector<FetchedPartition> out;
+  std::map<std::int32_t, std::map<TopicPartition, std::int64_t>> by_leader;
+  bool refresh = false;
+  for (auto& [tp, off] : positions) {
+    try {
+      by_leader[leader_id(tp)][tp] = off;
+    } catch (const KafkaError& e) {
+      FetchedPartition fp;
+      fp.tp = tp;
+      fp.fetch_offset = off;
+      fp.error_code = e.code();
+      out.push_back(std::move(fp));
+    }
+  }
+  struct InFlight {
+    Connection* conn;
+    std::int32_t corr;
+    std::int16_t version;
+    std::int32_t leader;
+  };
+  std::vector<InFlight> flights;
+  for (auto& [leader, parts] : by_leader) {
+    Connection* conn;
+    try {
+      conn = &broker(leader);
+    } catch (const ConnectionError&) {
+      brokers_.erase(leader);
+      for (auto& [tp, off] : parts) {
+        FetchedPartition fp;
+        fp.tp = tp;
+        fp.fetch_offset = off;
+        fp.error_code = static_cast<std::int16_t>(ErrorCode::network_exception);
+        out.push_back(std::move(fp));
+      }
+      continue;
+    }
+    auto v = conn->version_for<FetchRequest>();
+    FetchRequest req;
+    req.replica_id = -1;
+    req.max_wait_ms = static_cast<std::int32_t>(max_wait.count());
+    req.min_bytes = config_.fetch_min_bytes;
+    req.max_bytes = config_.fetch_max_bytes;
+    req.isolation_level = config_.isolation_level;
+    req.session_id = 0;
+    req.session_epoch = -1;  // no incremental session: full fetch every time
+    for (auto& [tp, off] : parts) {
+      bool new_topic = req.topics.empty() || req.topics.back().topic != tp.topic;
+      if (new_topic) {
+        FetchRequest::FetchTopic ft;
+        ft.topic = tp.topic;
+        auto id = topic_ids_.find(tp.topic);
+        if (id != topic_ids_.end()) ft.topic_id = id->second;
+        req.topics.push_back(std::move(ft));
+      }
+      FetchRequest::FetchPartition fp;
+      fp.partition = tp.partition;
+      fp.fetch_offset = off;
+      fp.partition_max_bytes = config_.max_partition_fetch_bytes;
+      req.topics.back().partitions.push_back(fp);
+    }
+    if (v >= 13) {
+      // Topic ids are required from v13; fall back to v12 if any is unknown.
+      bool all_ids = std::all_of(req.topics.begin(), req.topics.end(), [](auto& t) { return !t.topic_id.is_zero(); });
+      if (!all_ids) v = std::min<std::int16_t>(v, 12);
+    }
+    flights.push_back({conn, conn->send(req, v), v, leader});
+  }
+  const auto deadline = Clock::now() + max_wait + std::chrono::milliseconds(config_.request_timeout_ms);
+  for (auto& f : flights) {
+    Response<FetchResponse> resp;
+    try {
+      resp = f.conn->receive<FetchResponse>(f.corr, f.version, deadline);
+    } catch (const ConnectionError&) {
+      brokers_.erase(f.leader);
+      for (auto& [tp, off] : by_leader[f.leader]) {
+        FetchedPartition fp;
+        fp.tp = tp;
+        fp.fetch_offset = off;
+        fp.error_code = static_cast<std::int16_t>(ErrorCode::network_exception);
+        out.push_back(std::move(fp));
+      }
+      continue;
+    }
+    auto frame = resp.frame;
+    if (resp.body.error_code != 0)
+      throw KafkaError(resp.body.error_code, fmt::format("Fetch failed: {}", describe(resp.body.error_code)));
+    for (auto& t : resp.body.responses) {
+      std::string name = t.topic;
+      if (f.version >= 13) {
+        auto it = names_by_id_.find(t.topic_id.to_base64());
+        if (it == names_by_id_.end()) continue;
+        name = it->second;
+      }
+      for (auto& p : t.partitions) {
+        FetchedPartition fp;
+        fp.tp = TopicPartition{name, p.partition_index};
+        auto pos = positions.find(fp.tp);
+        if (pos == positions.end()) continue;
+        fp.fetch_offset = pos->second;
+        fp.error_code = p.error_code;
+        fp.high_watermark = p.high_watermark;
+        fp.last_stable_offset = p.last_stable_offset;
+        fp.log_start_offset = p.log_start_offset;
+        fp.frame = frame;
+        if (p.error_code == 0) {
+          DecodeOptions opts;
+          opts.check_crcs = config_.check_crcs;
+          opts.read_committed = config_.isolation_level == 1;
+          if (p.aborted_transactions)
+            for (auto& a : *p.aborted_transactions) opts.aborted_transactions.push_back({a.producer_id, a.first_offset});
+          fp.records = std::make_shared<DecodedRecords>();
+          fp.records->next_offset = fp.fetch_offset;
+          if (p.records.data) {
+            try {
+              decode_records(*p.records.data, fp.fetch_offset, opts, *fp.records);
+            } catch (const CorruptRecordError& e) {
+              throw CorruptRecordError(e.base_offset(), e.kind(), fmt::format("{} (partition {})", e.what(), to_string(fp.tp)));
+            }
+          }
+        } else if (refresh_worthy(p.error_code)) {
+          refresh = true;
+        }
+        out.push_back(std::move(fp));
+      }
+    }
+  }
+  if (refresh) {
+    std::set<std::string> topics;
+    for (auto& [tp, _] : positions) topics.insert(tp.topic);
+    try {
+      metadata(std::vector<std::string>(topics.begin(), topics.end()));
+    } catch (const ClientError&) {
+    }
+  }
+  return out;
+}
+
+std::map<TopicPartition, ProduceResult> KafkaClient::produce(const std::map<TopicPartition, Bytes>& batches) {
+  std::map<TopicPartition, ProduceResult> out;
+  std::set<TopicPartition> todo;
+  for (auto& [tp, _] : batches) todo.insert(tp);
+  std::map<TopicPartition, std::int16_t> last_error;
+  for (int attempt = 0; !todo.empty(); ++attempt) {
+    if (attempt > config_.retries) {
+      for (auto& tp : todo) out[tp].error_code = last_error.count(tp) ? last_error[tp] : -1;
+      break;
+    }
+    if (attempt > 0) {
+      backoff(attempt - 1);
+      std::set<std::string> topics;
+      for (auto& tp : todo) topics.insert(tp.topic);
+      metadata(std::vector<std::string>(topics.begin(), topics.end()));
+    }
+    std::map<std::int32_t, std::vector<TopicPartition>> by_leader;
+    for (auto& tp : todo) {
+      try {
+        by_leader[leader_id(tp)].push_back(tp);
+      } catch (const KafkaError& e) {
+        last_error[tp] = e.code();
+      }
+    }
+    struct InFlight {
+      Connection* conn;
+      std::int32_t corr;
+      std::int16_t version;
+      std::int32_t leader;
+    };
+    std::vector<InFlight> flights;
+    for (auto& [leader, tps] : by_leader) {
+      ProduceRequest req;
+      req.acks = config_.acks;
+      req.timeout_ms = config_.request_timeout_ms;
+      for (auto& tp : tps) {
+        if (req.topic_data.empty() || req.topic_data.back().name != tp.topic) {
+          ProduceRequest::TopicProduceData td;
+          td.name = tp.topic;
+          auto id = topic_ids_.find(tp.topic);
+          if (id != topic_ids_.end()) td.topic_id = id->second;
+          req.topic_data.push_back(std::move(td));
+        }
+        ProduceRequest::PartitionProduceData pd;
+        pd.index = tp.partition;
+        const auto& b = batches.at(tp);
+        pd.records.data = ByteSpan(b);
+        req.topic_data.back().partition_data.push_back(std::move(pd));
+      }
+      try {
+        auto& conn = broker(leader);
+        auto v = conn.version_for<ProduceRequest>();
+        if (v >= 13) {
+          bool all_ids = std::all_of(req.topic_data.begin(), req.topic_data.end(),
+                                     [](auto& t) { return !t.topic_id.is_zero(); });
+          if (!all_ids) v = 12;
+        }
+        bool expect = config_.acks != 0;
+        auto corr = conn.send(req, v, expect);
+        if (expect)
+          flights.push_back({&conn, corr, v, leader});
+        else
+          for (auto& tp : tps) {
+            out[tp] = ProduceResult{};
+            todo.erase(tp);
+          }
+      } catch (const ConnectionError&) {
+        brokers_.erase(leader);
+        for (auto& tp : tps) last_error[tp] = static_cast<std::int16_t>(ErrorCode::network_exception);
+      }
+    }
+    for (auto& f : flights) {
+      Response<ProduceResponse> resp;
+      try {
+        resp = f.conn->receive<ProduceResponse>(f.corr, f.version, default_deadline());
+      } catch (const ConnectionError&) {
+        brokers_.erase(f.leader);
+        continue;
+      }
+      for (auto& t : resp.body.responses) {
+        std::string name = t.name;
+        if (f.version >= 13) {
+          auto it = names_by_id_.find(t.topic_id.to_base64());
+          if (it != names_by_id_.end()) name = it->second;
+        }
+        for (auto& p : t.partition_responses) {
+          TopicPartition tp{name, p.index};
+          if (!todo.count(tp)) continue;
+          if (p.error_code == 0) {
+            out[tp] = ProduceResult{0, p.base_offset, p.log_append_time_ms};
+            todo.erase(tp);
+          } else if (refresh_worthy(p.error_code) || is_retriable(p.error_code)) {
+            last_error[tp] = p.error_code;
+          } else {
+            out[tp] = ProduceResult{p.error_code, -1, -1};
+            todo.erase(tp);
+          }
+        }
+      }
+    }
+  }
+  return out;
+}
+
+void KafkaClient::create_topics(const std::vector<NewTopic>& topics, bool if_not_exists) {
+  if (metadata_.brokers.empty()) metadata(std::vector<std::string>{});
+  CreateTopicsRequest req;
+  req.timeout_ms = config_.request_timeout_ms;
+  for (auto& t : topics) {
+    CreateTopicsRequest::CreatableTopic ct;
+    ct.name = t.name;
+    ct.num_partitions = t.num_partitions;
+    ct.replication_factor = t.replication_factor;
+    for (auto& [k, v] : t.configs) {
+      CreateTopicsRequest::CreatableTopicConfig c;
+      c.name = k;
+      c.value = v;
+      ct.configs.push_back(std::move(c));
+    }
+    req.topics.push_back(std::move(ct));
+  }
+  Connection* conn = nullptr;
+  try {
+    conn = metadata_.controller_id >= 0 ? &broker(metadata_.controller_id) : &any_connection();
+  } catch (const ConnectionError&) {
+    conn = &any_connection();
+  }
+  auto resp = conn->request<CreateTopicsResponse>(req, default_deadline());
+  for (auto& r : resp.body.topics) {
+    if (r.error_code == 0) continue;
+    if (if_not_exists && r.error_code == static_cast<std::int16_t>(ErrorCode::topic_already_exists)) continue;
+    throw KafkaError(r.error_code, fmt::format("creating topic '{}' failed: {}{}{}", r.name, describe(r.error_code),
+                                               r.error_message ? ": " : "", r.error_message.value_or("")));
+  }
+  // Wait until the new topics have leaders (bounded).
+  std::vector<std::string> names;
+  for (auto& t : topics) names.push_back(t.name);
+  auto deadline = default_deadline();
+  while (Clock::now() < deadline) {
+    auto md = metadata(names);
+    bool ready = true;
+    for (auto& t : md.topics) {
+      if (t.error_code != 0 || t.partitions.empty()) ready = false;
+      for (auto& p : t.partitions)
+        if (p.leader_id < 0) ready = false;
+    }
+    if (ready && md.topics.size() == names.size()) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+void KafkaClient::delete_topics(const std::vector<std::string>& topics) {
+  if (metadata_.brokers.empty()) metadata(std::vector<std::string>{});
+  DeleteTopicsRequest req;
+  req.timeout_ms = config_.request_timeout_ms;
+  for (auto& t : topics) {
+    req.topic_names.push_back(t);
+    DeleteTopicsRequest::DeleteTopicState s;
+    s.name = t;
+    req.topics.push_back(std::move(s));
+  }
+  Connection* conn = metadata_.controller_id >= 0 ? &broker(metadata_.controller_id) : &any_connection();
+  auto resp = conn->request<DeleteTopicsResponse>(req, default_deadline());
+  for (auto& r : resp.body.responses) {
+    if (r.error_code != 0)
+      throw KafkaError(r.error_code, fmt::format("deleting topic '{}' failed: {}", r.name.value_or("?"),
+                                                 describe(r.error_code)));
+  }
+  for (auto& t : topics) {
+    std::erase_if(leaders_, [&](auto& kv) { return kv.first.topic == t; });
+    std::erase_if(metadata_.topics, [&](auto& x) { return x.name == t; });
+    topic_ids_.erase(t);
+  }
+}
+
+}  // namespace kwire::client

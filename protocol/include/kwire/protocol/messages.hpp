@@ -1,0 +1,12 @@
+// Every message declaration, plus the frame helpers that encode and decode them.
+#pragma once
+
+#include "kwire/protocol/header.hpp"
+#include "kwire/protocol/message.hpp"
+#include "kwire/protocol/messages/api_versions.hpp"
+#include "kwire/protocol/messages/create_topics.hpp"
+#include "kwire/protocol/messages/delete_topics.hpp"
+#include "kwire/protocol/messages/fetch.hpp"
+#include "kwire/protocol/messages/list_offsets.hpp"
+#include "kwire/protocol/messages/metadata.hpp"
+#include "kwire/protocol/messages/produce.hpp"

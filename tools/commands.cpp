@@ -1,0 +1,386 @@
+#include "commands.hpp"
+
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+#include <set>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "json_out.hpp"
+#include "kwire/client/consumer.hpp"
+#include "kwire/client/producer.hpp"
+#include "kwire/protocol/errors.hpp"
+
+namespace kwire::tools {
+
+using namespace kwire::client;
+using kwire::protocol::Bytes;
+
+namespace {
+volatile std::sig_atomic_t g_stop = 0;
+void on_signal(int) { g_stop = 1; }
+
+std::string as_string(const std::optional<protocol::ByteSpan>& b) {
+  if (!b) return {};
+  return std::string(reinterpret_cast<const char*>(b->data()), b->size());
+}
+}  // namespace
+
+std::pair<std::string, std::string> split_key_value(const std::string& kv, const char* what) {
+  auto eq = kv.find('=');
+  if (eq == std::string::npos || eq == 0)
+    throw std::invalid_argument(fmt::format("{} '{}' is not KEY=VALUE", what, kv));
+  return {kv.substr(0, eq), kv.substr(eq + 1)};
+}
+
+std::map<std::string, std::string> CommonOptions::client_properties() const {
+  std::map<std::string, std::string> props;
+  for (auto& kv : properties) {
+    auto [k, v] = split_key_value(kv, "-X property");
+    props[k] = v;
+  }
+  if (!brokers.empty()) props["bootstrap.servers"] = brokers;
+  if (!props.count("bootstrap.servers") && !props.count("metadata.broker.list"))
+    throw std::invalid_argument("no broker given: use -b HOST:PORT or -X bootstrap.servers=HOST:PORT");
+  return props;
+}
+
+int cmd_metadata(const CommonOptions& common, const MetadataArgs& args) {
+  KafkaClient client(common.client_properties());
+  std::optional<std::vector<std::string>> topics;
+  if (!args.topics.empty()) topics = args.topics;
+  auto md = client.metadata(topics);
+  if (args.json) {
+    std::string out = "{\"cluster_id\":";
+    out += md.cluster_id ? json_string(*md.cluster_id) : "null";
+    out += fmt::format(",\"controller_id\":{},\"brokers\":[", md.controller_id);
+    for (std::size_t i = 0; i < md.brokers.size(); ++i) {
+      auto& b = md.brokers[i];
+      out += fmt::format("{}{{\"node_id\":{},\"host\":{},\"port\":{}}}", i ? "," : "", b.node_id, json_string(b.host),
+                         b.port);
+    }
+    out += "],\"topics\":[";
+    for (std::size_t i = 0; i < md.topics.size(); ++i) {
+      auto& t = md.topics[i];
+      out += fmt::format("{}{{\"name\":{},\"topic_id\":{},\"is_internal\":{},\"error\":{},\"partitions\":[", i ? "," : "",
+                         json_string(t.name), json_string(t.topic_id.to_base64()), t.is_internal,
+                         t.error_code ? json_string(protocol::error_name(t.error_code)) : "null");
+      for (std::size_t j = 0; j < t.partitions.size(); ++j) {
+        auto& p = t.partitions[j];
+        out += fmt::format("{}{{\"partition\":{},\"leader\":{},\"leader_epoch\":{},\"replicas\":[{}],\"isr\":[{}]}}",
+                           j ? "," : "", p.partition, p.leader_id, p.leader_epoch, fmt::join(p.replicas, ","),
+                           fmt::join(p.isr, ","));
+      }
+      out += "]}";
+    }
+    out += "]}";
+    fmt::print("{}\n", out);
+    return 0;
+  }
+  fmt::print("Metadata for {} (cluster {}):\n", topics ? "selected topics" : "all topics", md.cluster_id.value_or("?"));
+  fmt::print(" {} brokers:\n", md.brokers.size());
+  for (auto& b : md.brokers)
+    fmt::print("  broker {} at {}:{}{}\n", b.node_id, b.host, b.port, b.node_id == md.controller_id ? " (controller)" : "");
+  fmt::print(" {} topics:\n", md.topics.size());
+  int rc = 0;
+  for (auto& t : md.topics) {
+    if (t.error_code != 0) {
+      fmt::print("  topic \"{}\" error: {}\n", t.name, protocol::error_name(t.error_code));
+      rc = 1;
+      continue;
+    }
+    fmt::print("  topic \"{}\" with {} partitions:\n", t.name, t.partitions.size());
+    for (auto& p : t.partitions)
+      fmt::print("    partition {}, leader {}, replicas: {}, isrs: {}\n", p.partition, p.leader_id,
+                 fmt::join(p.replicas, ","), fmt::join(p.isr, ","));
+  }
+  return rc;
+}
+
+int cmd_offsets(const CommonOptions& common, const OffsetsArgs& args) {
+  KafkaClient client(common.client_properties());
+  std::int32_t n = client.partition_count(args.topic);
+  std::vector<TopicPartition> tps;
+  for (std::int32_t p = 0; p < n; ++p)
+    if (!args.partition || *args.partition == p) tps.push_back({args.topic, p});
+  if (tps.empty()) throw std::invalid_argument(fmt::format("partition {} does not exist in '{}'", *args.partition, args.topic));
+  std::map<TopicPartition, std::int64_t> e, l, t;
+  for (auto& tp : tps) {
+    e[tp] = kEarliestTimestamp;
+    l[tp] = kLatestTimestamp;
+    if (args.timestamp) t[tp] = *args.timestamp;
+  }
+  auto earliest = client.list_offsets(e);
+  auto latest = client.list_offsets(l);
+  std::map<TopicPartition, ListedOffset> at;
+  if (args.timestamp) at = client.list_offsets(t);
+  if (args.json) {
+    std::string out = "[";
+    for (std::size_t i = 0; i < tps.size(); ++i) {
+      auto& tp = tps[i];
+      out += fmt::format("{}{{\"topic\":{},\"partition\":{},\"earliest\":{},\"latest\":{}", i ? "," : "",
+                         json_string(tp.topic), tp.partition, earliest[tp].offset, latest[tp].offset);
+      if (args.timestamp)
+        out += at[tp].offset >= 0 ? fmt::format(",\"offset_for_timestamp\":{}", at[tp].offset)
+                                  : std::string(",\"offset_for_timestamp\":null");
+      out += "}";
+    }
+    out += "]";
+    fmt::print("{}\n", out);
+    return 0;
+  }
+  for (auto& tp : tps) {
+    fmt::print("{} [{}] earliest {} latest {}", tp.topic, tp.partition, earliest[tp].offset, latest[tp].offset);
+    if (args.timestamp) {
+      if (at[tp].offset >= 0)
+        fmt::print(" at-timestamp {}", at[tp].offset);
+      else
+        fmt::print(" at-timestamp none");
+    }
+    fmt::print("\n");
+  }
+  return 0;
+}
+
+int cmd_create_topic(const CommonOptions& common, const CreateTopicArgs& args) {
+  KafkaClient client(common.client_properties());
+  NewTopic t;
+  t.name = args.topic;
+  t.num_partitions = args.partitions;
+  t.replication_factor = args.replication_factor;
+  for (auto& kv : args.configs) {
+    auto [k, v] = split_key_value(kv, "--config");
+    t.configs[k] = v;
+  }
+  client.create_topics({t}, args.if_not_exists);
+  fmt::print(stderr, "topic '{}' ready with {} partitions\n", args.topic, args.partitions);
+  return 0;
+}
+
+int cmd_delete_topic(const CommonOptions& common, const DeleteTopicArgs& args) {
+  KafkaClient client(common.client_properties());
+  client.delete_topics(args.topics);
+  return 0;
+}
+
+int cmd_produce(const CommonOptions& common, const ProduceArgs& args) {
+  auto props = common.client_properties();
+  if (args.compression) props["compression.type"] = *args.compression;
+  if (args.acks) props["acks"] = *args.acks;
+  if (!props.count("linger.ms")) props["linger.ms"] = "5";
+  if (!props.count("batch.size")) props["batch.size"] = "262144";
+  Producer producer(props);
+  std::vector<protocol::RecordHeader> headers;
+  for (auto& h : args.headers) {
+    auto [k, v] = split_key_value(h, "header");
+    headers.push_back({k, Bytes(v.begin(), v.end())});
+  }
+  std::string line;
+  std::uint64_t n = 0;
+  while (std::getline(std::cin, line)) {
+    ProducerMessage msg;
+    msg.topic = args.topic;
+    msg.partition = args.partition;
+    msg.headers = headers;
+    if (args.key_delimiter && !args.key_delimiter->empty()) {
+      auto pos = line.find(*args.key_delimiter);
+      if (pos != std::string::npos) {
+        msg.key = Bytes(line.begin(), line.begin() + static_cast<std::ptrdiff_t>(pos));
+        auto vstart = pos + args.key_delimiter->size();
+        msg.value = Bytes(line.begin() + static_cast<std::ptrdiff_t>(vstart), line.end());
+      } else {
+        msg.value = Bytes(line.begin(), line.end());
+      }
+    } else {
+      msg.value = Bytes(line.begin(), line.end());
+    }
+    producer.send(std::move(msg));
+    ++n;
+  }
+  producer.flush();
+  fmt::print(stderr, "produced {} records to '{}'\n", n, args.topic);
+  return 0;
+}
+
+namespace {
+
+std::string format_record(const std::string& fmtstr, const ConsumerRecord& r) {
+  std::string out;
+  for (std::size_t i = 0; i < fmtstr.size(); ++i) {
+    char ch = fmtstr[i];
+    if (ch == '\\' && i + 1 < fmtstr.size()) {
+      char n = fmtstr[++i];
+      out += n == 'n' ? '\n' : n == 't' ? '\t' : n;
+      continue;
+    }
+    if (ch != '%' || i + 1 >= fmtstr.size()) {
+      out += ch;
+      continue;
+    }
+    switch (fmtstr[++i]) {
+      case 't': out += *r.topic; break;
+      case 'p': out += std::to_string(r.partition); break;
+      case 'o': out += std::to_string(r.offset); break;
+      case 'T': out += std::to_string(r.timestamp); break;
+      case 'k': out += as_string(r.key); break;
+      case 's': out += as_string(r.value); break;
+      case 'S': out += r.value ? std::to_string(r.value->size()) : std::string("-1"); break;
+      case 'K': out += r.key ? std::to_string(r.key->size()) : std::string("-1"); break;
+      case 'h':
+        if (r.headers)
+          for (std::size_t h = 0; h < r.headers->size(); ++h) {
+            auto& hd = (*r.headers)[h];
+            out += (h ? "," : "") + hd.key + "=" +
+                   (hd.value ? std::string(hd.value->begin(), hd.value->end()) : std::string());
+          }
+        break;
+      case '%': out += '%'; break;
+      default: out += '%'; out += fmtstr[i];
+    }
+  }
+  return out;
+}
+
+std::string record_json(const ConsumerRecord& r) {
+  std::string out = "{\"topic\":";
+  append_json_string(out, *r.topic);
+  out += fmt::format(",\"partition\":{},\"offset\":{},\"timestamp\":{},\"timestampType\":{},\"key\":", r.partition,
+                     r.offset, r.timestamp, r.timestamp_type);
+  if (r.key)
+    append_json_string(out, r.key_view());
+  else
+    out += "null";
+  out += ",\"value\":";
+  if (r.value)
+    append_json_string(out, r.value_view());
+  else
+    out += "null";
+  out += ",\"headers\":";
+  if (!r.headers || r.headers->empty()) {
+    out += "null";
+  } else {
+    out += "[";
+    for (std::size_t h = 0; h < r.headers->size(); ++h) {
+      auto& hd = (*r.headers)[h];
+      out += h ? ",{\"key\":" : "{\"key\":";
+      append_json_string(out, hd.key);
+      out += ",\"value\":";
+      if (hd.value)
+        append_json_string(out, std::string_view(reinterpret_cast<const char*>(hd.value->data()), hd.value->size()));
+      else
+        out += "null";
+      out += "}";
+    }
+    out += "]";
+  }
+  out += "}\n";
+  return out;
+}
+
+}  // namespace
+
+int cmd_consume(const CommonOptions& common, const ConsumeArgs& args) {
+  auto props = common.client_properties();
+  props["auto.offset.reset"] = "none";
+  Consumer consumer(props);
+  std::int32_t n = consumer.client().partition_count(args.topic);
+  std::vector<TopicPartition> tps;
+  if (args.partitions.empty()) {
+    for (std::int32_t p = 0; p < n; ++p) tps.push_back({args.topic, p});
+  } else {
+    for (auto p : args.partitions) {
+      if (p < 0 || p >= n)
+        throw std::invalid_argument(fmt::format("partition {} does not exist in '{}' ({} partitions)", p, args.topic, n));
+      tps.push_back({args.topic, p});
+    }
+  }
+  consumer.assign(tps);
+  auto begin = consumer.beginning_offsets(tps);
+  auto end = consumer.end_offsets(tps);
+  const std::string& o = args.offset;
+  if (o == "beginning") {
+    for (auto& tp : tps) consumer.seek(tp, begin[tp]);
+  } else if (o == "end") {
+    for (auto& tp : tps) consumer.seek(tp, end[tp]);
+  } else if (o.rfind("s@", 0) == 0) {
+    std::int64_t ts = std::stoll(o.substr(2));
+    std::map<TopicPartition, std::int64_t> req;
+    for (auto& tp : tps) req[tp] = ts;
+    for (auto& [tp, lo] : consumer.offsets_for_times(req)) consumer.seek(tp, lo ? lo->offset : end[tp]);
+  } else {
+    std::size_t used = 0;
+    std::int64_t v = 0;
+    try {
+      v = std::stoll(o, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != o.size() || o.empty())
+      throw std::invalid_argument(fmt::format("invalid offset '{}': expected beginning, end, OFFSET, -N or s@TS", o));
+    for (auto& tp : tps) {
+      std::int64_t pos = v >= 0 ? v : std::max(begin[tp], end[tp] + v);
+      if (v >= 0 && (pos < begin[tp] || pos > end[tp]))
+        throw std::invalid_argument(fmt::format("offset {} is outside [{}, {}] for {}", v, begin[tp], end[tp], to_string(tp)));
+      consumer.seek(tp, pos);
+    }
+  }
+
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+  std::set<TopicPartition> done;
+  auto check_done = [&](const TopicPartition& tp) {
+    if (!args.exit_at_end || done.count(tp)) return;
+    if (consumer.position(tp) >= end[tp]) {
+      done.insert(tp);
+      consumer.pause({tp});
+      if (!args.quiet) fmt::print(stderr, "% Reached end of topic {} [{}] at offset {}\n", tp.topic, tp.partition, end[tp]);
+    }
+  };
+  for (auto& tp : tps) check_done(tp);
+
+  std::string out;
+  out.reserve(1 << 20);
+  std::int64_t printed = 0;
+  std::uint64_t bytes = 0;
+  auto t0 = std::chrono::steady_clock::now();
+  while (!g_stop) {
+    if (args.exit_at_end && done.size() == tps.size()) break;
+    if (args.count && printed >= *args.count) break;
+    auto recs = consumer.poll(std::chrono::milliseconds(500));
+    for (auto& r : recs) {
+      if (args.count && printed >= *args.count) break;
+      if (args.exit_at_end && r.offset >= end[TopicPartition{*r.topic, r.partition}]) continue;
+      bytes += (r.value ? r.value->size() : 0) + (r.key ? r.key->size() : 0);
+      if (args.json)
+        out += record_json(r);
+      else if (args.format)
+        out += format_record(*args.format, r);
+      else {
+        out.append(r.value_view());
+        out.push_back('\n');
+      }
+      ++printed;
+      if (out.size() > (1 << 20)) {
+        std::fwrite(out.data(), 1, out.size(), stdout);
+        out.clear();
+      }
+    }
+    if (!out.empty()) {
+      std::fwrite(out.data(), 1, out.size(), stdout);
+      out.clear();
+    }
+    std::fflush(stdout);
+    for (auto& tp : tps) check_done(tp);
+  }
+  if (args.stats) {
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    fmt::print(stderr, "consumed {} records, {} bytes in {:.3f} s: {:.0f} records/s, {:.1f} MB/s\n", printed, bytes,
+               secs, printed / std::max(secs, 1e-9), bytes / std::max(secs, 1e-9) / 1e6);
+  }
+  return 0;
+}
+
+}  // namespace kwire::tools

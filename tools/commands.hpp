@@ -1,0 +1,83 @@
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kwire::tools {
+
+struct CommonOptions {
+  std::string brokers;
+  std::vector<std::string> properties;  // KEY=VALUE
+  /// Client properties: -X values, with -b as bootstrap.servers. Throws on a bad KEY=VALUE.
+  std::map<std::string, std::string> client_properties() const;
+};
+
+struct MetadataArgs {
+  std::vector<std::string> topics;
+  bool json = false;
+};
+struct OffsetsArgs {
+  std::string topic;
+  std::optional<std::int32_t> partition;
+  std::optional<std::int64_t> timestamp;
+  bool json = false;
+};
+struct CreateTopicArgs {
+  std::string topic;
+  std::int32_t partitions = 1;
+  std::int16_t replication_factor = 1;
+  std::vector<std::string> configs;
+  bool if_not_exists = false;
+};
+struct DeleteTopicArgs {
+  std::vector<std::string> topics;
+};
+struct ProduceArgs {
+  std::string topic;
+  std::optional<std::int32_t> partition;
+  std::optional<std::string> key_delimiter;
+  std::optional<std::string> compression;
+  std::vector<std::string> headers;
+  std::optional<std::string> acks;
+};
+struct ConsumeArgs {
+  std::string topic;
+  std::vector<std::int32_t> partitions;
+  std::string offset = "beginning";
+  bool exit_at_end = false;
+  std::optional<std::int64_t> count;
+  bool json = false;
+  std::optional<std::string> format;
+  bool quiet = false;
+  bool stats = false;
+};
+struct StreamArgs {
+  std::vector<std::string> options;
+  std::string checkpoint;
+  std::string sink = "console";
+  std::string trigger = "available-now";
+  std::optional<std::int64_t> max_batches;
+  bool json_progress = false;
+};
+struct LagArgs {
+  std::string checkpoint;
+  std::vector<std::string> options;
+  bool json = false;
+};
+
+/// Split "KEY=VALUE"; throws std::invalid_argument naming `what` when there is no '='.
+std::pair<std::string, std::string> split_key_value(const std::string& kv, const char* what);
+
+int cmd_metadata(const CommonOptions&, const MetadataArgs&);
+int cmd_offsets(const CommonOptions&, const OffsetsArgs&);
+int cmd_create_topic(const CommonOptions&, const CreateTopicArgs&);
+int cmd_delete_topic(const CommonOptions&, const DeleteTopicArgs&);
+int cmd_produce(const CommonOptions&, const ProduceArgs&);
+int cmd_consume(const CommonOptions&, const ConsumeArgs&);
+int cmd_stream(const CommonOptions&, const StreamArgs&);
+int cmd_lag(const CommonOptions&, const LagArgs&);
+
+}  // namespace kwire::tools

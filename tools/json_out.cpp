@@ -1,0 +1,51 @@
+#include "json_out.hpp"
+
+#include <fmt/format.h>
+
+namespace kwire::tools {
+
+namespace {
+// Length of a valid UTF-8 sequence starting at s[i], or 0.
+std::size_t utf8_len(std::string_view s, std::size_t i) {
+  auto c = static_cast<unsigned char>(s[i]);
+  std::size_t n = c >= 0xf0 && c <= 0xf4 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 && c < 0xe0 ? 2 : 0;
+  if (n == 0 || i + n > s.size()) return 0;
+  for (std::size_t k = 1; k < n; ++k)
+    if ((static_cast<unsigned char>(s[i + k]) & 0xc0) != 0x80) return 0;
+  return n;
+}
+}  // namespace
+
+void append_json_string(std::string& out, std::string_view s) {
+  out.push_back('"');
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    auto c = static_cast<unsigned char>(s[i]);
+    switch (c) {
+      case '"': out += "\\\""; continue;
+      case '\\': out += "\\\\"; continue;
+      case '\n': out += "\\n"; continue;
+      case '\r': out += "\\r"; continue;
+      case '\t': out += "\\t"; continue;
+      default: break;
+    }
+    if (c < 0x20) {
+      out += fmt::format("\\u{:04x}", c);
+    } else if (c < 0x80) {
+      out.push_back(static_cast<char>(c));
+    } else if (auto n = utf8_len(s, i); n > 0) {
+      out.append(s.substr(i, n));
+      i += n - 1;
+    } else {
+      out += fmt::format("\\u{:04x}", c);
+    }
+  }
+  out.push_back('"');
+}
+
+std::string json_string(std::string_view s) {
+  std::string out;
+  append_json_string(out, s);
+  return out;
+}
+
+}  // namespace kwire::tools
