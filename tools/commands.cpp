@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "json_out.hpp"
+#include "kwire/source/json_escape.hpp"
 #include "kwire/client/consumer.hpp"
 #include "kwire/client/producer.hpp"
 #include "kwire/protocol/errors.hpp"
@@ -17,6 +17,8 @@
 namespace kwire::tools {
 
 using namespace kwire::client;
+using kwire::source::append_json_string;
+using kwire::source::json_string;
 using kwire::protocol::Bytes;
 
 namespace {

@@ -59,6 +59,7 @@ void Consumer::seek(const TopicPartition& tp, std::int64_t offset) {
   if (it == positions_.end()) throw ClientError(fmt::format("cannot seek {}: partition is not assigned", to_string(tp)));
   if (offset < 0) throw ClientError(fmt::format("cannot seek {} to negative offset {}", to_string(tp), offset));
   it->second = offset;
+  pending_next_.erase(tp);
   // Drop buffered records of that partition.
   if (buffered_pos_ < buffered_.records_.size()) {
     std::vector<ConsumerRecord> keep;
@@ -149,7 +150,19 @@ ConsumerRecords Consumer::poll(std::chrono::milliseconds timeout) {
     out.frames_ = buffered_.frames_;
     out.decoded_ = buffered_.decoded_;
     out.topics_ = buffered_.topics_;
+    for (std::size_t i = buffered_pos_; i < buffered_pos_ + n; ++i) {
+      auto& r = buffered_.records_[i];
+      auto it = positions_.find(TopicPartition{*r.topic, r.partition});
+      if (it != positions_.end()) it->second = r.offset + 1;
+    }
     buffered_pos_ += n;
+    if (buffered_pos_ >= buffered_.records_.size()) {
+      for (auto& [tp, next] : pending_next_) {
+        auto it = positions_.find(tp);
+        if (it != positions_.end() && next > it->second.value_or(-1)) it->second = next;
+      }
+      pending_next_.clear();
+    }
     return out;
   };
   if (buffered_pos_ < buffered_.records_.size()) return take_buffered();
@@ -205,7 +218,11 @@ ConsumerRecords Consumer::poll(std::chrono::milliseconds timeout) {
         cr.headers = &r.headers;
         batch.records_.push_back(cr);
       }
-      if (p.records->next_offset > pos.value_or(-1)) pos = p.records->next_offset;
+      if (p.records->records.empty()) {
+        if (p.records->next_offset > pos.value_or(-1)) pos = p.records->next_offset;
+      } else {
+        pending_next_[p.tp] = p.records->next_offset;
+      }
       batch.frames_.push_back(p.frame);
       batch.decoded_.push_back(p.records);
     }

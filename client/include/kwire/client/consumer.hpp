@@ -111,6 +111,8 @@ class Consumer {
   // Records decoded but not yet returned (max.poll.records).
   ConsumerRecords buffered_;
   std::size_t buffered_pos_ = 0;
+  // Positions to move to once the buffered records of a partition are all returned.
+  std::map<TopicPartition, std::int64_t> pending_next_;
 };
 
 }  // namespace kwire::client

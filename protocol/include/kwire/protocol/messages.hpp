@@ -1,6 +1,8 @@
-// Every message declaration, plus the frame helpers that encode and decode them.
+// Every message declaration, the frame helpers that encode and decode them,
+// and the error codes their responses carry.
 #pragma once
 
+#include "kwire/protocol/errors.hpp"
 #include "kwire/protocol/header.hpp"
 #include "kwire/protocol/message.hpp"
 #include "kwire/protocol/messages/api_versions.hpp"

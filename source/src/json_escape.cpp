@@ -1,8 +1,8 @@
-#include "json_out.hpp"
+#include "kwire/source/json_escape.hpp"
 
 #include <fmt/format.h>
 
-namespace kwire::tools {
+namespace kwire::source {
 
 namespace {
 // Length of a valid UTF-8 sequence starting at s[i], or 0.
@@ -48,4 +48,4 @@ std::string json_string(std::string_view s) {
   return out;
 }
 
-}  // namespace kwire::tools
+}  // namespace kwire::source

@@ -1,0 +1,194 @@
+// A streaming query over Kafka with the semantics of Spark Structured
+// Streaming's `kafka` source (micro-batch execution):
+//
+//  - options by Spark's names (see options.hpp); every `kafka.X` option is
+//    given to the client as X;
+//  - the checkpoint owns the offsets: the initial offsets are resolved once
+//    from startingOffsets* and stored in sources/0/0; before batch N runs its
+//    end offsets are written to offsets/N, and after the sink has made the
+//    batch durable commits/N is written. A query restarted after a crash
+//    replays an uncommitted batch with exactly the logged range, so a sink
+//    that is idempotent per batch id (like JsonLinesSink) sees every record
+//    exactly once;
+//  - each batch reads [start, end) per partition, end exclusive, offsets being
+//    "next offset to read" as in Spark's checkpoint files;
+//  - progress per batch carries Spark's min/max/avgOffsetsBehindLatest against
+//    the latest offsets fetched when the batch was planned;
+//  - data loss is classified and raised (failOnDataLoss=true) or skipped with
+//    a warning and counted (false), as Spark does.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kwire/checkpoint/checkpoint.hpp"
+#include "kwire/protocol/record_batch.hpp"
+#include "kwire/source/options.hpp"
+#include "kwire/source/planning.hpp"
+
+namespace kwire::client {
+class KafkaClient;
+class Consumer;
+}  // namespace kwire::client
+
+namespace kwire::source {
+
+/// One row of the source, Spark's schema: key, value, topic, partition, offset,
+/// timestamp (ms), timestampType (-1 none, 0 CreateTime, 1 LogAppendTime), and
+/// headers (only with includeHeaders=true; nullptr when the record has none).
+/// Views are valid only during the Sink::write call that receives them.
+struct Row {
+  std::optional<protocol::ByteSpan> key;
+  std::optional<protocol::ByteSpan> value;
+  std::string_view topic;
+  std::int32_t partition = 0;
+  std::int64_t offset = 0;
+  std::int64_t timestamp = -1;
+  std::int8_t timestamp_type = -1;
+  const std::vector<protocol::RecordHeader>* headers = nullptr;
+
+  std::string_view key_string() const {
+    return key ? std::string_view(reinterpret_cast<const char*>(key->data()), key->size()) : std::string_view();
+  }
+  std::string_view value_string() const {
+    return value ? std::string_view(reinterpret_cast<const char*>(value->data()), value->size())
+                 : std::string_view();
+  }
+};
+
+/// Where a query's rows go. For exactly-once output the sink must be
+/// idempotent per batch id: a batch may be started again with the same id and
+/// the same rows after a crash.
+class Sink {
+ public:
+  virtual ~Sink() = default;
+  virtual void begin_batch(std::int64_t batch_id) = 0;
+  /// Rows of the current batch, in chunks (partition order within a chunk).
+  virtual void write(std::span<const Row> rows) = 0;
+  /// Make the batch durable. Returns how many rows the sink kept.
+  virtual std::int64_t commit_batch(std::int64_t batch_id) = 0;
+};
+
+/// Writes each batch to DIR/part-<batch id, 20 digits>.jsonl, atomically at
+/// commit (temp file, fsync, rename), so a replayed batch replaces its file
+/// with identical content. Each line is a JSON object with Spark's columns
+/// (key and value as strings, as CAST(... AS STRING) gives them). A filter
+/// and a custom formatter can be given.
+class JsonLinesSink : public Sink {
+ public:
+  /// Returns the line to write for a row (without the newline), or nullopt to drop it.
+  using Formatter = std::function<std::optional<std::string>(const Row&)>;
+  explicit JsonLinesSink(std::filesystem::path dir, Formatter formatter = {});
+  void begin_batch(std::int64_t batch_id) override;
+  void write(std::span<const Row> rows) override;
+  std::int64_t commit_batch(std::int64_t batch_id) override;
+  /// The default line for a row.
+  static std::string to_json(const Row& row);
+  const std::filesystem::path& dir() const noexcept { return dir_; }
+
+ private:
+  std::filesystem::path dir_;
+  Formatter formatter_;
+  std::string buffer_;
+  std::int64_t kept_ = 0;
+};
+
+/// Writes rows to stdout as JSON lines (no exactly-once guarantee).
+class ConsoleSink : public Sink {
+ public:
+  void begin_batch(std::int64_t) override { kept_ = 0; }
+  void write(std::span<const Row> rows) override;
+  std::int64_t commit_batch(std::int64_t) override { return kept_; }
+
+ private:
+  std::int64_t kept_ = 0;
+};
+
+/// Spark's triggers: AvailableNow (rate-limited batches up to the latest
+/// offsets seen at start, then stop), Once (one batch of everything, limits
+/// ignored with a warning), ProcessingTime (a batch every interval while new
+/// data exists; runs until stop()).
+struct Trigger {
+  enum class Kind { available_now, once, processing_time };
+  Kind kind = Kind::available_now;
+  std::int64_t interval_ms = 0;
+  /// "available-now", "once", "processing-time=10 seconds" (Spark durations).
+  static Trigger parse(std::string_view text);
+};
+
+struct BatchProgress {
+  std::int64_t batch_id = 0;
+  bool replayed = false;  // re-run of a logged but uncommitted batch
+  std::int64_t num_input_rows = 0;
+  std::int64_t num_output_rows = 0;
+  PartitionOffsets start_offsets;
+  PartitionOffsets end_offsets;
+  PartitionOffsets latest_offsets;  // fetched when the batch was planned
+  std::vector<OffsetRange> ranges;
+  std::optional<LagMetrics> lag;
+  std::int64_t data_loss = 0;            // data-loss events skipped (failOnDataLoss=false)
+  std::int64_t offset_out_of_range = 0;  // offsets skipped because they were out of range
+  std::int64_t duration_ms = 0;
+  std::vector<std::string> warnings;
+
+  /// One human line: batch id, rows in/out, ranges, offsets behind latest.
+  std::string to_line() const;
+  /// Spark-like progress JSON (one line).
+  std::string to_json(std::string_view description) const;
+};
+
+class StreamingQuery {
+ public:
+  /// `options`: Spark's source options (kafka.bootstrap.servers and one of
+  /// subscribe/subscribePattern/assign required). Throws SourceOptionError.
+  StreamingQuery(const std::map<std::string, std::string>& options, std::filesystem::path checkpoint_dir,
+                 Sink& sink, Trigger trigger = {});
+  ~StreamingQuery();
+
+  /// Run batches until the trigger says stop (AvailableNow / Once: backlog
+  /// drained; ProcessingTime: stop() or max_batches). Calls `on_progress` after
+  /// each committed batch. Throws DataLossError, client errors, CheckpointError.
+  void run(const std::function<void(const BatchProgress&)>& on_progress = {},
+           std::optional<std::int64_t> max_batches = std::nullopt);
+  /// Ask run() to return after the current batch (safe from another thread or a signal handler).
+  void stop() noexcept { stop_requested_ = true; }
+
+  /// Plan and run one batch now; nullopt when there is nothing new.
+  std::optional<BatchProgress> run_once_batch();
+
+  const SourceOptions& options() const noexcept { return options_; }
+  std::string description() const { return options_.description(); }
+
+ private:
+  std::optional<BatchProgress> next_batch();
+  BatchProgress execute(std::int64_t batch_id, const PartitionOffsets& start, const PartitionOffsets& end,
+                        std::vector<OffsetRange> ranges, const PartitionOffsets& latest, bool replay,
+                        std::vector<std::string> warnings);
+  std::vector<TopicPartition> discover_partitions();
+  PartitionOffsets fetch_offsets(const std::vector<TopicPartition>& tps, std::int64_t target);
+  PartitionOffsets resolve_initial_offsets();
+  PartitionOffsets latest_offsets(const std::vector<TopicPartition>& tps, const PartitionOffsets& known);
+  void read_range(const std::vector<OffsetRange>& ranges, BatchProgress& progress);
+  std::map<std::string, std::string> client_properties() const;
+
+  SourceOptions options_;
+  checkpoint::Checkpoint checkpoint_;
+  Sink& sink_;
+  Trigger trigger_;
+  std::unique_ptr<client::KafkaClient> admin_;
+  std::optional<PartitionOffsets> available_now_target_;
+  std::atomic<bool> stop_requested_{false};
+  bool first_batch_planned_ = false;
+};
+
+}  // namespace kwire::source
