@@ -1,6 +1,7 @@
 #include "kwire/protocol/compression.hpp"
 
 #include <lz4frame.h>
+#include <xxhash.h>
 #include <snappy.h>
 #include <zlib.h>
 #include <zstd.h>
@@ -362,6 +363,32 @@ void decompress(Compression codec, ByteSpan in, Bytes& out, std::size_t max_outp
       return zstd_decompress(in, out, max_output);
   }
   fail(codec, "unsupported codec");
+}
+
+
+std::uint8_t lz4_header_checksum(ByteSpan descriptor) noexcept {
+  return static_cast<std::uint8_t>((XXH32(descriptor.data(), descriptor.size(), 0) >> 8) & 0xff);
+}
+
+void decompress_lz4_legacy_header(ByteSpan in, Bytes& out, std::size_t max_output) {
+  // Frame: magic (4, 0x184D2204 little-endian), FLG, BD, [content size (8)],
+  // [dictionary id (4)], header checksum (1).
+  if (in.size() < 7 || in[0] != 0x04 || in[1] != 0x22 || in[2] != 0x4d || in[3] != 0x18)
+    return decompress(Compression::lz4, in, out, max_output);
+  const std::uint8_t flg = in[4];
+  std::size_t descriptor_end = 6;  // FLG, BD
+  if (flg & 0x08) descriptor_end += 8;
+  if (flg & 0x01) descriptor_end += 4;
+  if (in.size() <= descriptor_end) return decompress(Compression::lz4, in, out, max_output);
+  const std::uint8_t standard = lz4_header_checksum(in.subspan(4, descriptor_end - 4));
+  if (in[descriptor_end] == standard) return decompress(Compression::lz4, in, out, max_output);
+  const std::uint8_t kafka_legacy = lz4_header_checksum(in.subspan(0, descriptor_end));
+  if (in[descriptor_end] != kafka_legacy)
+    throw CompressionError(Compression::lz4, "frame header checksum matches neither the LZ4 standard nor Kafka's "
+                                             "pre-KIP-57 form");
+  Bytes fixed(in.begin(), in.end());
+  fixed[descriptor_end] = standard;
+  decompress(Compression::lz4, ByteSpan(fixed), out, max_output);
 }
 
 }  // namespace kwire::protocol

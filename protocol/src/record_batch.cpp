@@ -370,7 +370,7 @@ class Decoder {
     // A wrapper message: its value is a compressed inner message set.
     if (!m.value) corrupt(offset, CorruptionKind::malformed_record, "compressed message has a null value");
     Bytes& buffer = acquire_buffer();
-    decompress_into(*codec, *m.value, buffer, offset);
+    decompress_into(*codec, *m.value, buffer, offset, magic == 0);
     Rollback rollback(out_.records);
     const bool wrapper_log_append = m.magic >= 1 && (m.attributes & kAttrLogAppendTime) != 0;
     Reader r{ByteSpan(buffer)};
@@ -426,9 +426,13 @@ class Decoder {
     return out_.buffers.emplace_back();
   }
 
-  void decompress_into(Compression codec, ByteSpan in, Bytes& buffer, std::int64_t base_offset) {
+  void decompress_into(Compression codec, ByteSpan in, Bytes& buffer, std::int64_t base_offset,
+                       bool legacy_lz4_header = false) {
     try {
-      decompress(codec, in, buffer, opt_.max_decompressed_bytes);
+      if (codec == Compression::lz4 && legacy_lz4_header)
+        decompress_lz4_legacy_header(in, buffer, opt_.max_decompressed_bytes);
+      else
+        decompress(codec, in, buffer, opt_.max_decompressed_bytes);
     } catch (const CompressionError& e) {
       corrupt(base_offset, e.limit_exceeded() ? CorruptionKind::too_large : CorruptionKind::bad_compression,
               e.what());

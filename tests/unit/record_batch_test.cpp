@@ -663,6 +663,55 @@ TEST(LegacyMessages, MagicZeroCompressedWrapperAbsoluteOffsets) {
   EXPECT_EQ(d.next_offset, 33);
 }
 
+// Before KIP-57 Kafka computed the LZ4 frame header checksum over the frame
+// magic number too (KAFKA-3160); magic-0 messages may carry such frames.
+TEST(LegacyMessages, MagicZeroLz4WithKafkasOldHeaderChecksum) {
+  Bytes inner;
+  legacy_message(inner, 0, 0, 0, 0, of("a"), of("first"));
+  legacy_message(inner, 1, 0, 0, 0, of("b"), of("second"));
+  Bytes packed;
+  compress(Compression::lz4, inner, packed);
+  ASSERT_GE(packed.size(), 7u);
+  ASSERT_EQ(packed[0], 0x04);  // frame magic 0x184D2204, little-endian
+  const std::uint8_t flg = packed[4];
+  std::size_t hc = 6 + ((flg & 0x08) ? 8 : 0) + ((flg & 0x01) ? 4 : 0);
+  ASSERT_EQ(packed[hc], lz4_header_checksum(ByteSpan(packed).subspan(4, hc - 4)));
+  Bytes broken = packed;
+  broken[hc] = lz4_header_checksum(ByteSpan(packed).subspan(0, hc));
+  ASSERT_NE(broken[hc], packed[hc]);
+  // A standard LZ4 reader rejects the old checksum...
+  Bytes out;
+  EXPECT_THROW(decompress(Compression::lz4, broken, out, 1 << 20), CompressionError);
+  // ...but a magic-0 message carrying it decodes.
+  Bytes data;
+  legacy_message(data, 1, 0, 3, 0, std::nullopt, broken);
+  const auto d = decode(data, 0);
+  EXPECT_EQ(offsets(d), (std::vector<std::int64_t>{0, 1}));
+  EXPECT_EQ(str(d.records[1].value), "second");
+  // A checksum that is neither form is still corruption.
+  Bytes garbage = packed;
+  garbage[hc] = static_cast<std::uint8_t>(packed[hc] ^ broken[hc] ^ 0x5a);
+  if (garbage[hc] == packed[hc] || garbage[hc] == broken[hc]) garbage[hc] ^= 0x01;
+  Bytes bad;
+  legacy_message(bad, 1, 0, 3, 0, std::nullopt, garbage);
+  try {
+    decode(bad, 0);
+    FAIL() << "expected CorruptRecordError";
+  } catch (const CorruptRecordError& e) {
+    EXPECT_EQ(e.kind(), CorruptionKind::bad_compression);
+  }
+  // Magic 1 keeps the standard rule: the old checksum is an error there.
+  Bytes inner1;
+  legacy_message(inner1, 0, 1, 0, 5, of("a"), of("x"));
+  Bytes packed1;
+  compress(Compression::lz4, inner1, packed1);
+  std::size_t hc1 = 6 + ((packed1[4] & 0x08) ? 8 : 0) + ((packed1[4] & 0x01) ? 4 : 0);
+  packed1[hc1] = lz4_header_checksum(ByteSpan(packed1).subspan(0, hc1));
+  Bytes data1;
+  legacy_message(data1, 0, 1, 3, 5, std::nullopt, packed1);
+  EXPECT_THROW(decode(data1, 0), CorruptRecordError);
+}
+
 TEST(LegacyMessages, CrcMismatch) {
   Bytes data;
   legacy_message(data, 3, 1, 0, 1, of("a"), of("value"));

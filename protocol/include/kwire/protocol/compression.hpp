@@ -53,4 +53,15 @@ void compress(Compression codec, ByteSpan in, Bytes& out);
 /// malformed input or when the output would exceed `max_output` bytes.
 void decompress(Compression codec, ByteSpan in, Bytes& out, std::size_t max_output);
 
+/// LZ4 as Kafka wrote it inside magic-0 messages before KIP-57: the frame
+/// header checksum was computed over the 4-byte frame magic number as well as
+/// the frame descriptor (KAFKA-3160), so a standard LZ4 reader rejects it.
+/// This rewrites that one byte to the standard value and decompresses; a frame
+/// whose header checksum is already standard is decompressed unchanged.
+void decompress_lz4_legacy_header(ByteSpan in, Bytes& out, std::size_t max_output);
+
+/// The LZ4 frame header checksum byte (xxh32 of the descriptor >> 8) over
+/// `descriptor`, as the LZ4 frame format defines it.
+std::uint8_t lz4_header_checksum(ByteSpan descriptor) noexcept;
+
 }  // namespace kwire::protocol
