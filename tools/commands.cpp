@@ -168,6 +168,27 @@ int cmd_delete_topic(const CommonOptions& common, const DeleteTopicArgs& args) {
   return 0;
 }
 
+int cmd_delete_records(const CommonOptions& common, const DeleteRecordsArgs& args) {
+  KafkaClient client(common.client_properties());
+  std::vector<std::int32_t> parts = args.partitions;
+  if (parts.empty()) {
+    auto n = client.partition_count(args.topic);
+    for (std::int32_t p = 0; p < n; ++p) parts.push_back(p);
+  }
+  std::map<TopicPartition, std::int64_t> req;
+  for (auto p : parts) req[TopicPartition{args.topic, p}] = args.before;
+  for (auto& [tp, low] : client.delete_records(req))
+    fmt::print("{} [{}] low watermark {}\n", tp.topic, tp.partition, low);
+  return 0;
+}
+
+int cmd_create_partitions(const CommonOptions& common, const CreatePartitionsArgs& args) {
+  KafkaClient client(common.client_properties());
+  client.create_partitions(args.topic, args.count);
+  fmt::print(stderr, "topic '{}' now has {} partitions\n", args.topic, args.count);
+  return 0;
+}
+
 int cmd_produce(const CommonOptions& common, const ProduceArgs& args) {
   auto props = common.client_properties();
   if (args.compression) props["compression.type"] = *args.compression;

@@ -35,6 +35,15 @@ struct CreateTopicArgs {
 struct DeleteTopicArgs {
   std::vector<std::string> topics;
 };
+struct DeleteRecordsArgs {
+  std::string topic;
+  std::vector<std::int32_t> partitions;  // empty: every partition
+  std::int64_t before = 0;               // -1: up to the high watermark
+};
+struct CreatePartitionsArgs {
+  std::string topic;
+  std::int32_t count = 0;  // new total
+};
 struct ProduceArgs {
   std::string topic;
   std::optional<std::int32_t> partition;
@@ -61,6 +70,22 @@ struct StreamArgs {
   std::string trigger = "available-now";
   std::optional<std::int64_t> max_batches;
   bool json_progress = false;
+  std::optional<std::string> prometheus;  // FILE rewritten atomically after each batch
+  std::string value_format = "raw";       // raw | json
+  std::optional<std::string> schema;      // Spark DDL, with --value-format json
+  std::string kafka_columns = "topic,partition,offset,timestamp";
+  bool plan_only = false;
+};
+struct ReadRangeArgs {
+  std::string topic;
+  std::int32_t partition = 0;
+  std::int64_t from = 0;
+  std::int64_t until = 0;
+  std::string sink = "console";
+  std::vector<std::string> options;
+  std::string value_format = "raw";
+  std::optional<std::string> schema;
+  std::string kafka_columns = "topic,partition,offset,timestamp";
 };
 struct LagArgs {
   std::string checkpoint;
@@ -75,9 +100,12 @@ int cmd_metadata(const CommonOptions&, const MetadataArgs&);
 int cmd_offsets(const CommonOptions&, const OffsetsArgs&);
 int cmd_create_topic(const CommonOptions&, const CreateTopicArgs&);
 int cmd_delete_topic(const CommonOptions&, const DeleteTopicArgs&);
+int cmd_delete_records(const CommonOptions&, const DeleteRecordsArgs&);
+int cmd_create_partitions(const CommonOptions&, const CreatePartitionsArgs&);
 int cmd_produce(const CommonOptions&, const ProduceArgs&);
 int cmd_consume(const CommonOptions&, const ConsumeArgs&);
 int cmd_stream(const CommonOptions&, const StreamArgs&);
 int cmd_lag(const CommonOptions&, const LagArgs&);
+int cmd_read_range(const CommonOptions&, const ReadRangeArgs&);
 
 }  // namespace kwire::tools

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "commands.hpp"
+#include "dump_log.hpp"
 #include "kwire/client/errors.hpp"
 #include "kwire/protocol/message.hpp"
 
@@ -59,6 +60,21 @@ int main(int argc, char** argv) {
   add_common(d);
   d->add_option("-t,--topic", dt.topics, "Topic (repeatable)")->required();
 
+  // delete-records
+  DeleteRecordsArgs dr;
+  auto* dre = app.add_subcommand("delete-records", "Delete the records of partitions below an offset");
+  add_common(dre);
+  dre->add_option("-t,--topic", dr.topic, "Topic")->required();
+  dre->add_option("-p,--partition", dr.partitions, "Partition (repeatable; default: every partition)");
+  dre->add_option("--before", dr.before, "New log start offset; -1 for the high watermark")->required();
+
+  // create-partitions
+  CreatePartitionsArgs cp;
+  auto* cpa = app.add_subcommand("create-partitions", "Raise a topic's partition count");
+  add_common(cpa);
+  cpa->add_option("-t,--topic", cp.topic, "Topic")->required();
+  cpa->add_option("--count", cp.count, "New total partition count")->required()->check(CLI::PositiveNumber);
+
   // produce
   ProduceArgs pr;
   auto* p = app.add_subcommand("produce", "Produce one record per line of standard input");
@@ -98,7 +114,31 @@ int main(int argc, char** argv) {
   s->add_option("--trigger", st.trigger, "available-now | once | processing-time=DURATION")
       ->default_val("available-now");
   s->add_option("--max-batches", st.max_batches, "Stop after this many batches (processing-time)");
-  s->add_flag("--json-progress", st.json_progress, "Print progress as JSON lines");
+  s->add_flag("--json-progress", st.json_progress,
+              "Print each batch's progress JSON (also appended to CHECKPOINT/progress.jsonl) on stderr");
+  s->add_option("--prometheus", st.prometheus,
+                "Rewrite FILE atomically after each batch with the latest metrics (Prometheus text format)");
+  s->add_option("--value-format", st.value_format, "raw (Spark's kafka columns) | json (decode values, see --schema)")
+      ->check(CLI::IsMember({"raw", "json"}));
+  s->add_option("--schema", st.schema, "Spark DDL of the JSON values, e.g. 'user_id STRING, amount DOUBLE'");
+  s->add_option("--kafka-columns", st.kafka_columns,
+                "With --value-format json: kafka columns kept next to the decoded ones (comma list of key, value, "
+                "topic, partition, offset, timestamp, timestampType, headers; or none)");
+  s->add_flag("--plan-only", st.plan_only, "Print the next batch's plan as JSON; read nothing, write no checkpoint");
+
+  // read-range
+  ReadRangeArgs rr;
+  auto* r = app.add_subcommand("read-range", "Read one offset range [from, until) of one partition with the stream reader");
+  add_common(r);
+  r->add_option("-t,--topic", rr.topic, "Topic")->required();
+  r->add_option("-p,--partition", rr.partition, "Partition")->required();
+  r->add_option("--from", rr.from, "First offset (inclusive)")->required();
+  r->add_option("--until", rr.until, "End offset (exclusive)")->required();
+  r->add_option("--sink", rr.sink, "jsonl:DIR | console")->default_val("console");
+  r->add_option("-o,--option", rr.options, "Source option KEY=VALUE (failOnDataLoss, kafka.*, ...)");
+  r->add_option("--value-format", rr.value_format, "raw | json")->check(CLI::IsMember({"raw", "json"}));
+  r->add_option("--schema", rr.schema, "Spark DDL of the JSON values");
+  r->add_option("--kafka-columns", rr.kafka_columns, "With --value-format json: kafka columns kept");
 
   // lag
   LagArgs lg;
@@ -108,6 +148,14 @@ int main(int argc, char** argv) {
   l->add_option("-o,--option", lg.options, "Source option KEY=VALUE (for kafka.* client settings)");
   l->add_flag("--json", lg.json, "Print JSON");
 
+  // dump-log
+  DumpLogArgs dl;
+  auto* dump = app.add_subcommand("dump-log", "Print the batches and records in log segment files or raw records");
+  dump->add_option("files", dl.files, "Files holding record batches / message sets back to back")->required();
+  dump->add_flag("--json", dl.json, "Print JSON");
+  dump->add_option("--fetch-response", dl.fetch_response_version,
+                   "The files are Fetch response bodies of this version (no size or header)");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -115,14 +163,18 @@ int main(int argc, char** argv) {
   }
 
   try {
+    if (*dump) return cmd_dump_log(dl);
     if (*m) return cmd_metadata(common, md);
     if (*o) return cmd_offsets(common, off);
     if (*c) return cmd_create_topic(common, ct);
     if (*d) return cmd_delete_topic(common, dt);
+    if (*dre) return cmd_delete_records(common, dr);
+    if (*cpa) return cmd_create_partitions(common, cp);
     if (*p) return cmd_produce(common, pr);
     if (*k) return cmd_consume(common, co);
     if (*s) return cmd_stream(common, st);
     if (*l) return cmd_lag(common, lg);
+    if (*r) return cmd_read_range(common, rr);
   } catch (const kwire::client::ClientError& e) {
     fmt::print(stderr, "kwire: error: {}\n", e.what());
     return 1;

@@ -1,11 +1,16 @@
+#include <algorithm>
 #include <csignal>
+#include <memory>
 #include <stdexcept>
 
 #include <fmt/format.h>
 
 #include "commands.hpp"
+#include "kwire/checkpoint/checkpoint.hpp"
 #include "kwire/client/kafka_client.hpp"
+#include "kwire/source/json_escape.hpp"
 #include "kwire/source/stream.hpp"
+#include "kwire/source/value_format.hpp"
 
 namespace kwire::tools {
 
@@ -30,19 +35,111 @@ std::map<std::string, std::string> source_options(const CommonOptions& common, c
   if (!common.brokers.empty()) out["kafka.bootstrap.servers"] = common.brokers;
   return out;
 }
+
+// With --value-format json: a line per row with the decoded columns, then
+// _corrupt_record, then the chosen kafka columns (as JsonLinesSink writes them).
+JsonLinesSink::Formatter value_formatter(const std::string& format, const std::optional<std::string>& schema,
+                                         const std::string& kafka_columns) {
+  if (format == "raw") {
+    if (schema) throw std::invalid_argument("--schema needs --value-format json");
+    return {};
+  }
+  if (!schema) throw std::invalid_argument("--value-format json needs --schema 'name TYPE, ...'");
+  auto decoder = std::make_shared<JsonValueDecoder>(Schema::parse_ddl(*schema));
+  static const std::vector<std::string> known = {"key",    "value",     "topic",         "partition",
+                                                 "offset", "timestamp", "timestampType", "headers"};
+  std::vector<std::string> keep;
+  std::string item;
+  for (std::size_t i = 0; i <= kafka_columns.size(); ++i) {
+    if (i == kafka_columns.size() || kafka_columns[i] == ',') {
+      auto b = item.find_first_not_of(' '), e = item.find_last_not_of(' ');
+      std::string name = b == std::string::npos ? "" : item.substr(b, e - b + 1);
+      item.clear();
+      if (name.empty() || name == "none") continue;
+      if (std::find(known.begin(), known.end(), name) == known.end())
+        throw std::invalid_argument(fmt::format("--kafka-columns: unknown column '{}'", name));
+      for (auto& c : decoder->schema().columns)
+        if (c.name == name)
+          throw std::invalid_argument(
+              fmt::format("--kafka-columns: '{}' is also a column of --schema; leave it out of one of them", name));
+      keep.push_back(name);
+    } else {
+      item += kafka_columns[i];
+    }
+  }
+  return [decoder, keep](const Row& row) -> std::optional<std::string> {
+    std::optional<std::string_view> text;
+    if (row.value) text = row.value_string();
+    auto decoded = decoder->decode(text);
+    std::string out = "{";
+    decoder->append_json_members(out, decoded);
+    auto nullable = [&](bool present, std::string_view v) {
+      if (present)
+        append_json_string(out, v);
+      else
+        out += "null";
+    };
+    for (auto& c : keep) {
+      out += ",\"" + c + "\":";
+      if (c == "key") {
+        nullable(row.key.has_value(), row.key_string());
+      } else if (c == "value") {
+        nullable(row.value.has_value(), row.value_string());
+      } else if (c == "topic") {
+        append_json_string(out, row.topic);
+      } else if (c == "partition") {
+        out += std::to_string(row.partition);
+      } else if (c == "offset") {
+        out += std::to_string(row.offset);
+      } else if (c == "timestamp") {
+        out += std::to_string(row.timestamp);
+      } else if (c == "timestampType") {
+        out += std::to_string(row.timestamp_type);
+      } else if (c == "headers") {
+        if (!row.headers) {
+          out += "null";
+        } else {
+          out += '[';
+          for (std::size_t i = 0; i < row.headers->size(); ++i) {
+            auto& h = (*row.headers)[i];
+            out += i ? ",{\"key\":" : "{\"key\":";
+            append_json_string(out, h.key);
+            out += ",\"value\":";
+            nullable(h.value.has_value(),
+                     h.value ? std::string_view(reinterpret_cast<const char*>(h.value->data()), h.value->size())
+                             : std::string_view());
+            out += '}';
+          }
+          out += ']';
+        }
+      }
+    }
+    out += '}';
+    return out;
+  };
+}
+
+std::unique_ptr<Sink> make_sink(const std::string& spec, JsonLinesSink::Formatter formatter) {
+  if (spec == "console") return std::make_unique<ConsoleSink>(std::move(formatter));
+  if (spec.rfind("jsonl:", 0) == 0 && spec.size() > 6)
+    return std::make_unique<JsonLinesSink>(spec.substr(6), std::move(formatter));
+  throw std::invalid_argument(fmt::format("invalid --sink '{}': expected jsonl:DIR or console", spec));
+}
 }  // namespace
 
 int cmd_stream(const CommonOptions& common, const StreamArgs& args) {
   auto options = source_options(common, args.options);
-  std::unique_ptr<Sink> sink;
-  if (args.sink == "console") {
-    sink = std::make_unique<ConsoleSink>();
-  } else if (args.sink.rfind("jsonl:", 0) == 0 && args.sink.size() > 6) {
-    sink = std::make_unique<JsonLinesSink>(args.sink.substr(6));
-  } else {
-    throw std::invalid_argument(fmt::format("invalid --sink '{}': expected jsonl:DIR or console", args.sink));
-  }
+  auto sink = make_sink(args.sink, value_formatter(args.value_format, args.schema, args.kafka_columns));
   StreamingQuery query(options, args.checkpoint, *sink, Trigger::parse(args.trigger));
+  if (args.plan_only) {
+    auto plan = query.plan_next_batch();
+    if (plan)
+      fmt::print("{}\n", plan->plan_json());
+    else
+      fmt::print("{{\"batchId\":{},\"replay\":false,\"ranges\":[],\"note\":\"no new data\"}}\n",
+                 query.next_batch_id());
+    return 0;
+  }
   g_query = &query;
   std::signal(SIGINT, on_stop);
   std::signal(SIGTERM, on_stop);
@@ -53,9 +150,21 @@ int cmd_stream(const CommonOptions& common, const StreamArgs& args) {
           fmt::print(stderr, "{}\n", p.to_json(description));
         else
           fmt::print(stderr, "{}\n", p.to_line());
+        if (args.prometheus) checkpoint::atomic_write_file(*args.prometheus, p.to_prometheus());
       },
       args.max_batches);
   g_query = nullptr;
+  return 0;
+}
+
+int cmd_read_range(const CommonOptions& common, const ReadRangeArgs& args) {
+  auto options = source_options(common, args.options);
+  if (args.until < args.from)
+    throw std::invalid_argument(fmt::format("--until {} is below --from {}", args.until, args.from));
+  auto sink = make_sink(args.sink, value_formatter(args.value_format, args.schema, args.kafka_columns));
+  OffsetRange range{TopicPartition{args.topic, args.partition}, args.from, args.until, std::nullopt};
+  auto progress = read_offset_range(options, range, *sink);
+  fmt::print(stderr, "{}\n", progress.to_line());
   return 0;
 }
 

@@ -32,6 +32,7 @@ std::string Connection::endpoint() const { return fmt::format("{}:{}", host_, po
 bool Connection::is_open() const noexcept { return socket_ && socket_->is_open() && !error_; }
 
 void Connection::close() noexcept {
+  if (throttle_timer_) throttle_timer_->cancel();
   if (socket_) {
     boost::system::error_code ec;
     socket_->shutdown(tcp::socket::shutdown_both, ec);
@@ -57,6 +58,8 @@ void Connection::connect(Deadline deadline) {
   pending_.clear();
   write_queue_.clear();
   writing_ = false;
+  if (throttle_timer_) throttle_timer_->cancel();
+  throttle_timer_.reset();
   socket_ = std::make_unique<tcp::socket>(io_);
 
   boost::system::error_code ec;
@@ -96,12 +99,18 @@ void Connection::negotiate(Deadline deadline) {
   req.client_software_version = "0.1.0";
   std::int16_t version = 3;
   auto corr = send(req, version);
-  auto resp = receive<ApiVersionsResponse>(corr, version, deadline);
-  if (resp.body.error_code == 35) {  // UNSUPPORTED_VERSION: retry with v0
+  auto frame = wait_frame(corr, deadline);
+  // A broker that does not speak v3 answers UNSUPPORTED_VERSION in the v0
+  // layout, which does not decode as v3. The error code is the body's first
+  // field in every version (after the 4-byte correlation id), so look at it
+  // before decoding, then ask again with v0.
+  constexpr std::int16_t kUnsupportedVersion = 35;
+  if (frame->size() >= 6 && static_cast<std::int16_t>(load_be16(frame->data() + 4)) == kUnsupportedVersion) {
     version = 0;
     corr = send(ApiVersionsRequest{}, version);
-    resp = receive<ApiVersionsResponse>(corr, version, deadline);
+    frame = wait_frame(corr, deadline);
   }
+  auto resp = decode_frame<ApiVersionsResponse>(std::move(frame), version);
   if (resp.body.error_code != 0)
     throw KafkaError(resp.body.error_code,
                      fmt::format("ApiVersions to {} failed with error code {}", endpoint(), resp.body.error_code));
@@ -132,8 +141,26 @@ void Connection::enqueue(std::int32_t corr, std::int16_t api_key, std::int16_t v
   start_write();
 }
 
+void Connection::note_throttle(std::int32_t throttle_ms) {
+  if (throttle_ms <= 0) return;
+  throttled_until_ = std::max(throttled_until_, Clock::now() + std::chrono::milliseconds(throttle_ms));
+}
+
 void Connection::start_write() {
   if (writing_ || write_queue_.empty() || error_) return;
+  if (Clock::now() < throttled_until_) {
+    // The broker is throttling us: hold the queue until the throttle ends.
+    if (!throttle_timer_) throttle_timer_ = std::make_unique<asio::steady_timer>(io_);
+    writing_ = true;
+    throttle_timer_->expires_at(throttled_until_);
+    auto alive = alive_;
+    throttle_timer_->async_wait([this, alive](const boost::system::error_code& ec) {
+      if (!*alive || ec) return;  // cancelled by close() or a reconnect, which reset the queue
+      writing_ = false;
+      start_write();
+    });
+    return;
+  }
   writing_ = true;
   auto frame = write_queue_.front();
   auto alive = alive_;

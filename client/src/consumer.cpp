@@ -1,5 +1,8 @@
 #include "kwire/client/consumer.hpp"
 
+#include <algorithm>
+#include <thread>
+
 #include <fmt/format.h>
 
 #include "kwire/protocol/errors.hpp"
@@ -170,9 +173,22 @@ ConsumerRecords Consumer::poll(std::chrono::milliseconds timeout) {
   resolve_positions();
   while (true) {
     std::map<TopicPartition, std::int64_t> fetch_positions;
-    for (auto& [tp, pos] : positions_)
-      if (!paused_.count(tp) && pos) fetch_positions[tp] = *pos;
-    if (fetch_positions.empty()) return {};
+    std::optional<Clock::time_point> retry_at;  // earliest end of a back-off
+    const auto round_start = Clock::now();
+    for (auto& [tp, pos] : positions_) {
+      if (paused_.count(tp) || !pos) continue;
+      auto r = retry_.find(tp);
+      if (r != retry_.end() && r->second.not_before > round_start) {
+        retry_at = std::min(retry_at.value_or(r->second.not_before), r->second.not_before);
+        continue;
+      }
+      fetch_positions[tp] = *pos;
+    }
+    if (fetch_positions.empty()) {
+      if (!retry_at || *retry_at >= deadline) return {};
+      std::this_thread::sleep_until(*retry_at);
+      continue;
+    }
     auto now = Clock::now();
     auto remaining = deadline > now ? std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now)
                                     : std::chrono::milliseconds(0);
@@ -198,8 +214,20 @@ ConsumerRecords Consumer::poll(std::chrono::milliseconds timeout) {
         if (!is_retriable(p.error_code))
           throw KafkaError(p.error_code,
                            fmt::format("fetch from {} failed: {}", to_string(p.tp), error_name(p.error_code)));
-        continue;  // leadership moved etc.: metadata was refreshed, try again
+        // Leadership moved etc.: metadata was refreshed; back off this
+        // partition (others keep flowing) and retry at the same position.
+        auto& rs = retry_[p.tp];
+        ++rs.attempts;
+        if (p.error_code != static_cast<std::int16_t>(ErrorCode::network_exception)) ++rs.failures;
+        if (rs.failures > client_->config().retries)
+          throw KafkaError(p.error_code, fmt::format("fetch from {} failed after {} attempts: {}", to_string(p.tp),
+                                                     rs.failures, error_name(p.error_code)));
+        auto backoff_ms = std::min<std::int64_t>(
+            std::int64_t{client_->config().retry_backoff_ms} << std::min(rs.attempts - 1, 6), 1000);
+        rs.not_before = Clock::now() + std::chrono::milliseconds(backoff_ms);
+        continue;
       }
+      retry_.erase(p.tp);
       FetchedPartition info = p;
       info.frame.reset();
       info.records.reset();

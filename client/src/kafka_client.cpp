@@ -209,7 +209,10 @@ std::map<TopicPartition, ListedOffset> KafkaClient::list_offsets(const std::map<
   std::map<TopicPartition, std::int16_t> last_error;
   for (int attempt = 0; !todo.empty(); ++attempt) {
     if (attempt > config_.retries) {
-      auto& [tp, code] = *last_error.begin();
+      // Name a partition that is still pending and the last error it got.
+      const TopicPartition& tp = todo.begin()->first;
+      auto le = last_error.find(tp);
+      std::int16_t code = le != last_error.end() ? le->second : static_cast<std::int16_t>(ErrorCode::network_exception);
       throw KafkaError(code, fmt::format("ListOffsets for {} failed after {} attempts: {}", to_string(tp), attempt,
                                          describe(code)));
     }
@@ -236,6 +239,7 @@ std::map<TopicPartition, ListedOffset> KafkaClient::list_offsets(const std::map<
       Connection* conn;
       std::int32_t corr;
       std::int16_t version;
+      std::int32_t leader;
     };
     std::vector<InFlight> flights;
     for (auto& [leader, parts] : by_leader) {
@@ -254,7 +258,7 @@ std::map<TopicPartition, ListedOffset> KafkaClient::list_offsets(const std::map<
         auto& conn = broker(leader);
         auto v = conn.version_for<ListOffsetsRequest>();
         if (v < 1) v = 1;
-        flights.push_back({&conn, conn.send(req, v), v});
+        flights.push_back({&conn, conn.send(req, v), v, leader});
       } catch (const ConnectionError& e) {
         for (auto& [tp, _] : parts) last_error[tp] = static_cast<std::int16_t>(ErrorCode::network_exception);
         brokers_.erase(leader);
@@ -265,7 +269,10 @@ std::map<TopicPartition, ListedOffset> KafkaClient::list_offsets(const std::map<
       try {
         resp = f.conn->receive<ListOffsetsResponse>(f.corr, f.version, default_deadline());
       } catch (const ConnectionError&) {
-        continue;  // retried next round
+        // Lost mid-request: retried next round (on a new connection).
+        for (auto& [tp, _] : by_leader[f.leader])
+          if (todo.count(tp)) last_error[tp] = static_cast<std::int16_t>(ErrorCode::network_exception);
+        continue;
       }
       for (auto& t : resp.body.topics) {
         for (auto& p : t.partitions) {
@@ -317,6 +324,7 @@ std::vector<FetchedPartition> KafkaClient::fetch(const std::map<TopicPartition, 
       conn = &broker(leader);
     } catch (const ConnectionError&) {
       brokers_.erase(leader);
+      refresh = true;  // the leader may be gone for good: ask who leads now
       for (auto& [tp, off] : parts) {
         FetchedPartition fp;
         fp.tp = tp;
@@ -364,6 +372,7 @@ std::vector<FetchedPartition> KafkaClient::fetch(const std::map<TopicPartition, 
       resp = f.conn->receive<FetchResponse>(f.corr, f.version, deadline);
     } catch (const ConnectionError&) {
       brokers_.erase(f.leader);
+      refresh = true;
       for (auto& [tp, off] : by_leader[f.leader]) {
         FetchedPartition fp;
         fp.tp = tp;
@@ -599,6 +608,131 @@ void KafkaClient::delete_topics(const std::vector<std::string>& topics) {
     std::erase_if(leaders_, [&](auto& kv) { return kv.first.topic == t; });
     std::erase_if(metadata_.topics, [&](auto& x) { return x.name == t; });
     topic_ids_.erase(t);
+  }
+}
+
+std::map<TopicPartition, std::int64_t> KafkaClient::delete_records(
+    const std::map<TopicPartition, std::int64_t>& before_offsets) {
+  std::map<TopicPartition, std::int64_t> out;
+  std::map<TopicPartition, std::int64_t> todo = before_offsets;
+  std::map<TopicPartition, std::int16_t> last_error;
+  for (int attempt = 0; !todo.empty(); ++attempt) {
+    if (attempt > config_.retries) {
+      auto it = last_error.begin();
+      TopicPartition tp = it != last_error.end() ? it->first : todo.begin()->first;
+      std::int16_t code = it != last_error.end() ? it->second : static_cast<std::int16_t>(ErrorCode::request_timed_out);
+      throw KafkaError(code, fmt::format("DeleteRecords for {} failed after {} attempts: {}", to_string(tp), attempt,
+                                         describe(code)));
+    }
+    if (attempt > 0) {
+      backoff(attempt - 1);
+      std::set<std::string> topics;
+      for (auto& [tp, _] : todo) topics.insert(tp.topic);
+      metadata(std::vector<std::string>(topics.begin(), topics.end()));
+    }
+    std::map<std::int32_t, std::map<TopicPartition, std::int64_t>> by_leader;
+    for (auto& [tp, off] : todo) {
+      try {
+        by_leader[leader_id(tp)][tp] = off;
+      } catch (const KafkaError& e) {
+        last_error[tp] = e.code();
+        // A partition that is still unknown after a refresh does not exist.
+        if (e.code() == static_cast<std::int16_t>(ErrorCode::unknown_topic_or_partition) && attempt >= 1) throw;
+      }
+    }
+    struct InFlight {
+      Connection* conn;
+      std::int32_t corr;
+      std::int16_t version;
+      std::int32_t leader;
+    };
+    std::vector<InFlight> flights;
+    for (auto& [leader, parts] : by_leader) {
+      DeleteRecordsRequest req;
+      req.timeout_ms = config_.request_timeout_ms;
+      for (auto& [tp, off] : parts) {
+        if (req.topics.empty() || req.topics.back().name != tp.topic) {
+          DeleteRecordsRequest::DeleteRecordsTopic t;
+          t.name = tp.topic;
+          req.topics.push_back(std::move(t));
+        }
+        DeleteRecordsRequest::DeleteRecordsPartition p;
+        p.partition_index = tp.partition;
+        p.offset = off;
+        req.topics.back().partitions.push_back(p);
+      }
+      try {
+        auto& conn = broker(leader);
+        auto v = conn.version_for<DeleteRecordsRequest>();
+        flights.push_back({&conn, conn.send(req, v), v, leader});
+      } catch (const ConnectionError&) {
+        brokers_.erase(leader);
+        for (auto& [tp, _] : parts) last_error[tp] = static_cast<std::int16_t>(ErrorCode::network_exception);
+      }
+    }
+    for (auto& f : flights) {
+      Response<DeleteRecordsResponse> resp;
+      try {
+        resp = f.conn->receive<DeleteRecordsResponse>(f.corr, f.version, default_deadline());
+      } catch (const ConnectionError&) {
+        brokers_.erase(f.leader);
+        continue;
+      }
+      for (auto& t : resp.body.topics) {
+        for (auto& p : t.partitions) {
+          TopicPartition tp{t.name, p.partition_index};
+          if (!todo.count(tp)) continue;
+          if (p.error_code == 0) {
+            out[tp] = p.low_watermark;
+            todo.erase(tp);
+            last_error.erase(tp);
+          } else if (refresh_worthy(p.error_code) || is_retriable(p.error_code)) {
+            last_error[tp] = p.error_code;
+          } else {
+            throw KafkaError(p.error_code, fmt::format("DeleteRecords for {} before offset {} failed: {}",
+                                                       to_string(tp), todo.at(tp), describe(p.error_code)));
+          }
+        }
+      }
+    }
+  }
+  return out;
+}
+
+void KafkaClient::create_partitions(const std::string& topic, std::int32_t new_total_count) {
+  if (metadata_.brokers.empty()) metadata(std::vector<std::string>{});
+  CreatePartitionsRequest req;
+  req.timeout_ms = config_.request_timeout_ms;
+  CreatePartitionsRequest::CreatePartitionsTopic t;
+  t.name = topic;
+  t.count = new_total_count;
+  req.topics.push_back(std::move(t));
+  Connection* conn = nullptr;
+  try {
+    conn = metadata_.controller_id >= 0 ? &broker(metadata_.controller_id) : &any_connection();
+  } catch (const ConnectionError&) {
+    conn = &any_connection();
+  }
+  auto resp = conn->request<CreatePartitionsResponse>(req, default_deadline());
+  for (auto& r : resp.body.results) {
+    if (r.error_code == 0) continue;
+    throw KafkaError(r.error_code,
+                     fmt::format("adding partitions to topic '{}' (to {} in total) failed: {}{}{}", r.name,
+                                 new_total_count, describe(r.error_code), r.error_message ? ": " : "",
+                                 r.error_message.value_or("")));
+  }
+  // Wait until every partition, old and new, has a leader (bounded).
+  auto deadline = default_deadline();
+  for (;;) {
+    auto md = metadata(std::vector<std::string>{topic});
+    const TopicMetadata* tm = md.topic(topic);
+    bool ready = tm && tm->error_code == 0 && static_cast<std::int32_t>(tm->partitions.size()) >= new_total_count &&
+                 std::all_of(tm->partitions.begin(), tm->partitions.end(), [](auto& p) { return p.leader_id >= 0; });
+    if (ready) return;
+    if (Clock::now() >= deadline)
+      throw TimeoutError(fmt::format("partitions of topic '{}' had no leaders {} ms after CreatePartitions", topic,
+                                     config_.request_timeout_ms));
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
 }
 

@@ -29,6 +29,7 @@ constexpr std::string_view kMaxRecordsPerPartition = "maxrecordsperpartition";
 constexpr std::string_view kMaxOffsetsPerTrigger = "maxoffsetspertrigger";
 constexpr std::string_view kMinOffsetsPerTrigger = "minoffsetspertrigger";
 constexpr std::string_view kMaxTriggerDelay = "maxtriggerdelay";
+constexpr std::string_view kBytesEstimateWindowLength = "bytesestimatewindowlength";
 constexpr std::string_view kFetchOffsetNumRetries = "fetchoffset.numretries";
 constexpr std::string_view kFetchOffsetRetryIntervalMs = "fetchoffset.retryintervalms";
 constexpr std::string_view kPollTimeoutMs = "kafkaconsumer.polltimeoutms";
@@ -594,6 +595,10 @@ SourceOptions parse_source_options(const std::map<std::string, std::string>& opt
       out.min_offsets_per_trigger = parse_integer_option<std::int64_t>("minOffsetsPerTrigger", *v);
     }
     if (auto v = params.get(kMaxTriggerDelay)) out.max_trigger_delay_ms = parse_duration_ms(*v);
+    if (auto v = params.get(kBytesEstimateWindowLength)) {
+      out.bytes_estimate_window_ms = parse_duration_ms(*v);
+      if (out.bytes_estimate_window_ms <= 0) throw SourceOptionError("bytesEstimateWindowLength must be positive");
+    }
     out.group_id_prefix = params.get(kGroupIdPrefix).value_or("spark-kafka-source");
   } else {
     check_batch_offsets(params, out);

@@ -315,6 +315,10 @@ std::string data_loss_warning(const DataLossError& error) {
                      data_loss_name(error.kind()), error.reason(), kInstructionForFalse);
 }
 
+bool is_lost_gap(std::int64_t requested_offset, std::int64_t earliest_available) {
+  return earliest_available > requested_offset;
+}
+
 // ---- plan_batch ----
 
 PlanOptions plan_options(const SourceOptions& options) {

@@ -1,8 +1,12 @@
 #include "kwire/source/stream.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <iterator>
 #include <regex>
+#include <fstream>
+#include <random>
 #include <set>
 #include <thread>
 
@@ -13,6 +17,7 @@
 #include "kwire/client/kafka_client.hpp"
 #include "kwire/protocol/errors.hpp"
 #include "kwire/source/json_escape.hpp"
+#include "kwire/source/value_format.hpp"
 
 namespace kwire::source {
 
@@ -39,7 +44,93 @@ std::string ranges_text(const std::vector<OffsetRange>& ranges) {
   return out.empty() ? "-" : out;
 }
 
+std::string new_run_id() {
+  std::random_device rd;
+  std::mt19937_64 gen((static_cast<std::uint64_t>(rd()) << 32) ^ rd());
+  std::uint64_t hi = gen(), lo = gen();
+  hi = (hi & 0xffffffffffff0fffULL) | 0x0000000000004000ULL;  // version 4
+  lo = (lo & 0x3fffffffffffffffULL) | 0x8000000000000000ULL;  // variant 1
+  return fmt::format("{:08x}-{:04x}-{:04x}-{:04x}-{:012x}", hi >> 32, (hi >> 16) & 0xffff, hi & 0xffff, lo >> 48,
+                     lo & 0xffffffffffffULL);
+}
+
+// A JSON number for a rate: Spark prints doubles like 12.5 and 0.0.
+std::string json_double(double v) {
+  if (!std::isfinite(v)) return "0.0";
+  auto text = fmt::format("{}", v);
+  if (text.find_first_of(".eE") == std::string::npos) text += ".0";
+  return text;
+}
+
+std::int64_t elapsed_ms(std::chrono::steady_clock::time_point since) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - since).count();
+}
+
+// The starting* options as given (keys lower-cased, sorted), to tell on a
+// restart whether they changed since sources/0/0 was written.
+std::string starting_options_text(const std::map<std::string, std::string>& options) {
+  std::map<std::string, std::string> picked;
+  for (auto& [k, v] : options) {
+    std::string lower = k;
+    std::transform(lower.begin(), lower.end(), lower.begin(), ::tolower);
+    if (lower == "startingoffsets" || lower == "startingoffsetsbytimestamp" || lower == "startingtimestamp" ||
+        lower == "startingoffsetsbytimestampstrategy")
+      picked[lower] = v;
+  }
+  std::string out;
+  for (auto& [k, v] : picked) out += k + "=" + v + "\n";
+  return out;
+}
+
+std::string read_text_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
 }  // namespace
+
+namespace detail {
+
+// Counts records and bytes (key + value + header keys and values) per
+// partition for the bytes-behind estimate, and forwards everything.
+class MeteringSink : public Sink {
+ public:
+  explicit MeteringSink(Sink& inner) : inner_(inner) {}
+  void begin_batch(std::int64_t batch_id) override {
+    seen_.clear();
+    inner_.begin_batch(batch_id);
+  }
+  void write(std::span<const Row> rows) override {
+    std::pair<std::int64_t, std::int64_t>* slot = nullptr;
+    std::string_view last_topic;
+    std::int32_t last_partition = -1;
+    for (auto& r : rows) {
+      if (!slot || r.partition != last_partition || r.topic != last_topic) {
+        slot = &seen_[TopicPartition{std::string(r.topic), r.partition}];
+        last_topic = r.topic;
+        last_partition = r.partition;
+      }
+      std::int64_t bytes = 0;
+      if (r.key) bytes += static_cast<std::int64_t>(r.key->size());
+      if (r.value) bytes += static_cast<std::int64_t>(r.value->size());
+      if (r.headers)
+        for (auto& h : *r.headers) bytes += static_cast<std::int64_t>(h.key.size() + (h.value ? h.value->size() : 0));
+      slot->first += 1;
+      slot->second += bytes;
+    }
+    inner_.write(rows);
+  }
+  std::int64_t commit_batch(std::int64_t batch_id) override { return inner_.commit_batch(batch_id); }
+  std::string description() const override { return inner_.description(); }
+  /// (records, bytes) per partition since begin_batch.
+  std::map<TopicPartition, std::pair<std::int64_t, std::int64_t>> take() { return std::move(seen_); }
+
+ private:
+  Sink& inner_;
+  std::map<TopicPartition, std::pair<std::int64_t, std::int64_t>> seen_;
+};
+
+}  // namespace detail
 
 // ------------------------------------------------------------------ sinks
 
@@ -109,7 +200,13 @@ std::int64_t JsonLinesSink::commit_batch(std::int64_t batch_id) {
 void ConsoleSink::write(std::span<const Row> rows) {
   std::string out;
   for (auto& r : rows) {
-    out += JsonLinesSink::to_json(r);
+    if (formatter_) {
+      auto line = formatter_(r);
+      if (!line) continue;
+      out += *line;
+    } else {
+      out += JsonLinesSink::to_json(r);
+    }
     out += '\n';
     ++kept_;
   }
@@ -154,18 +251,87 @@ std::string BatchProgress::to_line() const {
 
 std::string BatchProgress::to_json(std::string_view description) const {
   std::string metrics = "{}";
-  if (lag)
+  if (lag) {
     metrics = fmt::format(
-        "{{\"avgOffsetsBehindLatest\":\"{:.1f}\",\"maxOffsetsBehindLatest\":\"{}\",\"minOffsetsBehindLatest\":\"{}\","
-        "\"dataLoss\":\"{}\",\"offsetOutOfRange\":\"{}\"}}",
-        lag->avg_offsets_behind_latest, lag->max_offsets_behind_latest, lag->min_offsets_behind_latest, data_loss,
-        offset_out_of_range);
+        "{{\"avgOffsetsBehindLatest\":\"{:.1f}\",\"maxOffsetsBehindLatest\":\"{}\",\"minOffsetsBehindLatest\":\"{}\"",
+        lag->avg_offsets_behind_latest, lag->max_offsets_behind_latest, lag->min_offsets_behind_latest);
+    if (estimated_total_bytes_behind_latest)
+      metrics += fmt::format(",\"estimatedTotalBytesBehindLatest\":\"{}\"", *estimated_total_bytes_behind_latest);
+    metrics += fmt::format(",\"dataLoss\":\"{}\",\"offsetOutOfRange\":\"{}\"}}", data_loss, offset_out_of_range);
+  }
+  std::string durations;
+  for (auto& [k, v] : durations_ms) {
+    durations += durations.empty() ? "{" : ",";
+    durations += fmt::format("{}:{}", json_string(k), v);
+  }
+  durations += durations.empty() ? "{}" : "}";
+  // Like Spark, the first batch of a query has no start offset in progress.
+  const std::string start_json = batch_id == 0 ? "null" : checkpoint::offsets_to_json(start_offsets);
   return fmt::format(
-      "{{\"batchId\":{},\"replayed\":{},\"numInputRows\":{},\"numOutputRows\":{},\"durationMs\":{},\"sources\":[{{"
-      "\"description\":{},\"startOffset\":{},\"endOffset\":{},\"latestOffset\":{},\"numInputRows\":{},\"metrics\":{}}}]}}",
-      batch_id, replayed, num_input_rows, num_output_rows, duration_ms, json_string(description),
-      checkpoint::offsets_to_json(start_offsets), checkpoint::offsets_to_json(end_offsets),
-      checkpoint::offsets_to_json(latest_offsets), num_input_rows, metrics);
+      "{{\"id\":{},\"runId\":{},\"name\":null,\"timestamp\":{},\"batchId\":{},\"batchDuration\":{},"
+      "\"numInputRows\":{},\"inputRowsPerSecond\":{},\"processedRowsPerSecond\":{},\"durationMs\":{},"
+      "\"stateOperators\":[],\"sources\":[{{\"description\":{},\"startOffset\":{},\"endOffset\":{},"
+      "\"latestOffset\":{},\"numInputRows\":{},\"inputRowsPerSecond\":{},\"processedRowsPerSecond\":{},"
+      "\"metrics\":{}}}],\"sink\":{{\"description\":{},\"numOutputRows\":{}}}}}",
+      json_string(query_id), json_string(run_id), json_string(format_timestamp_ms(timestamp_ms)), batch_id,
+      duration_ms, num_input_rows, json_double(input_rows_per_second), json_double(processed_rows_per_second),
+      durations, json_string(description), start_json, checkpoint::offsets_to_json(end_offsets),
+      checkpoint::offsets_to_json(latest_offsets), num_input_rows, json_double(input_rows_per_second),
+      json_double(processed_rows_per_second), metrics, json_string(sink_description), num_output_rows);
+}
+
+std::string BatchProgress::plan_json() const {
+  std::string ranges_json = "[";
+  for (std::size_t i = 0; i < ranges.size(); ++i) {
+    auto& r = ranges[i];
+    if (i) ranges_json += ',';
+    ranges_json += fmt::format("{{\"topic\":{},\"partition\":{},\"fromOffset\":{},\"untilOffset\":{}}}",
+                               json_string(r.tp.topic), r.tp.partition, r.from_offset, r.until_offset);
+  }
+  ranges_json += "]";
+  return fmt::format(
+      "{{\"batchId\":{},\"replay\":{},\"startOffset\":{},\"endOffset\":{},\"latestOffset\":{},\"ranges\":{}}}",
+      batch_id, replayed, checkpoint::offsets_to_json(start_offsets), checkpoint::offsets_to_json(end_offsets),
+      checkpoint::offsets_to_json(latest_offsets), ranges_json);
+}
+
+std::string BatchProgress::to_prometheus() const {
+  std::string out;
+  auto metric = [&](std::string_view name, std::string_view type, std::string_view help) {
+    out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
+  };
+  auto num = [](double v) { return std::isfinite(v) ? fmt::format("{}", v) : std::string("NaN"); };
+  metric("kwire_batch_id", "gauge", "Id of the latest completed batch.");
+  out += fmt::format("kwire_batch_id {}\n", batch_id);
+  metric("kwire_batch_timestamp_seconds", "gauge", "Wall-clock time the latest batch's trigger started.");
+  out += fmt::format("kwire_batch_timestamp_seconds {}\n", num(static_cast<double>(timestamp_ms) / 1000.0));
+  metric("kwire_batch_input_rows", "gauge", "Rows read by the latest batch.");
+  out += fmt::format("kwire_batch_input_rows {}\n", num_input_rows);
+  metric("kwire_batch_output_rows", "gauge", "Rows the sink kept in the latest batch.");
+  out += fmt::format("kwire_batch_output_rows {}\n", num_output_rows);
+  metric("kwire_batch_input_rows_per_second", "gauge", "Input rows per second since the previous trigger.");
+  out += fmt::format("kwire_batch_input_rows_per_second {}\n", num(input_rows_per_second));
+  metric("kwire_batch_processed_rows_per_second", "gauge", "Input rows per second of trigger execution.");
+  out += fmt::format("kwire_batch_processed_rows_per_second {}\n", num(processed_rows_per_second));
+  metric("kwire_batch_duration_ms", "gauge", "Duration of the latest batch's phases (Spark's durationMs).");
+  for (auto& [phase, ms] : durations_ms) out += fmt::format("kwire_batch_duration_ms{{phase=\"{}\"}} {}\n", phase, ms);
+  if (lag) {
+    metric("kwire_source_offsets_behind_latest", "gauge",
+           "Offsets behind the latest offsets fetched when the batch was planned, over partitions.");
+    out += fmt::format("kwire_source_offsets_behind_latest{{stat=\"min\"}} {}\n", lag->min_offsets_behind_latest);
+    out += fmt::format("kwire_source_offsets_behind_latest{{stat=\"max\"}} {}\n", lag->max_offsets_behind_latest);
+    out += fmt::format("kwire_source_offsets_behind_latest{{stat=\"avg\"}} {}\n", num(lag->avg_offsets_behind_latest));
+  }
+  if (estimated_total_bytes_behind_latest) {
+    metric("kwire_source_estimated_total_bytes_behind_latest", "gauge",
+           "Offsets behind latest times the average record size seen per partition.");
+    out += fmt::format("kwire_source_estimated_total_bytes_behind_latest {}\n", *estimated_total_bytes_behind_latest);
+  }
+  metric("kwire_source_data_loss", "gauge", "Data-loss events skipped in the latest batch (failOnDataLoss=false).");
+  out += fmt::format("kwire_source_data_loss {}\n", data_loss);
+  metric("kwire_source_offset_out_of_range", "gauge", "Offsets skipped as out of range in the latest batch.");
+  out += fmt::format("kwire_source_offset_out_of_range {}\n", offset_out_of_range);
+  return out;
 }
 
 // ------------------------------------------------------------------ query
@@ -174,11 +340,32 @@ StreamingQuery::StreamingQuery(const std::map<std::string, std::string>& options
                                Trigger trigger)
     : options_(parse_source_options(options, QueryMode::streaming)),
       checkpoint_(std::move(checkpoint_dir)),
-      sink_(sink),
-      trigger_(trigger) {
+      meter_(std::make_unique<detail::MeteringSink>(sink)),
+      sink_(*meter_),
+      trigger_(trigger),
+      run_id_(new_run_id()),
+      starting_options_text_(starting_options_text(options)) {
   for (auto& w : options_.warnings) warn(w);
   if (trigger_.kind == Trigger::Kind::once && (options_.max_offsets_per_trigger || options_.min_offsets_per_trigger))
     warn("The read limit (maxOffsetsPerTrigger / minOffsetsPerTrigger) is ignored when Trigger.Once is used.");
+  if (trigger_.kind == Trigger::Kind::available_now && options_.min_offsets_per_trigger)
+    warn("minOffsetsPerTrigger with Trigger.AvailableNow: a batch held back by minOffsetsPerTrigger ends the run, "
+         "possibly before the offsets prefetched at start are reached (as in Spark).");
+  // Spark ignores the starting options once sources/0/0 exists; say so when they changed.
+  const auto stored_path = checkpoint_.root() / "starting-options";
+  if (checkpoint_.initial_offsets() && fs::exists(stored_path)) {
+    const std::string stored = read_text_file(stored_path);
+    if (stored != starting_options_text_) {
+      std::string was = stored, now = starting_options_text_;
+      std::replace(was.begin(), was.end(), '\n', ' ');
+      std::replace(now.begin(), now.end(), '\n', ' ');
+      restart_warnings_.push_back(fmt::format(
+          "The starting options differ from those that created the checkpoint (was: {}; now: {}). They are ignored "
+          "on restart: the query continues from the offsets stored in {}.",
+          was.empty() ? "defaults" : was, now.empty() ? "defaults" : now, (checkpoint_.root() / "sources" / "0" / "0").string()));
+      for (auto& w : restart_warnings_) warn(w);
+    }
+  }
   admin_ = std::make_unique<KafkaClient>(client_properties());
 }
 
@@ -343,23 +530,35 @@ PartitionOffsets StreamingQuery::resolve_initial_offsets() {
 std::optional<BatchProgress> StreamingQuery::run_once_batch() { return next_batch(); }
 
 std::optional<BatchProgress> StreamingQuery::next_batch() {
+  trigger_started_ = std::chrono::steady_clock::now();
+  trigger_wall_ms_ = now_ms();
+  latest_offset_ms_ = 0;
+  planning_started_ms_ = 0;
   auto resume = checkpoint_.resume();
   if (resume.replay_batch) {
     // Replay the logged, uncommitted batch with exactly the logged range.
     const auto& end = *resume.replay_end;
-    PlanOptions po = plan_options(options_);
-    po.fail_on_data_loss = false;  // the range was validated when it was planned
-    std::vector<TopicPartition> tps;
+    // As in Spark, the ranges are planned again from the logged offsets with
+    // the same data-loss rules: loss that happened since the batch was
+    // logged is reported (or skipped with a warning) like in a new batch.
+    std::vector<TopicPartition> new_tps;
     for (auto& [t, parts] : end)
-      for (auto& [p, _] : parts) tps.push_back({t, p});
-    auto earliest = fetch_offsets(tps, client::kEarliestTimestamp);
-    auto plan = plan_batch(resume.start, end, earliest, po);
-    return execute(*resume.replay_batch, resume.start, end, plan.ranges, end, true, {});
+      for (auto& [p, _] : parts) {
+        auto st = resume.start.find(t);
+        if (st == resume.start.end() || !st->second.count(p)) new_tps.push_back({t, p});
+      }
+    auto earliest = fetch_offsets(new_tps, client::kEarliestTimestamp);
+    auto plan = plan_batch(resume.start, end, earliest, plan_options(options_));
+    for (auto& w : plan.warnings) warn(w);
+    return execute(*resume.replay_batch, resume.start, end, plan.ranges, end, true, plan.warnings);
   }
   PartitionOffsets start = resume.start;
   if (resume.next_batch_id == 0 && !checkpoint_.initial_offsets()) {
     start = resolve_initial_offsets();
-    checkpoint_.write_initial_offsets(start);
+    if (!dry_run_) {
+      checkpoint_.write_initial_offsets(start);
+      checkpoint::atomic_write_file(checkpoint_.root() / "starting-options", starting_options_text_);
+    }
   } else if (resume.next_batch_id == 0) {
     start = *checkpoint_.initial_offsets();
   }
@@ -373,6 +572,7 @@ std::optional<BatchProgress> StreamingQuery::next_batch() {
     if (t == start.end() || !t->second.count(tp.partition)) new_tps.push_back(tp);
   }
   auto earliest_for_new = fetch_offsets(new_tps, client::kEarliestTimestamp);
+  latest_offset_ms_ = elapsed_ms(trigger_started_);
 
   PartitionOffsets end = latest;
   if (trigger_.kind == Trigger::Kind::available_now) {
@@ -380,8 +580,16 @@ std::optional<BatchProgress> StreamingQuery::next_batch() {
     end = *available_now_target_;
     // Partitions that appeared after the target was taken wait for a later run.
   }
+  // minOffsetsPerTrigger / maxTriggerDelay (Spark's delayBatch), before the max limit.
+  if (trigger_.kind != Trigger::Kind::once && options_.min_offsets_per_trigger && delay_batch(start, end))
+    return std::nullopt;
   if (trigger_.kind != Trigger::Kind::once && options_.max_offsets_per_trigger)
     end = rate_limit(*options_.max_offsets_per_trigger, start, end, earliest_for_new);
+
+  // No partition at all (every assigned or matching topic is gone): like
+  // Spark's empty latest offsets, this is "no new offset", so no batch is
+  // planned and nothing is classified until partitions exist again.
+  if (end.empty()) return std::nullopt;
 
   // Nothing new?
   bool has_new = false;
@@ -400,6 +608,7 @@ std::optional<BatchProgress> StreamingQuery::next_batch() {
       if (!end.count(t) || !end.at(t).count(p)) has_new = true;  // deleted partition: let planning classify it
   if (!has_new) return std::nullopt;
 
+  planning_started_ms_ = elapsed_ms(trigger_started_);
   auto plan = plan_batch(start, end, earliest_for_new, plan_options(options_));
   for (auto& w : plan.warnings) warn(w);
   if (plan.end.empty()) return std::nullopt;  // an empty listing never becomes a committed batch
@@ -409,8 +618,6 @@ std::optional<BatchProgress> StreamingQuery::next_batch() {
 BatchProgress StreamingQuery::execute(std::int64_t batch_id, const PartitionOffsets& start, const PartitionOffsets& end,
                                       std::vector<OffsetRange> ranges, const PartitionOffsets& latest, bool replay,
                                       std::vector<std::string> warnings) {
-  auto t0 = std::chrono::steady_clock::now();
-  if (!replay) checkpoint_.write_offsets(batch_id, end, now_ms());
   BatchProgress progress;
   progress.batch_id = batch_id;
   progress.replayed = replay;
@@ -419,14 +626,86 @@ BatchProgress StreamingQuery::execute(std::int64_t batch_id, const PartitionOffs
   progress.latest_offsets = latest;
   progress.ranges = ranges;
   progress.warnings = std::move(warnings);
+  if (dry_run_) return progress;  // plan_next_batch: nothing is read or written
+
+  const std::int64_t planned_at = elapsed_ms(trigger_started_);
+  progress.durations_ms["latestOffset"] = latest_offset_ms_;
+  progress.durations_ms["queryPlanning"] =
+      planned_at - (planning_started_ms_ ? planning_started_ms_ : latest_offset_ms_);
+  auto t = std::chrono::steady_clock::now();
+  if (!replay) checkpoint_.write_offsets(batch_id, end, now_ms());
+  progress.durations_ms["walCommit"] = elapsed_ms(t);
+  t = std::chrono::steady_clock::now();
   sink_.begin_batch(batch_id);
   read_range(ranges, progress);
   progress.num_output_rows = sink_.commit_batch(batch_id);
+  progress.durations_ms["addBatch"] = elapsed_ms(t);
+  t = std::chrono::steady_clock::now();
   checkpoint_.write_commit(batch_id);
+  progress.durations_ms["commitOffsets"] = elapsed_ms(t);
   progress.lag = offsets_behind_latest(latest, end);
-  progress.duration_ms =
-      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+  finish_progress(progress);
   return progress;
+}
+
+void StreamingQuery::finish_progress(BatchProgress& progress) {
+  // Record sizes seen in this batch feed the bytes-behind estimate.
+  const std::int64_t now = now_ms();
+  for (auto& [tp, seen] : meter_->take())
+    if (seen.first > 0) bytes_samples_[tp].push_back({now, seen.first, seen.second});
+  std::optional<std::int64_t> bytes_behind;
+  for (auto it = bytes_samples_.begin(); it != bytes_samples_.end();) {
+    auto& samples = it->second;
+    samples.erase(std::remove_if(samples.begin(), samples.end(),
+                                 [&](const BytesSample& s) { return now - s.at_ms > options_.bytes_estimate_window_ms; }),
+                  samples.end());
+    if (samples.empty()) {
+      it = bytes_samples_.erase(it);
+      continue;
+    }
+    ++it;
+  }
+  for (auto& [topic, parts] : progress.latest_offsets)
+    for (auto& [p, latest] : parts) {
+      auto e = progress.end_offsets.find(topic);
+      if (e == progress.end_offsets.end() || !e->second.count(p)) continue;
+      const std::int64_t behind = std::max<std::int64_t>(0, latest - e->second.at(p));
+      auto s = bytes_samples_.find(TopicPartition{topic, p});
+      if (s == bytes_samples_.end()) {
+        if (behind == 0) bytes_behind = bytes_behind.value_or(0);
+        continue;
+      }
+      std::int64_t records = 0, bytes = 0;
+      for (auto& x : s->second) records += x.records, bytes += x.bytes;
+      bytes_behind = bytes_behind.value_or(0) +
+                     static_cast<std::int64_t>(static_cast<double>(behind) * static_cast<double>(bytes) /
+                                               static_cast<double>(records));
+    }
+  progress.estimated_total_bytes_behind_latest = bytes_behind;
+
+  progress.query_id = checkpoint_.id();
+  progress.run_id = run_id_;
+  progress.timestamp_ms = trigger_wall_ms_;
+  progress.sink_description = sink_.description();
+  if (!restart_warnings_.empty()) {
+    progress.warnings.insert(progress.warnings.begin(), restart_warnings_.begin(), restart_warnings_.end());
+    restart_warnings_.clear();
+  }
+  progress.duration_ms = elapsed_ms(trigger_started_);
+  progress.durations_ms["triggerExecution"] = progress.duration_ms;
+  const double rows = static_cast<double>(progress.num_input_rows);
+  progress.processed_rows_per_second =
+      progress.duration_ms > 0 ? rows * 1000.0 / static_cast<double>(progress.duration_ms) : 0.0;
+  progress.input_rows_per_second =
+      previous_trigger_wall_ms_ >= 0 && trigger_wall_ms_ > previous_trigger_wall_ms_
+          ? rows * 1000.0 / static_cast<double>(trigger_wall_ms_ - previous_trigger_wall_ms_)
+          : 0.0;
+  previous_trigger_wall_ms_ = trigger_wall_ms_;
+
+  std::ofstream log(progress_log_path(), std::ios::app | std::ios::binary);
+  log << progress.to_json(description()) << '\n';
+  log.flush();
+  if (!log) warn(fmt::format("could not append to the progress log {}", progress_log_path().string()));
 }
 
 void StreamingQuery::read_range(const std::vector<OffsetRange>& ranges, BatchProgress& progress) {
@@ -456,6 +735,13 @@ void StreamingQuery::read_range(const std::vector<OffsetRange>& ranges, BatchPro
   const std::optional<std::string> group_id =
       options_.kafka_params.count("group.id") ? std::optional<std::string>(options_.kafka_params.at("group.id"))
                                               : std::nullopt;
+  // failOnDataLoss=false: one warning per skipped span, printed and kept in the progress.
+  auto skip_lost = [&](const TopicPartition& tp, std::int64_t from, std::int64_t to, const std::string& detail) {
+    auto text = fmt::format("{} {}", data_loss_warning(DataLossError::could_not_read_offset_range(tp, from, to, group_id)),
+                            detail);
+    warn(text);
+    progress.warnings.push_back(std::move(text));
+  };
   std::set<client::TopicPartition> done;
   auto mark_done_if_reached = [&](const client::TopicPartition& tp) {
     if (done.count(tp)) return;
@@ -478,23 +764,42 @@ void StreamingQuery::read_range(const std::vector<OffsetRange>& ranges, BatchPro
       auto& [next, until] = want[tp];
       if (options_.fail_on_data_loss)
         throw DataLossError::could_not_read_offset_range(TopicPartition{tp.topic, tp.partition}, next, until, group_id);
-      auto earliest = consumer.beginning_offsets({tp})[tp];
-      auto latest = consumer.end_offsets({tp})[tp];
-      warn(fmt::format("Some data may be lost. Recovering from the earliest offset: {} (partition {})", earliest,
-                       client::to_string(tp)));
+      // Spark's rule: compare the offset with the range the broker still has.
+      const auto earliest = consumer.beginning_offsets({tp})[tp];
+      const auto latest = consumer.end_offsets({tp})[tp];
+      const TopicPartition stp{tp.topic, tp.partition};
       if (next >= latest || earliest >= until) {
+        // Nothing of [next, until) is left: skip the whole range.
+        skip_lost(stp, next, until,
+                  fmt::format("Some data may be lost. Recovering from the earliest offset: {}. The current available "
+                              "offset range is [{}, {}). Offset {} is out of range, and records in [{}, {}) will be "
+                              "skipped.",
+                              earliest, earliest, latest, next, next, until));
         progress.offset_out_of_range += until - next;
-        warn(fmt::format("Skip missing records in [{}, {}) of {}", next, until, client::to_string(tp)));
         next = until;
         done.insert(tp);
         consumer.pause({tp});
+        last_progress = std::chrono::steady_clock::now();
       } else if (next < earliest) {
+        // The head of the range aged out: continue from the earliest offset.
+        skip_lost(stp, next, earliest,
+                  fmt::format("Some data may be lost. Recovering from the earliest offset: {}. The current available "
+                              "offset range is [{}, {}). Offset {} is out of range, and records in [{}, {}) will be "
+                              "skipped.",
+                              earliest, earliest, latest, next, next, earliest));
         progress.offset_out_of_range += earliest - next;
-        warn(fmt::format("Skip missing records in [{}, {}) of {}", next, earliest, client::to_string(tp)));
         next = earliest;
         consumer.seek(tp, earliest);
+        last_progress = std::chrono::steady_clock::now();
+      } else {
+        // The offset is inside [earliest, latest) again (the log changed
+        // between the fetch and the listing): fetch it again, bounded by the
+        // poll timeout.
+        consumer.seek(tp, next);
+        if (std::chrono::steady_clock::now() - last_progress > poll_timeout)
+          throw client::TimeoutError(fmt::format("Cannot fetch record for offset {} in {} milliseconds (partition {})",
+                                                 next, options_.poll_timeout_ms, client::to_string(tp)));
       }
-      last_progress = std::chrono::steady_clock::now();
       continue;
     }
     rows.clear();
@@ -504,20 +809,21 @@ void StreamingQuery::read_range(const std::vector<OffsetRange>& ranges, BatchPro
       auto it = want.find(tp);
       if (it == want.end()) continue;
       auto& [next, until] = it->second;
-      if (r.offset < next) continue;
-      if (r.offset >= until) continue;
-      if (r.offset > next) {
-        // A gap: compaction, transaction markers or aborted records are
-        // invisible and fine; records that aged out (earliest moved past
-        // `next`) are data loss.
-        auto earliest = consumer.beginning_offsets({tp})[tp];
-        if (earliest > next) {
-          if (options_.fail_on_data_loss)
-            throw DataLossError::could_not_read_offset_range(TopicPartition{tp.topic, tp.partition}, next, r.offset,
-                                                             group_id);
-          warn(fmt::format("Skip missing records in [{}, {}) of {}", next, r.offset, client::to_string(tp)));
-          progress.data_loss += 1;
-        }
+      if (r.offset < next || next >= until) continue;
+      if (r.offset > next && is_lost_gap(next, consumer.beginning_offsets({tp})[tp])) {
+        // Records aged out while the range was being read. With the gap
+        // reaching `until` the rest of the range is gone.
+        const std::int64_t gap_end = std::min(r.offset, until);
+        const TopicPartition stp{tp.topic, tp.partition};
+        if (options_.fail_on_data_loss)
+          throw DataLossError::could_not_read_offset_range(stp, next, gap_end, group_id);
+        skip_lost(stp, next, gap_end, fmt::format("Skip missing records in [{}, {}).", next, gap_end));
+        progress.data_loss += 1;
+        next = gap_end;
+      }
+      if (r.offset >= until) {
+        next = std::max(next, until);
+        continue;
       }
       Row row;
       row.key = r.key;
@@ -554,11 +860,95 @@ void StreamingQuery::read_range(const std::vector<OffsetRange>& ranges, BatchPro
   }
 }
 
+std::optional<BatchProgress> StreamingQuery::plan_next_batch() {
+  dry_run_ = true;
+  struct Reset {
+    bool& flag;
+    ~Reset() { flag = false; }
+  } reset{dry_run_};
+  return next_batch();
+}
+
+BatchProgress StreamingQuery::read_offset_ranges(const std::vector<OffsetRange>& ranges, std::int64_t batch_id) {
+  trigger_started_ = std::chrono::steady_clock::now();
+  trigger_wall_ms_ = now_ms();
+  BatchProgress progress;
+  progress.batch_id = batch_id;
+  progress.ranges = ranges;
+  for (auto& r : ranges) {
+    auto& s = progress.start_offsets[r.tp.topic][r.tp.partition];
+    auto& e = progress.end_offsets[r.tp.topic][r.tp.partition];
+    s = s ? std::min(s, r.from_offset) : r.from_offset;
+    e = std::max(e, r.until_offset);
+  }
+  sink_.begin_batch(batch_id);
+  read_range(ranges, progress);
+  progress.num_output_rows = sink_.commit_batch(batch_id);
+  meter_->take();
+  progress.query_id = checkpoint_.id();
+  progress.run_id = run_id_;
+  progress.timestamp_ms = trigger_wall_ms_;
+  progress.sink_description = sink_.description();
+  progress.duration_ms = elapsed_ms(trigger_started_);
+  progress.durations_ms["addBatch"] = progress.duration_ms;
+  progress.durations_ms["triggerExecution"] = progress.duration_ms;
+  return progress;
+}
+
+bool StreamingQuery::delay_batch(const PartitionOffsets& start, const PartitionOffsets& latest) {
+  // Spark's delayBatch: fire when maxTriggerDelay has passed since the last
+  // trigger that fired (the first trigger always fires), else only when at
+  // least minOffsetsPerTrigger new offsets exist; a partition absent from
+  // `start` counts its whole latest offset.
+  const std::int64_t now = now_ms();
+  if (now - last_trigger_ms_ >= options_.max_trigger_delay_ms) {
+    last_trigger_ms_ = now;
+    return false;
+  }
+  double fresh = 0;
+  for (auto& [topic, parts] : latest)
+    for (auto& [p, off] : parts) {
+      std::int64_t current = 0;
+      auto t = start.find(topic);
+      if (t != start.end()) {
+        auto c = t->second.find(p);
+        if (c != t->second.end()) current = c->second;
+      }
+      fresh += static_cast<double>(off - current);
+    }
+  if (fresh < static_cast<double>(*options_.min_offsets_per_trigger)) return true;
+  last_trigger_ms_ = now;
+  return false;
+}
+
+BatchProgress read_offset_range(std::map<std::string, std::string> options, const OffsetRange& range, Sink& sink) {
+  for (auto it = options.begin(); it != options.end();) {
+    std::string lower = it->first;
+    std::transform(lower.begin(), lower.end(), lower.begin(), ::tolower);
+    const bool drop = lower == "subscribe" || lower == "subscribepattern" || lower == "assign" ||
+                      lower.rfind("starting", 0) == 0 || lower.rfind("ending", 0) == 0;
+    it = drop ? options.erase(it) : std::next(it);
+  }
+  options["assign"] = fmt::format("{{{}:[{}]}}", json_string(range.tp.topic), range.tp.partition);
+  // The query object needs a checkpoint folder; a private temporary one is
+  // used and removed, so nothing is checkpointed.
+  const fs::path dir = fs::temp_directory_path() / fmt::format("kwire-read-range-{}", new_run_id());
+  struct Cleanup {
+    fs::path dir;
+    ~Cleanup() {
+      std::error_code ec;
+      fs::remove_all(dir, ec);
+    }
+  } cleanup{dir};
+  StreamingQuery query(options, dir, sink);
+  return query.read_offset_ranges({range}, 0);
+}
+
 void StreamingQuery::run(const std::function<void(const BatchProgress&)>& on_progress,
                          std::optional<std::int64_t> max_batches) {
   std::int64_t batches = 0;
   while (!stop_requested_) {
-    auto started = std::chrono::steady_clock::now();
+    const std::int64_t started_ms = now_ms();
     auto progress = next_batch();
     if (progress) {
       ++batches;
@@ -570,11 +960,13 @@ void StreamingQuery::run(const std::function<void(const BatchProgress&)>& on_pro
     } else if (trigger_.kind != Trigger::Kind::processing_time) {
       return;  // backlog drained (available-now / once)
     }
-    // processing-time: wait for the next interval boundary.
-    auto next = started + std::chrono::milliseconds(trigger_.interval_ms);
-    while (!stop_requested_ && std::chrono::steady_clock::now() < next)
-      std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(
-          next - std::chrono::steady_clock::now(), std::chrono::milliseconds(100)));
+    // processing-time: wait for the next interval boundary. As Spark's
+    // ProcessingTimeExecutor, boundaries are wall-clock multiples of the
+    // interval; a trigger that overran its interval is followed at once.
+    if (trigger_.interval_ms <= 0) continue;
+    const std::int64_t next_ms = started_ms / trigger_.interval_ms * trigger_.interval_ms + trigger_.interval_ms;
+    for (std::int64_t now = now_ms(); !stop_requested_ && now < next_ms; now = now_ms())
+      std::this_thread::sleep_for(std::chrono::milliseconds(std::min<std::int64_t>(next_ms - now, 100)));
   }
 }
 

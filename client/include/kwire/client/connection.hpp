@@ -9,6 +9,10 @@
 // On connect the broker's API versions are read with ApiVersions (v3, falling
 // back to v0 when the broker answers UNSUPPORTED_VERSION), and each request
 // uses the highest version both sides speak.
+//
+// Quotas (KIP-219): a response carrying throttle_time_ms > 0 holds back every
+// later request on this connection until the throttle time has passed; the
+// requests are queued and written when it ends.
 #pragma once
 
 #include <chrono>
@@ -22,6 +26,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include "kwire/client/errors.hpp"
 #include "kwire/protocol/header.hpp"
@@ -95,14 +100,7 @@ class Connection {
   /// Wait for the response with correlation id `corr` and decode it as M.
   template <protocol::Message M>
   Response<M> receive(std::int32_t corr, std::int16_t version, Deadline deadline) {
-    auto frame = wait_frame(corr, deadline);
-    Response<M> out;
-    out.frame = frame;
-    out.version = version;
-    protocol::Reader r(*frame);
-    protocol::ResponseHeader h;
-    if (!protocol::decode_response(r, out.body, version, &h)) malformed(M::api_key, version, r);
-    return out;
+    return decode_frame<M>(wait_frame(corr, deadline), version);
   }
 
   /// send + receive.
@@ -116,12 +114,27 @@ class Connection {
   /// Number of requests sent and not yet answered.
   std::size_t in_flight() const noexcept { return pending_.size(); }
 
+  /// Until when the broker asked (throttle_time_ms) not to be sent requests.
+  Clock::time_point throttled_until() const noexcept { return throttled_until_; }
+
  private:
   struct Pending {
     std::int16_t api_key;
     std::int16_t version;
     std::shared_ptr<protocol::Bytes> response;  // set when it arrives
   };
+  template <protocol::Message M>
+  Response<M> decode_frame(std::shared_ptr<const protocol::Bytes> frame, std::int16_t version) {
+    Response<M> out;
+    out.frame = std::move(frame);
+    out.version = version;
+    protocol::Reader r(*out.frame);
+    protocol::ResponseHeader h;
+    if (!protocol::decode_response(r, out.body, version, &h)) malformed(M::api_key, version, r);
+    if constexpr (requires { out.body.throttle_time_ms; }) note_throttle(out.body.throttle_time_ms);
+    return out;
+  }
+  void note_throttle(std::int32_t throttle_ms);
   void enqueue(std::int32_t corr, std::int16_t api_key, std::int16_t version, std::shared_ptr<protocol::Bytes> frame,
                bool expect_response);
   std::shared_ptr<const protocol::Bytes> wait_frame(std::int32_t corr, Deadline deadline);
@@ -146,6 +159,8 @@ class Connection {
   std::optional<std::string> error_;
   std::map<std::int16_t, VersionRange> versions_;
   std::shared_ptr<bool> alive_;
+  Clock::time_point throttled_until_{};
+  std::unique_ptr<boost::asio::steady_timer> throttle_timer_;
 };
 
 }  // namespace kwire::client

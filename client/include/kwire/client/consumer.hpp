@@ -5,6 +5,13 @@
 // auto.offset.reset (earliest | latest | none; default latest, as in Java)
 // decides what happens when a position is unknown or out of range; with
 // "none" poll() throws OffsetOutOfRangeError naming the partition and offset.
+//
+// A partition whose fetch fails with a retriable error (leadership moved,
+// connection lost...) is left out of the next fetches for a back-off
+// (retry.backoff.ms, doubling, at most 1 s) while the other partitions keep
+// being fetched; it resumes at the same position. After `retries`
+// consecutive broker errors on one partition poll() throws KafkaError naming
+// the partition and the error (lost connections back off but do not count).
 #pragma once
 
 #include <chrono>
@@ -113,6 +120,13 @@ class Consumer {
   std::size_t buffered_pos_ = 0;
   // Positions to move to once the buffered records of a partition are all returned.
   std::map<TopicPartition, std::int64_t> pending_next_;
+  // Partitions backing off after a retriable fetch error.
+  struct RetryState {
+    int failures = 0;  // consecutive broker errors (budget: config().retries)
+    int attempts = 0;  // consecutive failures of any kind (sets the back-off)
+    Clock::time_point not_before{};
+  };
+  std::map<TopicPartition, RetryState> retry_;
 };
 
 }  // namespace kwire::client

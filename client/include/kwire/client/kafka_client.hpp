@@ -144,6 +144,19 @@ class KafkaClient {
   void create_topics(const std::vector<NewTopic>& topics, bool if_not_exists = false);
   void delete_topics(const std::vector<std::string>& topics);
 
+  /// DeleteRecords: move each partition's log start offset up to the given
+  /// offset (-1: up to the high watermark), routed to the leaders, with
+  /// retries for leadership changes. Returns each partition's new low
+  /// watermark. Throws KafkaError naming the partition for any other error
+  /// (e.g. OFFSET_OUT_OF_RANGE when the offset is beyond the high watermark).
+  std::map<TopicPartition, std::int64_t> delete_records(const std::map<TopicPartition, std::int64_t>& before_offsets);
+
+  /// CreatePartitions: raise `topic` to `new_total_count` partitions, then wait
+  /// (up to request.timeout.ms) until every partition has a leader. Throws
+  /// KafkaError naming the topic (e.g. INVALID_PARTITIONS when the count is
+  /// not larger than the current one).
+  void create_partitions(const std::string& topic, std::int32_t new_total_count);
+
   /// Number of partitions of `topic` (refreshing metadata when unknown).
   /// Throws KafkaError UNKNOWN_TOPIC_OR_PARTITION when the topic does not exist.
   std::int32_t partition_count(const std::string& topic);

@@ -83,4 +83,17 @@ bool decode_response(Reader& r, M& body, std::int16_t version, ResponseHeader* h
   return r.ok();
 }
 
+/// Decode a request payload (the frame without its int32 size): header, then
+/// body, the header version following from M and `version` (used by brokers
+/// and fake brokers; peek the api key and version first, they are the
+/// payload's first four bytes). Returns false with the error latched in `r`.
+template <Message M>
+bool decode_request(Reader& r, M& body, std::int16_t version, RequestHeader* header = nullptr) {
+  RequestHeader h;
+  decode_request_header(r, h, request_header_version(is_flexible<M>(version)));
+  decode(r, body, version);
+  if (header) *header = std::move(h);
+  return r.ok();
+}
+
 }  // namespace kwire::protocol

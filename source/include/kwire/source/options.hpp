@@ -86,6 +86,9 @@ struct SourceOptions {
   std::optional<std::int64_t> max_offsets_per_trigger;
   std::optional<std::int64_t> min_offsets_per_trigger;
   std::int64_t max_trigger_delay_ms = 15 * 60 * 1000;
+  /// bytesEstimateWindowLength (Databricks' option, streaming only): how far
+  /// back observed record sizes count for estimatedTotalBytesBehindLatest.
+  std::int64_t bytes_estimate_window_ms = 300 * 1000;
   std::optional<std::int32_t> min_partitions;
   std::optional<std::int64_t> max_records_per_partition;
   bool fail_on_data_loss = true;

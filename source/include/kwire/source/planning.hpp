@@ -133,6 +133,13 @@ class DataLossError : public std::runtime_error {
 /// instruction to set failOnDataLoss to true>".
 std::string data_loss_warning(const DataLossError& error);
 
+/// The reader's gap rule (Spark's fetchRecord): when the record after
+/// `requested_offset` comes back at a higher offset, the missing offsets are
+/// lost only if the earliest offset still available is past the one asked
+/// for. Otherwise they were never visible (compaction, transaction markers,
+/// aborted records under read_committed): skipped silently, never counted.
+bool is_lost_gap(std::int64_t requested_offset, std::int64_t earliest_available);
+
 // ---- Batch planning ----
 
 struct PlanOptions {

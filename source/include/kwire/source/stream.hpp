@@ -77,6 +77,8 @@ class Sink {
   virtual void write(std::span<const Row> rows) = 0;
   /// Make the batch durable. Returns how many rows the sink kept.
   virtual std::int64_t commit_batch(std::int64_t batch_id) = 0;
+  /// Shown as the progress JSON's sink description.
+  virtual std::string description() const { return "Sink"; }
 };
 
 /// Writes each batch to DIR/part-<batch id, 20 digits>.jsonl, atomically at
@@ -95,6 +97,7 @@ class JsonLinesSink : public Sink {
   /// The default line for a row.
   static std::string to_json(const Row& row);
   const std::filesystem::path& dir() const noexcept { return dir_; }
+  std::string description() const override { return "JsonLinesSink[" + dir_.string() + "]"; }
 
  private:
   std::filesystem::path dir_;
@@ -106,11 +109,15 @@ class JsonLinesSink : public Sink {
 /// Writes rows to stdout as JSON lines (no exactly-once guarantee).
 class ConsoleSink : public Sink {
  public:
+  /// `formatter` as for JsonLinesSink (default: JsonLinesSink::to_json).
+  explicit ConsoleSink(JsonLinesSink::Formatter formatter = {}) : formatter_(std::move(formatter)) {}
   void begin_batch(std::int64_t) override { kept_ = 0; }
   void write(std::span<const Row> rows) override;
   std::int64_t commit_batch(std::int64_t) override { return kept_; }
+  std::string description() const override { return "ConsoleSink"; }
 
  private:
+  JsonLinesSink::Formatter formatter_;
   std::int64_t kept_ = 0;
 };
 
@@ -141,11 +148,39 @@ struct BatchProgress {
   std::int64_t duration_ms = 0;
   std::vector<std::string> warnings;
 
+  // Spark-like progress fields.
+  std::string query_id;          // the checkpoint's metadata id
+  std::string run_id;            // new for every StreamingQuery object
+  std::int64_t timestamp_ms = 0;  // wall clock when the trigger started
+  std::string sink_description;
+  /// Spark's durationMs: addBatch, latestOffset, queryPlanning, walCommit,
+  /// commitOffsets, triggerExecution.
+  std::map<std::string, std::int64_t> durations_ms;
+  /// numInputRows / seconds since the previous trigger started (0 for the first).
+  double input_rows_per_second = 0.0;
+  /// numInputRows / triggerExecution seconds.
+  double processed_rows_per_second = 0.0;
+  /// Sum over partitions of offsets behind latest x average bytes per record
+  /// seen for that partition within bytesEstimateWindowLength; nullopt when
+  /// no partition behind latest has been observed.
+  std::optional<std::int64_t> estimated_total_bytes_behind_latest;
+
   /// One human line: batch id, rows in/out, ranges, offsets behind latest.
   std::string to_line() const;
-  /// Spark-like progress JSON (one line).
+  /// Spark-like progress JSON (one line): id, runId, name, timestamp, batchId,
+  /// batchDuration, numInputRows, inputRowsPerSecond, processedRowsPerSecond,
+  /// durationMs, stateOperators, sources, sink.
   std::string to_json(std::string_view description) const;
+  /// The plan as JSON (one line): batchId, replay, startOffset, endOffset,
+  /// latestOffset, ranges [{topic, partition, fromOffset, untilOffset}].
+  std::string plan_json() const;
+  /// The batch's metrics in Prometheus text exposition format.
+  std::string to_prometheus() const;
 };
+
+namespace detail {
+class MeteringSink;
+}
 
 class StreamingQuery {
  public:
@@ -166,6 +201,21 @@ class StreamingQuery {
   /// Plan and run one batch now; nullopt when there is nothing new.
   std::optional<BatchProgress> run_once_batch();
 
+  /// Plan the next batch as run() would, without reading it and without
+  /// writing anything to the checkpoint (not even sources/0/0). nullopt when
+  /// there is nothing new (or minOffsetsPerTrigger holds the batch back).
+  std::optional<BatchProgress> plan_next_batch();
+
+  /// Read `ranges` into the sink as batch `batch_id` with the query's reader
+  /// (failOnDataLoss, poll timeout, headers as configured). No checkpoint
+  /// file is written.
+  BatchProgress read_offset_ranges(const std::vector<OffsetRange>& ranges, std::int64_t batch_id = 0);
+
+  /// The batch id the next batch would get.
+  std::int64_t next_batch_id() const { return checkpoint_.resume().next_batch_id; }
+  /// <checkpoint>/progress.jsonl: one progress JSON line per batch.
+  std::filesystem::path progress_log_path() const { return checkpoint_.root() / "progress.jsonl"; }
+
   const SourceOptions& options() const noexcept { return options_; }
   std::string description() const { return options_.description(); }
 
@@ -181,14 +231,46 @@ class StreamingQuery {
   void read_range(const std::vector<OffsetRange>& ranges, BatchProgress& progress);
   std::map<std::string, std::string> client_properties() const;
 
+  bool delay_batch(const PartitionOffsets& start, const PartitionOffsets& latest);
+  void finish_progress(BatchProgress& progress);
+
   SourceOptions options_;
   checkpoint::Checkpoint checkpoint_;
+  std::unique_ptr<detail::MeteringSink> meter_;  // counts bytes per partition, forwards to the user's sink
   Sink& sink_;
   Trigger trigger_;
   std::unique_ptr<client::KafkaClient> admin_;
   std::optional<PartitionOffsets> available_now_target_;
   std::atomic<bool> stop_requested_{false};
   bool first_batch_planned_ = false;
+
+  // minOffsetsPerTrigger / maxTriggerDelay (Spark's delayBatch): wall-clock ms
+  // of the last trigger that was allowed to fire; 0 so the first one fires.
+  std::int64_t last_trigger_ms_ = 0;
+  // Plan without running (plan_next_batch).
+  bool dry_run_ = false;
+  std::string run_id_;
+  std::string starting_options_text_;  // the starting* options as given, for the restart warning
+  std::vector<std::string> restart_warnings_;
+  // Trigger timing for progress.
+  std::int64_t trigger_wall_ms_ = 0;
+  std::chrono::steady_clock::time_point trigger_started_{};
+  std::int64_t previous_trigger_wall_ms_ = -1;
+  std::int64_t latest_offset_ms_ = 0;
+  std::int64_t planning_started_ms_ = 0;
+  // Per partition: (wall ms, records, bytes) samples for the bytes-behind estimate.
+  struct BytesSample {
+    std::int64_t at_ms;
+    std::int64_t records;
+    std::int64_t bytes;
+  };
+  std::map<TopicPartition, std::vector<BytesSample>> bytes_samples_;
 };
+
+/// Reads one offset range [from, until) of `topic`-`partition` into `sink`
+/// with the streaming reader, using `options` (Spark's source options; the
+/// strategy options are replaced by an assign of that one partition). Nothing
+/// is checkpointed. Throws DataLossError (failOnDataLoss=true), client errors.
+BatchProgress read_offset_range(std::map<std::string, std::string> options, const OffsetRange& range, Sink& sink);
 
 }  // namespace kwire::source

@@ -1,0 +1,435 @@
+#include "kwire/source/value_format.hpp"
+
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <unordered_map>
+
+#include <fmt/format.h>
+#include <simdjson.h>
+
+#include "kwire/source/json_escape.hpp"
+
+namespace kwire::source {
+
+namespace {
+
+std::string upper(std::string_view s) {
+  std::string out(s);
+  for (auto& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return out;
+}
+
+bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
+  while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
+  return s;
+}
+
+std::optional<ColumnType> type_from_name(std::string_view name) {
+  const std::string u = upper(name);
+  if (u == "STRING" || u == "VARCHAR" || u == "CHAR" || u == "TEXT") return ColumnType::string;
+  if (u == "TINYINT" || u == "BYTE") return ColumnType::int8;
+  if (u == "SMALLINT" || u == "SHORT") return ColumnType::int16;
+  if (u == "INT" || u == "INTEGER") return ColumnType::int32;
+  if (u == "BIGINT" || u == "LONG") return ColumnType::int64;
+  if (u == "FLOAT" || u == "REAL") return ColumnType::float32;
+  if (u == "DOUBLE") return ColumnType::float64;
+  if (u == "BOOLEAN" || u == "BOOL") return ColumnType::boolean;
+  if (u == "TIMESTAMP" || u == "TIMESTAMP_LTZ") return ColumnType::timestamp;
+  return std::nullopt;
+}
+
+// Splits on commas that are outside backticks, quotes and angle/round brackets.
+std::vector<std::string_view> split_top_level(std::string_view s) {
+  std::vector<std::string_view> parts;
+  int depth = 0;
+  char quote = 0;
+  std::size_t start = 0;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    char c = s[i];
+    if (quote) {
+      if (c == quote) quote = 0;
+      continue;
+    }
+    if (c == '`' || c == '\'' || c == '"') {
+      quote = c;
+    } else if (c == '<' || c == '(') {
+      ++depth;
+    } else if (c == '>' || c == ')') {
+      --depth;
+    } else if (c == ',' && depth == 0) {
+      parts.push_back(s.substr(start, i - start));
+      start = i + 1;
+    }
+  }
+  parts.push_back(s.substr(start));
+  return parts;
+}
+
+// Days since 1970-01-01 of a proleptic Gregorian date.
+std::int64_t days_from_civil(std::int64_t y, unsigned m, unsigned d) {
+  y -= m <= 2;
+  const std::int64_t era = (y >= 0 ? y : y - 399) / 400;
+  const unsigned yoe = static_cast<unsigned>(y - era * 400);
+  const unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + static_cast<std::int64_t>(doe) - 719468;
+}
+
+void civil_from_days(std::int64_t z, std::int64_t& y, unsigned& m, unsigned& d) {
+  z += 719468;
+  const std::int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+  const unsigned doe = static_cast<unsigned>(z - era * 146097);
+  const unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+  y = static_cast<std::int64_t>(yoe) + era * 400;
+  const unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+  const unsigned mp = (5 * doy + 2) / 153;
+  d = doy - (153 * mp + 2) / 5 + 1;
+  m = mp < 10 ? mp + 3 : mp - 9;
+  y += m <= 2;
+}
+
+bool is_leap(std::int64_t y) { return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0; }
+
+unsigned days_in_month(std::int64_t y, unsigned m) {
+  static constexpr unsigned kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  return m == 2 && is_leap(y) ? 29 : kDays[m - 1];
+}
+
+// Reads exactly `n` digits at s[i].
+bool read_digits(std::string_view s, std::size_t& i, std::size_t n, int& out) {
+  if (i + n > s.size()) return false;
+  int v = 0;
+  for (std::size_t k = 0; k < n; ++k) {
+    char c = s[i + k];
+    if (c < '0' || c > '9') return false;
+    v = v * 10 + (c - '0');
+  }
+  out = v;
+  i += n;
+  return true;
+}
+
+void append_double(std::string& out, double v, bool as_float) {
+  if (std::isnan(v)) {
+    out += "\"NaN\"";
+    return;
+  }
+  if (std::isinf(v)) {
+    out += v > 0 ? "\"Infinity\"" : "\"-Infinity\"";
+    return;
+  }
+  std::string text = as_float ? fmt::format("{}", static_cast<float>(v)) : fmt::format("{}", v);
+  if (text.find_first_of(".eEn") == std::string::npos) text += ".0";
+  out += text;
+}
+
+}  // namespace
+
+std::string_view column_type_name(ColumnType type) {
+  switch (type) {
+    case ColumnType::string: return "STRING";
+    case ColumnType::int8: return "TINYINT";
+    case ColumnType::int16: return "SMALLINT";
+    case ColumnType::int32: return "INT";
+    case ColumnType::int64: return "BIGINT";
+    case ColumnType::float32: return "FLOAT";
+    case ColumnType::float64: return "DOUBLE";
+    case ColumnType::boolean: return "BOOLEAN";
+    case ColumnType::timestamp: return "TIMESTAMP";
+  }
+  return "?";
+}
+
+Schema Schema::parse_ddl(std::string_view ddl) {
+  Schema schema;
+  if (trim(ddl).empty()) throw SchemaError("empty schema: expected e.g. 'user_id STRING, amount DOUBLE'");
+  for (auto part : split_top_level(ddl)) {
+    std::string_view item = trim(part);
+    if (item.empty()) throw SchemaError(fmt::format("empty column definition in schema '{}'", ddl));
+    std::string name;
+    std::size_t i = 0;
+    if (item.front() == '`') {
+      // `name`, with `` as an escaped backtick.
+      ++i;
+      bool closed = false;
+      while (i < item.size()) {
+        if (item[i] == '`') {
+          if (i + 1 < item.size() && item[i + 1] == '`') {
+            name += '`';
+            i += 2;
+            continue;
+          }
+          closed = true;
+          ++i;
+          break;
+        }
+        name += item[i++];
+      }
+      if (!closed) throw SchemaError(fmt::format("unclosed backtick in column '{}'", item));
+    } else {
+      while (i < item.size() && !is_space(item[i]) && item[i] != ':') name += item[i++];
+    }
+    if (name.empty()) throw SchemaError(fmt::format("missing column name in '{}'", item));
+    std::string_view rest = trim(item.substr(i));
+    if (!rest.empty() && rest.front() == ':') rest = trim(rest.substr(1));
+    std::size_t t = 0;
+    while (t < rest.size() && !is_space(rest[t])) ++t;
+    std::string_view type_text = rest.substr(0, t);
+    std::string_view tail = trim(rest.substr(t));
+    if (type_text.empty()) throw SchemaError(fmt::format("missing type for column '{}'", name));
+    auto type = type_from_name(type_text);
+    if (!type) {
+      if (type_text.find('<') != std::string_view::npos || type_text.find('(') != std::string_view::npos)
+        throw SchemaError(fmt::format("column '{}': type '{}' is not supported (only flat columns of STRING, "
+                                      "TINYINT, SMALLINT, INT, BIGINT, FLOAT, DOUBLE, BOOLEAN, TIMESTAMP)",
+                                      name, type_text));
+      throw SchemaError(fmt::format("column '{}': unknown type '{}'", name, type_text));
+    }
+    const std::string tail_upper = upper(tail);
+    if (!tail.empty() && tail_upper != "NOT NULL" && tail_upper.rfind("COMMENT ", 0) != 0 &&
+        tail_upper.rfind("NOT NULL COMMENT ", 0) != 0)
+      throw SchemaError(fmt::format("column '{}': unexpected '{}' after the type", name, tail));
+    for (auto& c : schema.columns)
+      if (c.name == name) throw SchemaError(fmt::format("duplicate column '{}' in schema", name));
+    if (name == JsonValueDecoder::kCorruptRecordColumn)
+      throw SchemaError(fmt::format("column name '{}' is reserved for malformed records", name));
+    schema.columns.push_back({std::move(name), *type});
+  }
+  return schema;
+}
+
+std::string Schema::to_ddl() const {
+  std::string out;
+  for (auto& c : columns) {
+    if (!out.empty()) out += ", ";
+    std::string quoted;
+    for (char ch : c.name) {
+      quoted += ch;
+      if (ch == '`') quoted += '`';
+    }
+    out += fmt::format("`{}` {}", quoted, column_type_name(c.type));
+  }
+  return out;
+}
+
+std::optional<std::int64_t> parse_timestamp_ms(std::string_view text) {
+  std::string_view s = trim(text);
+  std::size_t i = 0;
+  int y = 0, mo = 0, d = 0, h = 0, mi = 0, sec = 0;
+  if (!read_digits(s, i, 4, y) || i >= s.size() || s[i++] != '-') return std::nullopt;
+  if (!read_digits(s, i, 2, mo) || i >= s.size() || s[i++] != '-') return std::nullopt;
+  if (!read_digits(s, i, 2, d)) return std::nullopt;
+  if (mo < 1 || mo > 12 || d < 1 || static_cast<unsigned>(d) > days_in_month(y, static_cast<unsigned>(mo)))
+    return std::nullopt;
+  std::int64_t frac_ms = 0;
+  if (i < s.size() && (s[i] == 'T' || s[i] == ' ')) {
+    ++i;
+    if (!read_digits(s, i, 2, h) || i >= s.size() || s[i++] != ':') return std::nullopt;
+    if (!read_digits(s, i, 2, mi)) return std::nullopt;
+    if (i < s.size() && s[i] == ':') {
+      ++i;
+      if (!read_digits(s, i, 2, sec)) return std::nullopt;
+      if (i < s.size() && s[i] == '.') {
+        ++i;
+        std::size_t digits = 0;
+        std::int64_t scale = 100;
+        while (i < s.size() && s[i] >= '0' && s[i] <= '9') {
+          if (digits < 3) frac_ms += (s[i] - '0') * scale;
+          scale /= 10;
+          ++digits;
+          ++i;
+        }
+        if (digits == 0 || digits > 9) return std::nullopt;
+      }
+    }
+    if (h > 23 || mi > 59 || sec > 59) return std::nullopt;
+  }
+  std::int64_t offset_s = 0;
+  std::string_view zone = trim(s.substr(i));
+  if (!zone.empty()) {
+    const std::string zu = upper(zone);
+    if (zu == "Z" || zu == "UTC" || zu == "GMT") {
+      offset_s = 0;
+    } else if (zone[0] == '+' || zone[0] == '-') {
+      std::size_t k = 1;
+      int zh = 0, zm = 0;
+      if (!read_digits(zone, k, 2, zh)) return std::nullopt;
+      if (k < zone.size() && zone[k] == ':') ++k;
+      if (k < zone.size() && !read_digits(zone, k, 2, zm)) return std::nullopt;
+      if (k != zone.size() || zh > 18 || zm > 59) return std::nullopt;
+      offset_s = (zh * 3600 + zm * 60) * (zone[0] == '-' ? -1 : 1);
+    } else {
+      return std::nullopt;
+    }
+  }
+  const std::int64_t days = days_from_civil(y, static_cast<unsigned>(mo), static_cast<unsigned>(d));
+  const std::int64_t secs = days * 86400 + h * 3600 + mi * 60 + sec - offset_s;
+  return secs * 1000 + frac_ms;
+}
+
+std::string format_timestamp_ms(std::int64_t ms) {
+  std::int64_t secs = ms >= 0 ? ms / 1000 : -((-ms + 999) / 1000);
+  const std::int64_t millis = ms - secs * 1000;
+  std::int64_t days = secs >= 0 ? secs / 86400 : -((-secs + 86399) / 86400);
+  const std::int64_t sod = secs - days * 86400;
+  std::int64_t y = 0;
+  unsigned m = 0, d = 0;
+  civil_from_days(days, y, m, d);
+  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z", y, m, d, sod / 3600, (sod / 60) % 60, sod % 60,
+                     millis);
+}
+
+// ------------------------------------------------------------------ decoder
+
+struct JsonValueDecoder::Impl {
+  simdjson::dom::parser parser;
+  std::unordered_map<std::string_view, std::size_t> index;  // views into schema_ names
+};
+
+JsonValueDecoder::JsonValueDecoder(Schema schema) : schema_(std::move(schema)), impl_(std::make_unique<Impl>()) {
+  for (std::size_t i = 0; i < schema_.columns.size(); ++i) impl_->index[schema_.columns[i].name] = i;
+}
+
+JsonValueDecoder::~JsonValueDecoder() = default;
+JsonValueDecoder::JsonValueDecoder(JsonValueDecoder&&) noexcept = default;
+JsonValueDecoder& JsonValueDecoder::operator=(JsonValueDecoder&&) noexcept = default;
+
+namespace {
+
+// Converts one JSON element to a column's type. nullopt: wrong type.
+std::optional<Cell> convert(simdjson::dom::element e, ColumnType type) {
+  using simdjson::dom::element_type;
+  const element_type et = e.type();
+  if (et == element_type::NULL_VALUE) return Cell{};
+  switch (type) {
+    case ColumnType::string:
+      if (et == element_type::STRING) return Cell{std::string(std::string_view(e.get_string().value_unsafe()))};
+      return Cell{simdjson::minify(e)};
+    case ColumnType::int8:
+    case ColumnType::int16:
+    case ColumnType::int32:
+    case ColumnType::int64: {
+      if (et != element_type::INT64) return std::nullopt;  // floats, strings, uint64 > int64 max: no
+      const std::int64_t v = e.get_int64().value_unsafe();
+      std::int64_t lo = std::numeric_limits<std::int64_t>::min(), hi = std::numeric_limits<std::int64_t>::max();
+      if (type == ColumnType::int8) lo = -128, hi = 127;
+      if (type == ColumnType::int16) lo = -32768, hi = 32767;
+      if (type == ColumnType::int32) lo = std::numeric_limits<std::int32_t>::min(), hi = std::numeric_limits<std::int32_t>::max();
+      if (v < lo || v > hi) return std::nullopt;
+      return Cell{v};
+    }
+    case ColumnType::float32:
+    case ColumnType::float64: {
+      double v = 0;
+      if (et == element_type::INT64) {
+        v = static_cast<double>(e.get_int64().value_unsafe());
+      } else if (et == element_type::UINT64) {
+        v = static_cast<double>(e.get_uint64().value_unsafe());
+      } else if (et == element_type::DOUBLE) {
+        v = e.get_double().value_unsafe();
+      } else if (et == element_type::STRING) {
+        const std::string_view s = e.get_string().value_unsafe();
+        if (s == "NaN")
+          v = std::numeric_limits<double>::quiet_NaN();
+        else if (s == "Infinity" || s == "+Infinity" || s == "INF" || s == "+INF")
+          v = std::numeric_limits<double>::infinity();
+        else if (s == "-Infinity" || s == "-INF")
+          v = -std::numeric_limits<double>::infinity();
+        else
+          return std::nullopt;
+      } else {
+        return std::nullopt;
+      }
+      if (type == ColumnType::float32) v = static_cast<double>(static_cast<float>(v));
+      return Cell{v};
+    }
+    case ColumnType::boolean:
+      if (et != element_type::BOOL) return std::nullopt;
+      return Cell{e.get_bool().value_unsafe()};
+    case ColumnType::timestamp:
+      if (et == element_type::INT64) {
+        const std::int64_t secs = e.get_int64().value_unsafe();
+        if (secs > std::numeric_limits<std::int64_t>::max() / 1000 || secs < std::numeric_limits<std::int64_t>::min() / 1000)
+          return std::nullopt;
+        return Cell{secs * 1000};
+      }
+      if (et == element_type::STRING) {
+        auto ms = parse_timestamp_ms(e.get_string().value_unsafe());
+        if (!ms) return std::nullopt;
+        return Cell{*ms};
+      }
+      return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+DecodedValue JsonValueDecoder::decode(std::optional<std::string_view> text) {
+  DecodedValue out;
+  out.cells.resize(schema_.columns.size());
+  if (!text) return out;
+  if (trim(*text).empty()) return out;  // Spark: no token, no row (all null)
+  simdjson::dom::element doc;
+  auto err = impl_->parser.parse(text->data(), text->size(), true).get(doc);
+  if (err || doc.type() != simdjson::dom::element_type::OBJECT) {
+    out.corrupt_record = std::string(*text);
+    return out;
+  }
+  simdjson::dom::object object;
+  if (doc.get_object().get(object)) {
+    out.corrupt_record = std::string(*text);
+    return out;
+  }
+  bool bad = false;
+  for (auto field : object) {
+    auto it = impl_->index.find(field.key);
+    if (it == impl_->index.end()) continue;
+    auto cell = convert(field.value, schema_.columns[it->second].type);
+    if (cell) {
+      out.cells[it->second] = std::move(*cell);
+    } else {
+      out.cells[it->second] = Cell{};
+      bad = true;
+    }
+  }
+  if (bad) out.corrupt_record = std::string(*text);
+  return out;
+}
+
+void JsonValueDecoder::append_json_members(std::string& out, const DecodedValue& value) const {
+  for (std::size_t i = 0; i < schema_.columns.size(); ++i) {
+    const auto& col = schema_.columns[i];
+    if (i) out += ',';
+    append_json_string(out, col.name);
+    out += ':';
+    const Cell& c = i < value.cells.size() ? value.cells[i] : Cell{};
+    if (std::holds_alternative<std::monostate>(c)) {
+      out += "null";
+    } else if (auto* s = std::get_if<std::string>(&c)) {
+      append_json_string(out, *s);
+    } else if (auto* n = std::get_if<std::int64_t>(&c)) {
+      if (col.type == ColumnType::timestamp)
+        append_json_string(out, format_timestamp_ms(*n));
+      else
+        out += fmt::format("{}", *n);
+    } else if (auto* d = std::get_if<double>(&c)) {
+      append_double(out, *d, col.type == ColumnType::float32);
+    } else if (auto* b = std::get_if<bool>(&c)) {
+      out += *b ? "true" : "false";
+    }
+  }
+  if (!schema_.columns.empty()) out += ',';
+  append_json_string(out, kCorruptRecordColumn);
+  out += ':';
+  if (value.corrupt_record)
+    append_json_string(out, *value.corrupt_record);
+  else
+    out += "null";
+}
+
+}  // namespace kwire::source

@@ -1,0 +1,170 @@
+// An in-process fake Kafka cluster for tests.
+//
+// Each mock broker listens on 127.0.0.1 (an ephemeral port) and speaks the
+// real wire protocol, encoded and decoded with kwire's own message
+// declarations: ApiVersions, Metadata, ListOffsets, Fetch, Produce,
+// CreateTopics and DeleteTopics. The cluster runs its own io_context thread;
+// every public method is thread-safe.
+//
+// Partition logs hold magic-2 record batches. Offsets are assigned on append
+// (the stored batch's baseOffset is rewritten), so a Fetch returns the same
+// bytes a broker would.
+//
+// Faults are queued per API (and optionally per partition and per broker) and
+// consumed by the requests they match, in order: "the next 2 Fetch responses
+// for t-0 carry NOT_LEADER_OR_FOLLOWER, then OK" is one Fault with times = 2.
+// Every request received is recorded (API, version, broker, partitions with
+// their offsets, arrival time) so tests can assert the exact sequence.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kwire/protocol/api_keys.hpp"
+#include "kwire/protocol/bytes.hpp"
+#include "kwire/protocol/errors.hpp"
+
+namespace kwire::mock {
+
+using MockClock = std::chrono::steady_clock;
+
+/// One partition named in a request, with the offset it asked for (Fetch: the
+/// fetch offset; ListOffsets: the timestamp target; others: -1).
+struct RequestedPartition {
+  std::string topic;  // resolved from the topic id for id-based requests ("" if unknown)
+  std::int32_t partition = 0;
+  std::int64_t offset = -1;
+  friend bool operator==(const RequestedPartition&, const RequestedPartition&) = default;
+};
+
+struct RequestRecord {
+  protocol::ApiKey api_key = protocol::ApiKey::api_versions;
+  std::int16_t version = 0;
+  std::int32_t broker = -1;  // node id of the mock broker that received it
+  std::int32_t correlation_id = 0;
+  bool by_topic_id = false;  // Fetch/Produce v13+: topics named by id
+  std::vector<RequestedPartition> partitions;
+  std::vector<std::string> topics;  // Metadata/CreateTopics/DeleteTopics: topic names asked for
+  std::vector<protocol::Uuid> topic_ids;  // Fetch/Produce v13+: the ids sent, one per topic
+  MockClock::time_point received;
+  bool mentions(const std::string& topic, std::int32_t partition) const;
+};
+
+/// A fault to inject. Matching: same API; `broker` (if set) equals the
+/// receiving broker; `topic`/`partition` (if set) match a partition of the
+/// request. Each matching request consumes one use; queued faults with the
+/// same target apply one after the other.
+struct Fault {
+  protocol::ApiKey api = protocol::ApiKey::fetch;
+  std::optional<std::string> topic;
+  std::optional<std::int32_t> partition;
+  std::optional<std::int32_t> broker;
+  int times = 1;
+
+  /// Error for the matching partitions (or, with no topic set, for every
+  /// partition of the request; ApiVersions/Create/Delete: the top-level error).
+  std::int16_t error_code = 0;
+  /// Hold the response this long before writing it (request timeouts).
+  std::chrono::milliseconds delay{0};
+  /// throttle_time_ms carried by the response.
+  std::int32_t throttle_ms = 0;
+  /// Write half of the response frame, then close the connection.
+  bool drop_connection = false;
+  /// Fetch: cut the last record batch of the matching partitions in half.
+  bool truncate_last_batch = false;
+};
+
+struct MockRecord {
+  std::optional<std::string> key;
+  std::optional<std::string> value;
+  std::int64_t timestamp = -1;  // -1 = now
+};
+
+class MockCluster {
+ public:
+  /// `brokers` mock brokers with node ids 1..brokers.
+  explicit MockCluster(int brokers = 1);
+  ~MockCluster();
+  MockCluster(const MockCluster&) = delete;
+  MockCluster& operator=(const MockCluster&) = delete;
+
+  /// "127.0.0.1:p1,127.0.0.1:p2,..."
+  std::string bootstrap_servers() const;
+  std::vector<std::int32_t> node_ids() const;
+  std::uint16_t port(std::int32_t node_id) const;
+  /// "127.0.0.1:port" of a broker, as the client names it in errors.
+  std::string endpoint(std::int32_t node_id) const;
+
+  // ---- topics and logs ----
+
+  /// Create a topic; partition p's leader is leaders[p] when given, else node
+  /// ids round-robin. Returns the topic id.
+  protocol::Uuid create_topic(const std::string& name, std::int32_t partitions,
+                              std::vector<std::int32_t> leaders = {});
+  void delete_topic(const std::string& name);
+  /// Delete and create again with a new id and empty logs.
+  protocol::Uuid recreate_topic(const std::string& name, std::int32_t partitions);
+  /// Grow a topic to `partitions` partitions.
+  void add_partitions(const std::string& name, std::int32_t partitions);
+  std::optional<protocol::Uuid> topic_id(const std::string& name) const;
+  bool has_topic(const std::string& name) const;
+
+  /// Append the records as one batch; returns its base offset.
+  std::int64_t append(const std::string& topic, std::int32_t partition, const std::vector<MockRecord>& records);
+  /// Append `count` records with values "<prefix><offset>" as batches of `per_batch`.
+  void append_values(const std::string& topic, std::int32_t partition, int count, int per_batch = 1,
+                     const std::string& prefix = "v");
+  std::int64_t log_start_offset(const std::string& topic, std::int32_t partition) const;
+  std::int64_t high_watermark(const std::string& topic, std::int32_t partition) const;
+  /// Move the log start (as retention or DeleteRecords would); batches wholly
+  /// below it are dropped. Fetches below it get OFFSET_OUT_OF_RANGE.
+  void set_log_start_offset(const std::string& topic, std::int32_t partition, std::int64_t offset);
+  /// Move leadership of a partition to another broker (bumps the leader epoch).
+  /// The old leader answers NOT_LEADER_OR_FOLLOWER for it from now on.
+  void move_leader(const std::string& topic, std::int32_t partition, std::int32_t node_id);
+  std::int32_t leader(const std::string& topic, std::int32_t partition) const;
+  /// A broker that is down still accepts TCP connections but closes each one
+  /// (and every open one at its next request) without answering.
+  void set_broker_down(std::int32_t node_id, bool down);
+
+  // ---- versions ----
+
+  /// Highest version advertised (and accepted) for an API.
+  void set_max_version(protocol::ApiKey api, std::int16_t max_version);
+  /// Remove an API from the ApiVersions answer.
+  void remove_api(protocol::ApiKey api);
+
+  // ---- faults ----
+
+  void inject(Fault fault);
+  /// Shorthand: the next `times` responses of `api` for topic-partition carry `code`.
+  void fail_next(protocol::ApiKey api, const std::string& topic, std::int32_t partition, protocol::ErrorCode code,
+                 int times = 1);
+  /// Faults still queued (not yet consumed).
+  std::size_t pending_faults() const;
+  void clear_faults();
+
+  // ---- request log ----
+
+  std::vector<RequestRecord> requests() const;
+  /// Requests of one API, in arrival order.
+  std::vector<RequestRecord> requests(protocol::ApiKey api) const;
+  void clear_requests();
+  /// Number of connections accepted so far (over all brokers).
+  int connections_accepted() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+/// Values of records, as strings (test helper).
+std::string describe(const RequestRecord& r);
+
+}  // namespace kwire::mock
