@@ -65,6 +65,32 @@ install(EXPORT kwireTargets
   DESTINATION ${KWIRE_INSTALL_CMAKEDIR}
   FILE kwireTargets.cmake)
 
+# PkgConfig::<PREFIX> targets (from pkg_check_modules(... IMPORTED_TARGET))
+# that the layers link. They cannot be exported; kwireConfig.cmake recreates
+# each from the same pkg-config module, and kwire.pc lists the modules. Found
+# from the targets' link lists so that a newly added one is not forgotten.
+set(_kwire_pkgconfig_deps "")   # lines of "PREFIX;module" for kwireConfig.cmake
+set(_kwire_pkgconfig_prefixes "")
+set(_kwire_pkgconfig_modules "")
+foreach(_t IN LISTS _kwire_layers)
+  get_target_property(_libs ${_t} LINK_LIBRARIES)
+  get_target_property(_ilibs ${_t} INTERFACE_LINK_LIBRARIES)
+  foreach(_lib IN LISTS _libs _ilibs)
+    if(_lib MATCHES "PkgConfig::([A-Za-z0-9_]+)")
+      set(_prefix "${CMAKE_MATCH_1}")
+      if(NOT _prefix IN_LIST _kwire_pkgconfig_prefixes)
+        if(NOT ${_prefix}_MODULE_NAME)
+          message(FATAL_ERROR "install.cmake: ${_t} links PkgConfig::${_prefix}, but the pkg-config module "
+                              "behind it is unknown (use pkg_check_modules with a single module)")
+        endif()
+        list(APPEND _kwire_pkgconfig_prefixes "${_prefix}")
+        list(APPEND _kwire_pkgconfig_modules "${${_prefix}_MODULE_NAME}")
+        string(APPEND _kwire_pkgconfig_deps "  \"${_prefix};${${_prefix}_MODULE_NAME}\"\n")
+      endif()
+    endif()
+  endforeach()
+endforeach()
+
 # ------------------------------------------------------------ kwireConfig.cmake
 #
 # The exported link interface names these targets, which the config file must
@@ -196,4 +222,7 @@ Cflags: @_kwire_pc_cflags@
 install(FILES "${PROJECT_BINARY_DIR}/cmake/kwire.pc" DESTINATION ${KWIRE_INSTALL_PKGCONFIGDIR})
 
 unset(_kwire_layers)
+unset(_kwire_pkgconfig_deps)
+unset(_kwire_pkgconfig_prefixes)
+unset(_kwire_pkgconfig_modules)
 unset(_kwire_config_in)

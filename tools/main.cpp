@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "commands.hpp"
+#include "conformance.hpp"
 #include "dump_log.hpp"
 #include "kwire/client/errors.hpp"
 #include "kwire/protocol/message.hpp"
@@ -148,6 +149,12 @@ int main(int argc, char** argv) {
   l->add_option("-o,--option", lg.options, "Source option KEY=VALUE (for kafka.* client settings)");
   l->add_flag("--json", lg.json, "Print JSON");
 
+  // conformance
+  bool conf_json = false;
+  auto* conf = app.add_subcommand("conformance", "Exercise every API version kwire and the broker both speak");
+  add_common(conf);
+  conf->add_flag("--json", conf_json, "Print JSON");
+
   // dump-log
   DumpLogArgs dl;
   auto* dump = app.add_subcommand("dump-log", "Print the batches and records in log segment files or raw records");
@@ -164,6 +171,7 @@ int main(int argc, char** argv) {
 
   try {
     if (*dump) return cmd_dump_log(dl);
+    if (*conf) return cmd_conformance(common.client_properties(), conf_json);
     if (*m) return cmd_metadata(common, md);
     if (*o) return cmd_offsets(common, off);
     if (*c) return cmd_create_topic(common, ct);

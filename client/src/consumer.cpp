@@ -47,6 +47,7 @@ void Consumer::assign(const std::vector<TopicPartition>& partitions) {
   positions_ = std::move(next);
   for (auto it = paused_.begin(); it != paused_.end();)
     it = positions_.count(it->first) ? std::next(it) : paused_.erase(it);
+  std::erase_if(retry_, [&](const auto& kv) { return !positions_.count(kv.first); });
   buffered_ = ConsumerRecords{};
   buffered_pos_ = 0;
 }
@@ -195,6 +196,15 @@ ConsumerRecords Consumer::poll(std::chrono::milliseconds timeout) {
     auto wait = std::min(remaining, std::chrono::milliseconds(client_->config().fetch_max_wait_ms));
     auto fetched = client_->fetch(fetch_positions, wait);
 
+    // With auto.offset.reset=none an out-of-range partition fails the poll
+    // before anything of this round is taken in, so no other partition's
+    // position can move past records that were never returned.
+    if (auto_offset_reset_ == "none")
+      for (auto& p : fetched)
+        if (p.error_code == static_cast<std::int16_t>(ErrorCode::offset_out_of_range))
+          throw OffsetOutOfRangeError(p.tp, p.fetch_offset,
+                                      fmt::format("offset {} is out of range for {} (OFFSET_OUT_OF_RANGE)",
+                                                  p.fetch_offset, to_string(p.tp)));
     ConsumerRecords batch;
     bool reset_needed = false;
     for (auto& p : fetched) {

@@ -551,4 +551,21 @@ void encode_record_batch(std::span<const ProducerRecord> records, const BatchOpt
   w.patch_u32(start + kCrcOffset, crc32c(ByteSpan(out).subspan(start + kAttributesOffset)));
 }
 
+void encode_legacy_message(Bytes& out, std::int64_t offset, std::int8_t magic, std::int8_t attributes,
+                           std::int64_t timestamp, const std::optional<Bytes>& key, const std::optional<Bytes>& value) {
+  if (magic != 0 && magic != 1) throw ProtocolError("legacy messages have magic 0 or 1, not " + std::to_string(magic));
+  const std::size_t start = out.size();
+  Writer w(out);
+  w.i64(offset);
+  w.i32(0);  // size, patched below
+  w.u32(0);  // crc, patched below
+  w.i8(magic);
+  w.i8(attributes);
+  if (magic == 1) w.i64(timestamp);
+  w.nullable_bytes(key ? std::optional<ByteSpan>(ByteSpan(*key)) : std::nullopt, false);
+  w.nullable_bytes(value ? std::optional<ByteSpan>(ByteSpan(*value)) : std::nullopt, false);
+  w.patch_i32(start + 8, static_cast<std::int32_t>(out.size() - start - kLogOverhead));
+  w.patch_u32(start + 12, crc32_ieee(ByteSpan(out).subspan(start + 16)));
+}
+
 }  // namespace kwire::protocol

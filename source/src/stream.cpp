@@ -356,9 +356,12 @@ StreamingQuery::StreamingQuery(const std::map<std::string, std::string>& options
   if (checkpoint_.initial_offsets() && fs::exists(stored_path)) {
     const std::string stored = read_text_file(stored_path);
     if (stored != starting_options_text_) {
-      std::string was = stored, now = starting_options_text_;
-      std::replace(was.begin(), was.end(), '\n', ' ');
-      std::replace(now.begin(), now.end(), '\n', ' ');
+      auto one_line = [](std::string text) {
+        while (!text.empty() && text.back() == '\n') text.pop_back();
+        for (std::size_t i; (i = text.find('\n')) != std::string::npos;) text.replace(i, 1, "; ");
+        return text;
+      };
+      const std::string was = one_line(stored), now = one_line(starting_options_text_);
       restart_warnings_.push_back(fmt::format(
           "The starting options differ from those that created the checkpoint (was: {}; now: {}). They are ignored "
           "on restart: the query continues from the offsets stored in {}.",
@@ -563,7 +566,16 @@ std::optional<BatchProgress> StreamingQuery::next_batch() {
     start = *checkpoint_.initial_offsets();
   }
   auto tps = discover_partitions();
-  auto latest = latest_offsets(tps, start);
+  PartitionOffsets latest;
+  try {
+    latest = latest_offsets(tps, start);
+  } catch (const client::KafkaError& e) {
+    // A partition listed a moment ago may be gone (its topic was just
+    // deleted): list the partitions once more, as Spark's retries do.
+    if (e.code() != static_cast<std::int16_t>(protocol::ErrorCode::unknown_topic_or_partition)) throw;
+    tps = discover_partitions();
+    latest = latest_offsets(tps, start);
+  }
 
   // New partitions (not in start) begin at their earliest offset.
   std::vector<TopicPartition> new_tps;

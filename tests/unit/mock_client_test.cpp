@@ -483,7 +483,6 @@ TEST(MockClient, LogStartMoveResetsToEarliest) {
   c.append_values("t", 0, 5);
   c.set_log_start_offset("t", 0, 8);
   EXPECT_EQ(poll_until(cons, 2), expected("t-0", 8, 10));
-  auto f = c.requests(ApiKey::fetch);
   bool saw_reset = false;
   for (auto& r : c.requests(ApiKey::list_offsets))
     if (r.partitions.at(0).offset == kwire::client::kEarliestTimestamp) saw_reset = true;

@@ -96,18 +96,7 @@ std::vector<std::int64_t> offsets(const DecodedRecords& d) {
 // Legacy (magic 0/1) message writer, for feeding the decoder real bytes.
 void legacy_message(Bytes& out, std::int64_t offset, std::int8_t magic, std::int8_t attributes, std::int64_t timestamp,
                     const std::optional<Bytes>& key, const std::optional<Bytes>& value) {
-  const std::size_t start = out.size();
-  Writer w(out);
-  w.i64(offset);
-  w.i32(0);
-  w.u32(0);
-  w.i8(magic);
-  w.i8(attributes);
-  if (magic >= 1) w.i64(timestamp);
-  w.nullable_bytes(key ? std::optional<ByteSpan>(*key) : std::nullopt, false);
-  w.nullable_bytes(value ? std::optional<ByteSpan>(*value) : std::nullopt, false);
-  w.patch_i32(start + 8, static_cast<std::int32_t>(out.size() - start - 12));
-  w.patch_u32(start + 12, crc32_ieee(ByteSpan(out).subspan(start + 16)));
+  encode_legacy_message(out, offset, magic, attributes, timestamp, key, value);
 }
 
 }  // namespace

@@ -389,3 +389,12 @@ TEST(ParseDuration, SparkStyleStrings) {
     EXPECT_THROW(parse_duration_ms(bad), SourceOptionError) << bad;
   }
 }
+
+TEST(SourceOptions, BytesEstimateWindowLength) {
+  std::map<std::string, std::string> o = {{"kafka.bootstrap.servers", "h:1"}, {"subscribe", "t"}};
+  EXPECT_EQ(parse_source_options(o, QueryMode::streaming).bytes_estimate_window_ms, 300000);
+  o["bytesEstimateWindowLength"] = "10s";
+  EXPECT_EQ(parse_source_options(o, QueryMode::streaming).bytes_estimate_window_ms, 10000);
+  o["bytesEstimateWindowLength"] = "0";
+  EXPECT_THROW(parse_source_options(o, QueryMode::streaming), SourceOptionError);
+}

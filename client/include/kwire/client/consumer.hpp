@@ -15,6 +15,7 @@
 #pragma once
 
 #include <chrono>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <optional>
@@ -79,6 +80,9 @@ class OffsetOutOfRangeError : public KafkaError {
 class Consumer {
  public:
   /// Properties by Java names (bootstrap.servers, fetch.max.bytes, ...).
+  /// Properties written inline: Consumer x({{"bootstrap.servers", "host:9092"}}).
+  Consumer(std::initializer_list<std::pair<const std::string, std::string>> properties)
+      : Consumer(std::map<std::string, std::string>(properties)) {}
   explicit Consumer(const std::map<std::string, std::string>& properties);
   explicit Consumer(ClientConfig config, std::string auto_offset_reset = "latest");
   ~Consumer();

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <compare>
 #include <cstdint>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <optional>
@@ -106,6 +107,9 @@ struct NewTopic {
 class KafkaClient {
  public:
   explicit KafkaClient(ClientConfig config);
+  /// Properties written inline: KafkaClient x({{"bootstrap.servers", "host:9092"}}).
+  KafkaClient(std::initializer_list<std::pair<const std::string, std::string>> properties)
+      : KafkaClient(std::map<std::string, std::string>(properties)) {}
   explicit KafkaClient(const std::map<std::string, std::string>& properties)
       : KafkaClient(ClientConfig::from_properties(properties)) {}
   ~KafkaClient();

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <optional>
@@ -34,6 +35,9 @@ std::int32_t murmur2(protocol::ByteSpan data) noexcept;
 
 class Producer {
  public:
+  /// Properties written inline: Producer x({{"bootstrap.servers", "host:9092"}}).
+  Producer(std::initializer_list<std::pair<const std::string, std::string>> properties)
+      : Producer(std::map<std::string, std::string>(properties)) {}
   explicit Producer(const std::map<std::string, std::string>& properties);
   explicit Producer(ClientConfig config);
   ~Producer();

@@ -164,4 +164,12 @@ struct BatchOptions {
 /// for an empty record list.
 void encode_record_batch(std::span<const ProducerRecord> records, const BatchOptions& options, Bytes& out);
 
+/// Append one legacy message (magic 0 or 1) with its log overhead: offset,
+/// size, CRC-32, magic, attributes, timestamp (magic 1 only), key, value. Used
+/// to produce with Produce v0-v2 (which carry message sets) and in tests; a
+/// compressed wrapper is a message whose value holds a compressed inner set
+/// and whose attributes name the codec.
+void encode_legacy_message(Bytes& out, std::int64_t offset, std::int8_t magic, std::int8_t attributes,
+                           std::int64_t timestamp, const std::optional<Bytes>& key, const std::optional<Bytes>& value);
+
 }  // namespace kwire::protocol

@@ -164,7 +164,7 @@ class MockCluster {
   std::unique_ptr<State> state_;
 };
 
-/// Values of records, as strings (test helper).
+/// One line describing a recorded request (for test failure messages).
 std::string describe(const RequestRecord& r);
 
 }  // namespace kwire::mock

@@ -1,0 +1,395 @@
+// kwire conformance: for every API kwire declares, send a request at every
+// version that both kwire and the broker speak, and check that the response
+// decodes completely, round-trips byte for byte, and reports success.
+#include "conformance.hpp"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <functional>
+#include <stdexcept>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "kwire/client/kafka_client.hpp"
+#include "kwire/protocol/errors.hpp"
+#include "kwire/protocol/messages.hpp"
+#include "kwire/protocol/messages/create_partitions.hpp"
+#include "kwire/protocol/messages/delete_records.hpp"
+#include "kwire/source/json_escape.hpp"
+
+namespace kwire::tools {
+
+using namespace kwire::protocol;
+using client::Connection;
+using client::KafkaClient;
+
+namespace {
+
+struct Context {
+  KafkaClient* client;
+  Connection* conn;
+  std::string topic;             // one partition, `records` records
+  Uuid topic_id;
+  std::int64_t records = 0;
+  std::string scratch_prefix;    // for topics created/deleted by the checks
+};
+
+std::string fail_code(const char* what, std::int16_t code) {
+  return fmt::format("{} returned {}", what, error_name(code));
+}
+
+// Sends `req` at version v, decodes the response, checks it re-encodes to the
+// same size (every byte understood), then applies `check` (empty = ok).
+template <class Resp, class Req>
+std::string exchange(Context& c, const Req& req, std::int16_t v, const std::function<std::string(const Resp&)>& check) {
+  auto corr = c.conn->send(req, v);
+  auto resp = c.conn->template receive<Resp>(corr, v, c.client->default_deadline());
+  const std::size_t header = response_header_version(Resp::api_key, is_flexible<Resp>(v)) == 1 ? 5 : 4;
+  const std::size_t body = encoded_size(resp.body, v);
+  if (body + header != resp.frame->size())
+    return fmt::format("response has {} bytes but its decoded form encodes to {}", resp.frame->size(), body + header);
+  return check(resp.body);
+}
+
+Bytes one_batch(int n, std::int16_t produce_version, const std::string& tag) {
+  std::vector<ProducerRecord> recs;
+  for (int i = 0; i < n; ++i) {
+    std::string v = fmt::format("{}-{}", tag, i);
+    ProducerRecord r;
+    r.value = Bytes(v.begin(), v.end());
+    recs.push_back(std::move(r));
+  }
+  Bytes out;
+  if (produce_version >= 3) {
+    encode_record_batch(recs, BatchOptions{}, out);
+  } else {
+    // Produce v0-v1 carry magic-0 message sets, v2 magic 1.
+    const std::int8_t magic = produce_version == 2 ? 1 : 0;
+    auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                   std::chrono::system_clock::now().time_since_epoch()).count();
+    for (int i = 0; i < n; ++i) encode_legacy_message(out, i, magic, 0, now, std::nullopt, recs[i].value);
+  }
+  return out;
+}
+
+std::string check_api_versions(Context& c, std::int16_t v) {
+  ApiVersionsRequest req;
+  req.client_software_name = "kwire-conformance";
+  req.client_software_version = "0.1.0";
+  return exchange<ApiVersionsResponse>(c, req, v, [](const ApiVersionsResponse& r) -> std::string {
+    if (r.error_code) return fail_code("ApiVersions", r.error_code);
+    if (r.api_keys.empty()) return "no API keys listed";
+    return {};
+  });
+}
+
+std::string check_metadata(Context& c, std::int16_t v) {
+  MetadataRequest req;
+  req.topics.emplace();
+  MetadataRequest::MetadataRequestTopic t;
+  t.name = c.topic;
+  if (v >= 10) t.topic_id = Uuid{};
+  req.topics->push_back(t);
+  req.allow_auto_topic_creation = false;
+  return exchange<MetadataResponse>(c, req, v, [&](const MetadataResponse& r) -> std::string {
+    if (r.brokers.empty()) return "no brokers";
+    if (r.topics.size() != 1) return fmt::format("{} topics instead of 1", r.topics.size());
+    if (r.topics[0].error_code) return fail_code("topic", r.topics[0].error_code);
+    if (r.topics[0].partitions.size() != 1) return "partition count is not 1";
+    if (v >= 10 && r.topics[0].topic_id != c.topic_id) return "topic id differs";
+    return {};
+  });
+}
+
+std::string check_list_offsets(Context& c, std::int16_t v) {
+  ListOffsetsRequest req;
+  req.replica_id = -1;
+  ListOffsetsRequest::ListOffsetsTopic t;
+  t.name = c.topic;
+  ListOffsetsRequest::ListOffsetsPartition p;
+  p.partition_index = 0;
+  p.timestamp = -1;
+  p.max_num_offsets = 1;
+  t.partitions.push_back(p);
+  req.topics.push_back(t);
+  return exchange<ListOffsetsResponse>(c, req, v, [&](const ListOffsetsResponse& r) -> std::string {
+    if (r.topics.size() != 1 || r.topics[0].partitions.size() != 1) return "wrong shape";
+    auto& pr = r.topics[0].partitions[0];
+    if (pr.error_code) return fail_code("partition", pr.error_code);
+    std::int64_t latest = v == 0 ? (pr.old_style_offsets.empty() ? -1 : pr.old_style_offsets[0]) : pr.offset;
+    if (latest != c.records) return fmt::format("latest offset {} instead of {}", latest, c.records);
+    return {};
+  });
+}
+
+std::string check_fetch(Context& c, std::int16_t v) {
+  // Read the partition from 0 to its end as a consumer would: a response may
+  // end in a partial entry (always possible, and routine when an older broker
+  // converts batches down for Fetch v0-v3), after which the next fetch starts
+  // at the next offset.
+  std::int64_t next = 0;
+  std::int64_t seen = 0;
+  for (int round = 0; round < 200 && next < c.records; ++round) {
+    FetchRequest req;
+    req.max_wait_ms = 100;
+    req.min_bytes = 1;
+    req.max_bytes = 1 << 20;
+    FetchRequest::FetchTopic t;
+    if (v >= 13)
+      t.topic_id = c.topic_id;
+    else
+      t.topic = c.topic;
+    FetchRequest::FetchPartition p;
+    p.partition = 0;
+    p.fetch_offset = next;
+    p.partition_max_bytes = 1 << 20;
+    t.partitions.push_back(p);
+    req.topics.push_back(t);
+    std::int64_t got = 0;
+    auto res = exchange<FetchResponse>(c, req, v, [&](const FetchResponse& r) -> std::string {
+      if (r.error_code) return fail_code("Fetch", r.error_code);
+      if (r.responses.size() != 1 || r.responses[0].partitions.size() != 1) return "wrong shape";
+      auto& pd = r.responses[0].partitions[0];
+      if (pd.error_code) return fail_code("partition", pd.error_code);
+      if (pd.high_watermark != c.records)
+        return fmt::format("high watermark {} instead of {}", pd.high_watermark, c.records);
+      DecodedRecords d;
+      d.next_offset = next;
+      if (pd.records.data) decode_records(*pd.records.data, next, DecodeOptions{}, d);
+      for (auto& rec : d.records) {
+        if (rec.offset != next + got) return fmt::format("offset {} where {} was expected", rec.offset, next + got);
+        ++got;
+      }
+      next = d.next_offset;
+      return {};
+    });
+    if (!res.empty()) return res;
+    if (got == 0) return fmt::format("no progress at offset {}", next);
+    seen += got;
+  }
+  if (seen != c.records) return fmt::format("{} records read instead of {}", seen, c.records);
+  return {};
+}
+
+std::string check_produce(Context& c, std::int16_t v) {
+  Bytes batch = one_batch(3, v, fmt::format("produce-v{}", v));
+  ProduceRequest req;
+  req.acks = -1;
+  req.timeout_ms = 10000;
+  ProduceRequest::TopicProduceData td;
+  if (v >= 13)
+    td.topic_id = c.topic_id;
+  else
+    td.name = c.topic;
+  ProduceRequest::PartitionProduceData pd;
+  pd.index = 0;
+  pd.records.data = ByteSpan(batch);
+  td.partition_data.push_back(pd);
+  req.topic_data.push_back(td);
+  auto res = exchange<ProduceResponse>(c, req, v, [&](const ProduceResponse& r) -> std::string {
+    if (r.responses.size() != 1 || r.responses[0].partition_responses.size() != 1) return "wrong shape";
+    auto& p = r.responses[0].partition_responses[0];
+    if (p.error_code) return fail_code("partition", p.error_code);
+    if (p.base_offset != c.records) return fmt::format("base offset {} instead of {}", p.base_offset, c.records);
+    return {};
+  });
+  if (res.empty()) c.records += 3;
+  return res;
+}
+
+std::string check_create_delete(Context& c, std::int16_t create_v, std::int16_t delete_v, bool check_create) {
+  std::string name = fmt::format("{}-c{}-d{}", c.scratch_prefix, create_v, delete_v);
+  CreateTopicsRequest creq;
+  CreateTopicsRequest::CreatableTopic ct;
+  ct.name = name;
+  ct.num_partitions = 1;
+  ct.replication_factor = 1;
+  creq.topics.push_back(ct);
+  creq.timeout_ms = 10000;
+  auto res = exchange<CreateTopicsResponse>(c, creq, create_v, [&](const CreateTopicsResponse& r) -> std::string {
+    if (r.topics.size() != 1) return "wrong shape";
+    if (r.topics[0].error_code) return fail_code("topic", r.topics[0].error_code);
+    return {};
+  });
+  if (!res.empty()) return check_create ? res : "setup (CreateTopics) failed: " + res;
+  if (check_create) {
+    // clean up at the highest version
+    c.client->delete_topics({name});
+    return {};
+  }
+  DeleteTopicsRequest dreq;
+  dreq.timeout_ms = 10000;
+  if (delete_v >= 6) {
+    DeleteTopicsRequest::DeleteTopicState s;
+    s.name = name;
+    dreq.topics.push_back(s);
+  } else {
+    dreq.topic_names.push_back(name);
+  }
+  return exchange<DeleteTopicsResponse>(c, dreq, delete_v, [&](const DeleteTopicsResponse& r) -> std::string {
+    if (r.responses.size() != 1) return "wrong shape";
+    if (r.responses[0].error_code) return fail_code("topic", r.responses[0].error_code);
+    return {};
+  });
+}
+
+std::string check_delete_records(Context& c, std::int16_t v) {
+  DeleteRecordsRequest req;
+  DeleteRecordsRequest::DeleteRecordsTopic t;
+  t.name = c.topic;
+  t.partitions.push_back({0, 0, {}});  // "delete" below offset 0: nothing is removed
+  req.topics.push_back(t);
+  req.timeout_ms = 10000;
+  return exchange<DeleteRecordsResponse>(c, req, v, [&](const DeleteRecordsResponse& r) -> std::string {
+    if (r.topics.size() != 1 || r.topics[0].partitions.size() != 1) return "wrong shape";
+    auto& p = r.topics[0].partitions[0];
+    if (p.error_code) return fail_code("partition", p.error_code);
+    if (p.low_watermark != 0) return fmt::format("low watermark {} instead of 0", p.low_watermark);
+    return {};
+  });
+}
+
+std::string check_create_partitions(Context& c, std::int16_t v, std::int32_t& count) {
+  CreatePartitionsRequest req;
+  CreatePartitionsRequest::CreatePartitionsTopic t;
+  t.name = c.scratch_prefix + "-partitions";
+  t.count = count + 1;
+  req.topics.push_back(t);
+  req.timeout_ms = 10000;
+  auto res = exchange<CreatePartitionsResponse>(c, req, v, [&](const CreatePartitionsResponse& r) -> std::string {
+    if (r.results.size() != 1) return "wrong shape";
+    if (r.results[0].error_code) return fail_code("topic", r.results[0].error_code);
+    return {};
+  });
+  if (res.empty()) ++count;
+  return res;
+}
+
+template <class M>
+ConformanceRow declared_row() {
+  ConformanceRow row;
+  row.api = std::string(api_name(M::api_key));
+  row.api_key = static_cast<std::int16_t>(M::api_key);
+  row.declared_min = M::min_version;
+  row.declared_max = M::max_version;
+  return row;
+}
+
+}  // namespace
+
+std::vector<ConformanceRow> run_conformance(const std::map<std::string, std::string>& properties) {
+  KafkaClient client(properties);
+  auto md = client.metadata(std::vector<std::string>{});
+  Context c;
+  c.client = &client;
+  c.conn = &client.any_connection();
+  c.scratch_prefix = fmt::format("kwire-conformance-{}-{}", getpid(),
+                                 std::chrono::steady_clock::now().time_since_epoch().count() % 1000000);
+  c.topic = c.scratch_prefix + "-data";
+  client.create_topics({{c.topic, 1, 1, {}}, {c.scratch_prefix + "-partitions", 1, 1, {}}});
+  std::int32_t partition_count = 1;
+  {
+    auto tmd = client.metadata(std::vector<std::string>{c.topic});
+    c.topic_id = tmd.topics.at(0).topic_id;
+    // Seed records through the regular path.
+    Bytes b = one_batch(5, 3, "seed");
+    auto r = client.produce({{client::TopicPartition{c.topic, 0}, b}});
+    if (r.begin()->second.error_code) throw std::runtime_error("seeding the conformance topic failed");
+    c.records = 5;
+  }
+  c.conn = &client.leader_for(client::TopicPartition{c.topic, 0});
+  const auto offered = c.conn->broker_versions();
+  // Kafka 4 removed Produce v0-v2 (KIP-896) yet still advertises them, so that
+  // clients checking the advertised range keep connecting; it closes the
+  // connection when they are used. Recognise a 4.x broker by its Fetch minimum.
+  const auto fetch_range = offered.find(static_cast<std::int16_t>(ApiKey::fetch));
+  const bool removed_old_produce = fetch_range != offered.end() && fetch_range->second.min >= 4;
+
+  std::vector<ConformanceRow> rows;
+  auto run_api = [&](ConformanceRow row, const std::function<std::string(std::int16_t)>& check) {
+    auto it = offered.find(row.api_key);
+    if (it != offered.end()) {
+      row.offered_min = it->second.min;
+      row.offered_max = it->second.max;
+      for (std::int16_t v = std::max(row.declared_min, row.offered_min); v <= std::min(row.declared_max, row.offered_max);
+           ++v) {
+        if (removed_old_produce && row.api_key == 0 && v <= 2) {
+          row.skipped.push_back(v);
+          continue;
+        }
+        std::string result;
+        try {
+          result = check(v);
+        } catch (const std::exception& e) {
+          result = e.what();
+          // The connection may be gone: take a fresh one for the next check.
+          c.conn = &client.leader_for(client::TopicPartition{c.topic, 0});
+        }
+        row.exercised.push_back(v);
+        if (!result.empty()) row.failures.push_back(fmt::format("v{}: {}", v, result));
+      }
+    }
+    rows.push_back(std::move(row));
+  };
+  run_api(declared_row<ApiVersionsRequest>(), [&](std::int16_t v) { return check_api_versions(c, v); });
+  run_api(declared_row<MetadataRequest>(), [&](std::int16_t v) { return check_metadata(c, v); });
+  run_api(declared_row<ProduceRequest>(), [&](std::int16_t v) { return check_produce(c, v); });
+  run_api(declared_row<ListOffsetsRequest>(), [&](std::int16_t v) { return check_list_offsets(c, v); });
+  run_api(declared_row<FetchRequest>(), [&](std::int16_t v) { return check_fetch(c, v); });
+  const std::int16_t delete_max = c.conn->version_for<DeleteTopicsRequest>();
+  run_api(declared_row<CreateTopicsRequest>(), [&](std::int16_t v) { return check_create_delete(c, v, delete_max, true); });
+  const std::int16_t create_max = c.conn->version_for<CreateTopicsRequest>();
+  run_api(declared_row<DeleteTopicsRequest>(), [&](std::int16_t v) { return check_create_delete(c, create_max, v, false); });
+  run_api(declared_row<CreatePartitionsRequest>(),
+          [&](std::int16_t v) { return check_create_partitions(c, v, partition_count); });
+  run_api(declared_row<DeleteRecordsRequest>(), [&](std::int16_t v) { return check_delete_records(c, v); });
+  try {
+    client.delete_topics({c.topic, c.scratch_prefix + "-partitions"});
+  } catch (const std::exception&) {
+  }
+  return rows;
+}
+
+int cmd_conformance(const std::map<std::string, std::string>& properties, bool json) {
+  auto rows = run_conformance(properties);
+  bool ok = true;
+  std::string out;
+  if (json) out += "[";
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    auto& r = rows[i];
+    ok = ok && r.failures.empty();
+    std::string exercised = r.exercised.empty()
+                                ? std::string("none")
+                                : fmt::format("{}-{}", r.exercised.front(), r.exercised.back());
+    if (json) {
+      out += fmt::format("{}{{\"api\":\"{}\",\"apiKey\":{},\"declared\":[{},{}],\"offered\":", i ? "," : "", r.api,
+                         r.api_key, r.declared_min, r.declared_max);
+      out += r.offered_max >= 0 ? fmt::format("[{},{}]", r.offered_min, r.offered_max) : std::string("null");
+      out += fmt::format(",\"exercised\":[{}],\"skipped\":[{}],\"result\":\"{}\",\"failures\":[",
+                         fmt::join(r.exercised, ","), fmt::join(r.skipped, ","),
+                         r.failures.empty() ? "ok" : "failed");
+      for (std::size_t f = 0; f < r.failures.size(); ++f) {
+        if (f) out += ",";
+        kwire::source::append_json_string(out, r.failures[f]);
+      }
+      out += "]}";
+    } else {
+      if (i == 0)
+        out += fmt::format("{:<18} {:>9} {:>9} {:>10}  {}\n", "API", "declared", "offered", "exercised", "result");
+      out += fmt::format("{:<18} {:>9} {:>9} {:>10}  {}\n", r.api, fmt::format("{}-{}", r.declared_min, r.declared_max),
+                         r.offered_max >= 0 ? fmt::format("{}-{}", r.offered_min, r.offered_max) : std::string("-"),
+                         exercised, r.failures.empty() ? "ok" : "FAILED");
+      for (auto& f : r.failures) out += "    " + f + "\n";
+      if (!r.skipped.empty())
+        out += fmt::format("    v{}-v{} advertised by the broker but removed from it (KIP-896): not sent\n",
+                           r.skipped.front(), r.skipped.back());
+    }
+  }
+  if (json) out += "]\n";
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  return ok ? 0 : 1;
+}
+
+}  // namespace kwire::tools
