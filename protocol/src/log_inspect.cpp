@@ -101,7 +101,9 @@ InspectResult inspect_log(ByteSpan data, std::size_t max_decompressed_bytes) {
       }
       if (b.magic != 2) {
         b.record_count = static_cast<std::int32_t>(b.records.size());
-        if (!b.records.empty()) b.last_offset_delta = static_cast<std::int32_t>(b.base_offset - b.records.front().offset);
+        if (!b.records.empty())
+          b.last_offset_delta = static_cast<std::int32_t>(static_cast<std::uint64_t>(b.base_offset) -
+                                                          static_cast<std::uint64_t>(b.records.front().offset));
       }
     } catch (const ProtocolError& e) {
       result.batches.push_back(std::move(b));

@@ -45,6 +45,15 @@ std::int64_t load_i64(const std::uint8_t* p) noexcept { return static_cast<std::
 std::int32_t load_i32(const std::uint8_t* p) noexcept { return static_cast<std::int32_t>(load_be32(p)); }
 std::int16_t load_i16(const std::uint8_t* p) noexcept { return static_cast<std::int16_t>(load_be16(p)); }
 
+// Offsets come from the wire: a sum that leaves int64 means a corrupt batch.
+bool offset_sum(std::int64_t a, std::int64_t b, std::int64_t& out) noexcept {
+  return !__builtin_add_overflow(a, b, &out);
+}
+// Timestamps wrap as they do in Kafka's Java client (long arithmetic).
+std::int64_t wrapping_add(std::int64_t a, std::int64_t b) noexcept {
+  return static_cast<std::int64_t>(static_cast<std::uint64_t>(a) + static_cast<std::uint64_t>(b));
+}
+
 // Aborted-transaction bookkeeping for READ_COMMITTED, as in Kafka's consumer:
 // an aborted transaction becomes "open" once a batch reaching its first offset
 // is seen, and is closed by the producer's ABORT marker.
@@ -169,7 +178,10 @@ class Decoder {
     const std::int64_t producer_id = load_i64(p + kProducerIdOffset);
     const std::int16_t producer_epoch = load_i16(p + kProducerEpochOffset);
     const std::int32_t count = load_i32(p + kRecordsCountOffset);
-    const std::int64_t last_offset = base_offset + last_offset_delta;
+    std::int64_t last_offset = 0;
+    if (!offset_sum(base_offset, last_offset_delta, last_offset))
+      corrupt(base_offset, CorruptionKind::bad_length,
+              "last offset delta " + std::to_string(last_offset_delta) + " overflows the offset range");
     const bool control = (attributes & kAttrControl) != 0;
     const bool transactional = (attributes & kAttrTransactional) != 0;
     const bool log_append_time = (attributes & kAttrLogAppendTime) != 0;
@@ -228,7 +240,9 @@ class Decoder {
       if (header_count < 0 || static_cast<std::size_t>(header_count) > rr.remaining() / 2)
         bad_record(base_offset, i, rr.ok() ? "header count " + std::to_string(header_count) + " out of range"
                                            : rr.error());
-      const std::int64_t offset = base_offset + offset_delta;
+      std::int64_t offset = 0;
+      if (!offset_sum(base_offset, offset_delta, offset))
+        bad_record(base_offset, i, "offset delta " + std::to_string(offset_delta) + " overflows the offset range");
       const bool keep = offset >= fetch_offset_;
       RecordView* rec = nullptr;
       if (keep) {
@@ -238,7 +252,7 @@ class Decoder {
           rec->timestamp = max_timestamp;
           rec->timestamp_type = kTimestampLogAppendTime;
         } else {
-          rec->timestamp = base_timestamp == -1 ? -1 : base_timestamp + timestamp_delta;
+          rec->timestamp = base_timestamp == -1 ? -1 : wrapping_add(base_timestamp, timestamp_delta);
           rec->timestamp_type = kTimestampCreateTime;
         }
         rec->key = key;
@@ -401,8 +415,11 @@ class Decoder {
       corrupt(offset, CorruptionKind::malformed_record, "compressed message holds no inner messages");
     if (m.magic >= 1) {
       // Inner offsets are relative; the wrapper carries the last one's offset.
-      const std::int64_t base = offset - out_.records.back().offset;
-      for (std::size_t i = first; i < out_.records.size(); ++i) out_.records[i].offset += base;
+      std::int64_t base = 0;
+      bool fits = !__builtin_sub_overflow(offset, out_.records.back().offset, &base);
+      for (std::size_t i = first; fits && i < out_.records.size(); ++i)
+        fits = offset_sum(out_.records[i].offset, base, out_.records[i].offset);
+      if (!fits) corrupt(offset, CorruptionKind::malformed_record, "inner message offsets overflow the offset range");
     }
     const auto drop = std::remove_if(out_.records.begin() + static_cast<std::ptrdiff_t>(first), out_.records.end(),
                                      [&](const RecordView& rec) { return rec.offset < fetch_offset_; });
@@ -418,7 +435,10 @@ class Decoder {
     ++out_.batches;
     // Never move backwards (a batch wholly below the fetch offset, e.g. the
     // start of a compressed legacy set, still ends at or after it).
-    out_.next_offset = std::max(out_.next_offset, last_offset + 1);
+    // (An entry ending at the largest offset leaves next_offset there.)
+    const std::int64_t next =
+        last_offset == std::numeric_limits<std::int64_t>::max() ? last_offset : last_offset + 1;
+    out_.next_offset = std::max(out_.next_offset, next);
   }
 
   Bytes& acquire_buffer() {

@@ -246,6 +246,19 @@ struct TagDecodeVisitor : VisitorBase<TagDecodeVisitor> {
   }
 };
 
+// Appends up to `count` decoded elements to `v`, stopping at the first error.
+// The count comes from the wire and is only checked against the bytes left
+// (one per element), while an element may take far more memory than a byte:
+// so elements are added as they decode instead of allocating `count` up front.
+template <class T>
+void decode_elements(Reader& r, std::vector<T>& v, std::size_t count, const CodecContext& ctx) {
+  v.reserve(std::min<std::size_t>(count, 16));
+  for (std::size_t i = 0; i < count; ++i) {
+    decode_value(r, v.emplace_back(), ctx);
+    if (!r.ok()) return;
+  }
+}
+
 template <class T>
 void decode_value(Reader& r, T& x, const CodecContext& ctx) {
   const bool c = ctx.flexible;
@@ -286,11 +299,7 @@ void decode_value(Reader& r, T& x, const CodecContext& ctx) {
       }
       return;
     }
-    x.resize(*n);
-    for (auto& e : x) {
-      decode_value(r, e, ctx);
-      if (!r.ok()) return;
-    }
+    decode_elements(r, x, *n, ctx);
   } else if constexpr (detail::is_optional<T>::value) {
     using V = typename T::value_type;
     static_assert(detail::is_vector<V>::value, "only arrays, strings and bytes may be nullable");
@@ -300,11 +309,7 @@ void decode_value(Reader& r, T& x, const CodecContext& ctx) {
       return;
     }
     x.emplace();
-    x->resize(*n);
-    for (auto& e : *x) {
-      decode_value(r, e, ctx);
-      if (!r.ok()) return;
-    }
+    decode_elements(r, *x, *n, ctx);
   } else if constexpr (MessageStruct<T>) {
     decode_struct(r, x, ctx);
   } else {

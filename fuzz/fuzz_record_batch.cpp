@@ -1,0 +1,98 @@
+// decode_records() over arbitrary RECORDS bytes, with and without CRC checks,
+// READ_COMMITTED on and off (aborted-transaction list taken from the input),
+// and the same bytes through inspect_log(). Only CorruptRecordError may
+// escape decode_records(); inspect_log() never throws.
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+
+#include "fuzz_common.hpp"
+#include "kwire/protocol/log_inspect.hpp"
+#include "kwire/protocol/record_batch.hpp"
+
+namespace {
+
+using namespace kwire::protocol;
+
+constexpr std::size_t kCap = 1u << 20;
+
+void check_result(const DecodedRecords& out, ByteSpan records, std::int64_t fetch_offset) {
+  KWIRE_FUZZ_CHECK(out.buffers_in_use <= out.buffers.size());
+  for (const auto& rec : out.records) {
+    KWIRE_FUZZ_CHECK(rec.offset >= fetch_offset);
+    // Views point into the input or into a decompression buffer.
+    for (const auto& view : {rec.key, rec.value}) {
+      if (!view || view->empty()) continue;
+      const auto* p = view->data();
+      bool inside = p >= records.data() && p + view->size() <= records.data() + records.size();
+      for (std::size_t i = 0; !inside && i < out.buffers_in_use; ++i) {
+        const Bytes& b = out.buffers[i];
+        inside = p >= b.data() && p + view->size() <= b.data() + b.size();
+      }
+      KWIRE_FUZZ_CHECK(inside);
+    }
+  }
+}
+
+void decode_once(ByteSpan records, std::int64_t fetch_offset, const DecodeOptions& opts) {
+  DecodedRecords out;
+  try {
+    decode_records(records, fetch_offset, opts, out);
+    check_result(out, records, fetch_offset);
+  } catch (const CorruptRecordError&) {
+    // Records of earlier, complete batches stay valid.
+    check_result(out, records, fetch_offset);
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  kwire::fuzz::Input in(data, size);
+  const std::uint8_t flags = in.u8();
+  // Up to three aborted transactions, then the fetch offset, then the records.
+  std::vector<AbortedTransaction> aborted(flags & 0x03);
+  for (auto& a : aborted) {
+    a.producer_id = static_cast<std::int64_t>(in.u8()) - 1;
+    a.first_offset = static_cast<std::int64_t>(in.u16()) - 8;
+  }
+  std::int64_t fetch_offset = static_cast<std::int64_t>(in.u8()) - 2;
+  if (flags & 0x04) fetch_offset = std::numeric_limits<std::int64_t>::min();
+  const ByteSpan records = in.rest();
+
+  for (bool check_crcs : {false, true}) {
+    for (bool read_committed : {false, true}) {
+      DecodeOptions opts;
+      opts.check_crcs = check_crcs;
+      opts.read_committed = read_committed;
+      opts.aborted_transactions = aborted;
+      opts.max_decompressed_bytes = (flags & 0x08) ? 64 : kCap;
+      decode_once(records, fetch_offset, opts);
+    }
+  }
+
+  // Reusing one DecodedRecords (and its buffers) across calls, as the source does.
+  {
+    DecodeOptions opts;
+    opts.check_crcs = false;
+    opts.max_decompressed_bytes = kCap;
+    DecodedRecords out;
+    for (int round = 0; round < 2; ++round) {
+      out.clear();
+      try {
+        decode_records(records, fetch_offset, opts, out);
+      } catch (const CorruptRecordError&) {
+      }
+      check_result(out, records, fetch_offset);
+    }
+  }
+
+  const InspectResult inspected = inspect_log(records, kCap);
+  std::size_t covered = 0;
+  for (const auto& b : inspected.batches) {
+    KWIRE_FUZZ_CHECK(b.position == covered);
+    KWIRE_FUZZ_CHECK(b.size <= records.size() - b.position);
+    covered += b.size;
+  }
+  return 0;
+}

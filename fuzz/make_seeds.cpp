@@ -1,0 +1,229 @@
+// Writes the library-generated part of the seed corpora (fuzz/corpus/<target>/):
+// every message filled with sample values and encoded at its first, first
+// flexible and last version; record batches in every codec; legacy message
+// sets; compressed payloads. Run by scripts/fuzz --regen-seeds; every
+// timestamp is fixed, so the output is deterministic.
+//
+//   fuzz_make_seeds <corpus dir>
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <tuple>
+#include <utility>
+
+#include "kwire/protocol/compression.hpp"
+#include "kwire/protocol/messages.hpp"
+#include "kwire/protocol/record_batch.hpp"
+
+namespace fs = std::filesystem;
+using namespace kwire::protocol;
+
+namespace {
+
+fs::path g_root;
+
+void put(const std::string& target, const std::string& name, const Bytes& bytes) {
+  const fs::path dir = g_root / target;
+  fs::create_directories(dir);
+  std::ofstream f(dir / name, std::ios::binary | std::ios::trunc);
+  f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+}
+[[maybe_unused]] void put(const std::string& target, const std::string& name, const std::string& text) {
+  put(target, name, Bytes(text.begin(), text.end()));
+}
+
+Bytes sample_batch() {
+  ProducerRecord a;
+  a.key = Bytes{'k'};
+  a.value = Bytes{'{', '}'};
+  a.timestamp = 1714557600000;
+  a.headers.push_back({"h", Bytes{'v'}});
+  ProducerRecord b;
+  b.value = Bytes{'x', 'y'};
+  b.timestamp = 1714557600001;
+  ProducerRecord recs[] = {a, b};
+  Bytes out;
+  encode_record_batch(recs, BatchOptions{}, out);
+  return out;
+}
+
+// Gives every field a non-default value and every array two elements, so
+// that the encoding exercises each field that exists at a version.
+struct FillVisitor : VisitorBase<FillVisitor> {
+  int depth = 0;
+  template <class T>
+  void operator()(T& x) {
+    fill(x);
+  }
+  template <class T>
+  void tagged(std::uint32_t, std::int16_t, T& x, const T& = T{}) {
+    fill(x);
+  }
+  // Fields are filled whatever their version range; encode picks.
+  template <class T>
+  void since(std::int16_t, T& x) {
+    fill(x);
+  }
+  template <class T>
+  void until(std::int16_t, T& x) {
+    fill(x);
+  }
+  template <class T>
+  void range(std::int16_t, std::int16_t, T& x) {
+    fill(x);
+  }
+
+  template <class T>
+  void fill(T& x) {
+    if constexpr (std::is_same_v<T, bool>) {
+      x = true;
+    } else if constexpr (std::is_integral_v<T>) {
+      x = static_cast<T>(3);
+    } else if constexpr (std::is_same_v<T, double>) {
+      x = 1.5;
+    } else if constexpr (std::is_same_v<T, Uuid>) {
+      for (std::size_t i = 0; i < x.bytes.size(); ++i) x.bytes[i] = static_cast<std::uint8_t>(i + 1);
+    } else if constexpr (std::is_same_v<T, std::string> || std::is_same_v<T, std::optional<std::string>>) {
+      x = std::string("topic");
+    } else if constexpr (std::is_same_v<T, Bytes> || std::is_same_v<T, std::optional<Bytes>>) {
+      x = Bytes{1, 2, 3};
+    } else if constexpr (std::is_same_v<T, Records>) {
+      static const Bytes batch = sample_batch();
+      x.data = ByteSpan(batch);
+    } else if constexpr (detail::is_vector<T>::value) {
+      x.resize(depth < 3 ? 2 : 1);
+      for (auto& e : x) fill(e);
+    } else if constexpr (detail::is_optional<T>::value) {
+      x.emplace();
+      fill(*x);
+    } else if constexpr (MessageStruct<T>) {
+      ++depth;
+      x.fields(*this);
+      --depth;
+    }
+  }
+};
+
+template <class M>
+void message_seeds(std::size_t api_index, const char* side) {
+  M filled;
+  FillVisitor v;
+  filled.fields(v);
+  const M empty{};
+  std::int16_t versions[] = {M::min_version, std::min<std::int16_t>(M::flexible_since, M::max_version),
+                             M::max_version};
+  for (std::int16_t version : versions) {
+    int variant = 0;
+    for (const M* m : {static_cast<const M*>(&filled), &empty}) {
+      Bytes seed;
+      Writer w(seed);
+      w.u16(static_cast<std::uint16_t>(api_index));
+      w.u16(static_cast<std::uint16_t>(version - M::min_version));
+      encode(w, *m, version);
+      put("fuzz_response",
+          std::string(api_name(M::api_key)) + "-" + side + "-v" + std::to_string(version) + (variant++ ? "-empty" : ""),
+          seed);
+    }
+  }
+}
+
+template <class... Pairs, std::size_t... I>
+void all_messages(std::index_sequence<I...>) {
+  using List = std::tuple<Pairs...>;
+  ((message_seeds<typename std::tuple_element_t<I, List>::first_type>(I, "request"),
+    message_seeds<typename std::tuple_element_t<I, List>::second_type>(I, "response")),
+   ...);
+}
+
+// Record-batch seeds start with the fuzz_record_batch prefix: flags 0 (no
+// aborted list, CRC-valid bytes) and a fetch offset byte of 2 (offset 0).
+Bytes record_prefix() { return Bytes{0x00, 0x02}; }
+
+void record_seeds() {
+  const char* names[] = {"none", "gzip", "snappy", "lz4", "zstd"};
+  for (int c = 0; c <= 4; ++c) {
+    ProducerRecord a;
+    a.key = Bytes{'k', '1'};
+    a.value = Bytes(40, 'v');
+    a.timestamp = 1714557600000;
+    a.headers.push_back({"trace", std::nullopt});
+    ProducerRecord b;
+    b.value = std::nullopt;  // tombstone
+    b.timestamp = 1714557600005;
+    ProducerRecord recs[] = {a, b};
+    BatchOptions opt;
+    opt.compression = static_cast<Compression>(c);
+    opt.base_offset = 5;
+    Bytes batch = record_prefix();
+    encode_record_batch(recs, opt, batch);
+    put("fuzz_record_batch", std::string("batch-") + names[c], batch);
+
+    // A transactional batch whose producer is on the aborted list
+    // (READ_COMMITTED drops it): flags 1 = one aborted entry, producer id
+    // byte 8 (id 7), first offset 13 - 8 = 5, fetch offset byte 2.
+    Bytes txn{0x01, 0x08, 0x00, 0x0d, 0x02};
+    BatchOptions t = opt;
+    t.producer_id = 7;
+    t.producer_epoch = 0;
+    t.base_sequence = 0;
+    t.transactional = true;
+    encode_record_batch(recs, t, txn);
+    put("fuzz_record_batch", std::string("txn-") + names[c], txn);
+
+    // Legacy magic 0/1 sets: plain messages and a compressed wrapper.
+    for (std::int8_t magic = 0; magic <= 1; ++magic) {
+      Bytes set = record_prefix();
+      encode_legacy_message(set, 0, magic, 0, 1714557600000, Bytes{'k'}, Bytes{'v', '0'});
+      if (c != 0) {
+        Bytes inner;
+        for (int i = 0; i < 3; ++i)
+          encode_legacy_message(inner, magic == 1 ? i : 1 + i, magic, 0, 1714557600000 + i, std::nullopt,
+                                Bytes{'v', static_cast<std::uint8_t>('1' + i)});
+        Bytes packed;
+        compress(static_cast<Compression>(c), ByteSpan(inner), packed);
+        encode_legacy_message(set, 3, magic, static_cast<std::int8_t>(c), 1714557600000, std::nullopt, packed);
+      }
+      put("fuzz_record_batch", std::string("legacy-v") + std::to_string(magic) + "-" + names[c], set);
+    }
+
+    // fuzz_decompress: selector (cap index 5 = 1 MiB, codec) + a compressed payload.
+    std::string text;
+    for (int i = 0; i < 20; ++i) text += "{\"user\":\"u" + std::to_string(i) + "\",\"amount\":1.5}\n";
+    Bytes packed;
+    compress(static_cast<Compression>(c), ByteSpan(reinterpret_cast<const std::uint8_t*>(text.data()), text.size()),
+             packed);
+    Bytes seed{static_cast<std::uint8_t>((5 << 4) | c)};
+    seed.insert(seed.end(), packed.begin(), packed.end());
+    put("fuzz_decompress", std::string("codec-") + names[c], seed);
+    if (c == 3) {
+      // Kafka's pre-KIP-57 LZ4 header checksum (covers the magic number too).
+      Bytes old = packed;
+      std::size_t end = 6 + ((old[4] & 0x08) ? 8 : 0) + ((old[4] & 0x01) ? 4 : 0);
+      old[end] = lz4_header_checksum(ByteSpan(old).subspan(0, end));
+      Bytes legacy{static_cast<std::uint8_t>((5 << 4) | 5)};
+      legacy.insert(legacy.end(), old.begin(), old.end());
+      put("fuzz_decompress", "lz4-kafka-legacy-header", legacy);
+    }
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: %s <corpus dir>\n", argv[0]);
+    return 2;
+  }
+  g_root = argv[1];
+  all_messages<std::pair<ProduceRequest, ProduceResponse>, std::pair<FetchRequest, FetchResponse>,
+               std::pair<ListOffsetsRequest, ListOffsetsResponse>, std::pair<MetadataRequest, MetadataResponse>,
+               std::pair<ApiVersionsRequest, ApiVersionsResponse>,
+               std::pair<CreateTopicsRequest, CreateTopicsResponse>,
+               std::pair<DeleteTopicsRequest, DeleteTopicsResponse>,
+               std::pair<DeleteRecordsRequest, DeleteRecordsResponse>,
+               std::pair<CreatePartitionsRequest, CreatePartitionsResponse>>(std::make_index_sequence<9>{});
+  record_seeds();
+  return 0;
+}
