@@ -107,6 +107,8 @@ ClientConfig ClientConfig::from_properties(const std::map<std::string, std::stri
       c.security_protocol = up;
     } else if (key == "request.timeout.ms") {
       c.request_timeout_ms = static_cast<std::int32_t>(parse_int(key, value, 1, kMaxInt));
+    } else if (key == "default.api.timeout.ms") {
+      c.default_api_timeout_ms = static_cast<std::int32_t>(parse_int(key, value, 1, kMaxInt));
     } else if (key == "socket.connection.setup.timeout.ms" || key == "socket.timeout.ms") {
       c.socket_connection_setup_timeout_ms = static_cast<std::int32_t>(parse_int(key, value, 1, kMaxInt));
     } else if (key == "metadata.max.age.ms") {

@@ -121,13 +121,19 @@ ClusterMetadata KafkaClient::metadata(const std::optional<std::vector<std::strin
   }
   req.allow_auto_topic_creation = false;
   Response<MetadataResponse> resp;
+  // Each attempt is bounded by request.timeout.ms, the whole call (retries
+  // included) by default.api.timeout.ms, as in the Java client.
+  const auto overall = deadline_after(std::chrono::milliseconds(config_.default_api_timeout_ms));
   for (int attempt = 0;; ++attempt) {
     try {
       auto& conn = any_connection();
-      resp = conn.request<MetadataResponse>(req, default_deadline());
+      resp = conn.request<MetadataResponse>(req, std::min(default_deadline(), overall));
       break;
-    } catch (const ConnectionError&) {
+    } catch (const ConnectionError& e) {
       if (attempt >= config_.retries) throw;
+      if (Clock::now() >= overall)
+        throw TimeoutError(fmt::format("Metadata got no answer within default.api.timeout.ms ({} ms): {}",
+                                       config_.default_api_timeout_ms, e.what()));
       bootstrap_.reset();
       brokers_.clear();
       backoff(attempt);

@@ -27,7 +27,8 @@ struct ClientConfig {
   std::string client_id = "kwire";                  // client.id
   std::string group_id;                             // group.id (kept for reference; no group protocol yet)
   std::string security_protocol = "PLAINTEXT";      // security.protocol
-  std::int32_t request_timeout_ms = 30000;          // request.timeout.ms
+  std::int32_t request_timeout_ms = 30000;          // request.timeout.ms (one attempt)
+  std::int32_t default_api_timeout_ms = 60000;      // default.api.timeout.ms (a whole call, retries included)
   std::int32_t socket_connection_setup_timeout_ms = 10000;  // socket.connection.setup.timeout.ms
   std::int32_t metadata_max_age_ms = 300000;        // metadata.max.age.ms
   std::int32_t retries = 5;                         // retries (per request, for retriable errors)

@@ -4,7 +4,8 @@
 // else" (NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE,
 // FENCED_LEADER_EPOCH, REPLICA_NOT_AVAILABLE, KAFKA_STORAGE_ERROR).
 //
-// Every call has a deadline (request.timeout.ms unless given). Not thread-safe:
+// Every request has a deadline: request.timeout.ms per attempt; Metadata
+// retries are also bounded as a whole by default.api.timeout.ms. Not thread-safe:
 // use one KafkaClient per thread.
 #pragma once
 
