@@ -1,4 +1,5 @@
 #include "kwire/client/config.hpp"
+#include "kwire/client/sasl.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -95,16 +96,48 @@ ClientConfig ClientConfig::from_properties(const std::map<std::string, std::stri
     } else if (key == "security.protocol") {
       std::string up = value;
       std::transform(up.begin(), up.end(), up.begin(), ::toupper);
-      if (up != "PLAINTEXT") {
-        if (up == "SSL" || up == "SASL_PLAINTEXT" || up == "SASL_SSL")
-          throw ConfigError(fmt::format("security.protocol={} is not available in this build of kwire; only "
-                                        "PLAINTEXT is",
-                                        up));
+      if (up != "PLAINTEXT" && up != "SSL" && up != "SASL_PLAINTEXT" && up != "SASL_SSL")
         throw ConfigError(fmt::format("invalid value '{}' for security.protocol: expected PLAINTEXT, SSL, "
                                       "SASL_PLAINTEXT or SASL_SSL",
                                       value));
-      }
       c.security_protocol = up;
+    } else if (key == "ssl.truststore.location" || key == "ssl.ca.location") {
+      c.ssl_ca_location = value;
+    } else if (key == "ssl.keystore.location" || key == "ssl.certificate.location") {
+      c.ssl_certificate_location = value;
+    } else if (key == "ssl.key.location") {
+      c.ssl_key_location = value;
+    } else if (key == "ssl.key.password" || key == "ssl.keystore.password") {
+      c.ssl_key_password = value;
+    } else if (key == "ssl.endpoint.identification.algorithm") {
+      auto l = lower(value);
+      if (l != "https" && l != "" && l != "none")
+        throw ConfigError(fmt::format("invalid value '{}' for ssl.endpoint.identification.algorithm: expected "
+                                      "https or empty",
+                                      value));
+      c.ssl_endpoint_identification_algorithm = l == "none" ? "" : l;
+    } else if (key == "ssl.truststore.type" || key == "ssl.keystore.type") {
+      if (lower(value) != "pem")
+        throw ConfigError(fmt::format("{}={} is not supported: kwire reads PEM files only", key, value));
+    } else if (key == "sasl.mechanism" || key == "sasl.mechanisms") {
+      std::string up = value;
+      std::transform(up.begin(), up.end(), up.begin(), ::toupper);
+      if (up != "PLAIN" && up != "SCRAM-SHA-256" && up != "SCRAM-SHA-512" && up != "OAUTHBEARER")
+        throw ConfigError(fmt::format("{}={} is not supported: expected PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or "
+                                      "OAUTHBEARER",
+                                      key, value));
+      c.sasl_mechanism = up;
+    } else if (key == "sasl.username") {
+      c.sasl_username = value;
+    } else if (key == "sasl.password") {
+      c.sasl_password = value;
+    } else if (key == "sasl.jaas.config") {
+      std::string u, pw;
+      parse_jaas_config(value, u, pw);
+      if (c.sasl_username.empty()) c.sasl_username = u;
+      if (c.sasl_password.empty()) c.sasl_password = pw;
+    } else if (key == "sasl.oauthbearer.token") {
+      c.sasl_oauthbearer_token = value;
     } else if (key == "request.timeout.ms") {
       c.request_timeout_ms = static_cast<std::int32_t>(parse_int(key, value, 1, kMaxInt));
     } else if (key == "default.api.timeout.ms") {
@@ -171,6 +204,10 @@ ClientConfig ClientConfig::from_properties(const std::map<std::string, std::stri
     }
   }
   if (!have_bootstrap) throw ConfigError("bootstrap.servers must be set");
+  if (c.security_protocol.rfind("SASL_", 0) == 0 && c.sasl_mechanism.empty())
+    throw ConfigError(fmt::format("security.protocol={} needs sasl.mechanism (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 "
+                                  "or OAUTHBEARER)",
+                                  c.security_protocol));
   return c;
 }
 

@@ -4,15 +4,44 @@
 #include <boost/asio/read.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl.hpp>
+
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+
+#include <filesystem>
 
 #include <fmt/format.h>
 
 #include "kwire/protocol/messages/api_versions.hpp"
+#include "kwire/protocol/messages/sasl_authenticate.hpp"
+#include "kwire/protocol/messages/sasl_handshake.hpp"
 
 namespace asio = boost::asio;
 using asio::ip::tcp;
 
 namespace kwire::client {
+
+namespace detail {
+// The TLS layer over a Connection's TCP socket (which it does not own).
+struct TlsStream {
+  TlsStream(std::unique_ptr<asio::ssl::context> c, tcp::socket& s) : context(std::move(c)), stream(s, *context) {}
+  std::unique_ptr<asio::ssl::context> context;
+  asio::ssl::stream<tcp::socket&> stream;
+};
+}  // namespace detail
+
+namespace {
+// Run `f` with the stream requests travel on: the TLS stream when there is one,
+// else the plain socket.
+template <class F>
+void on_stream(detail::TlsStream* tls, tcp::socket& socket, F&& f) {
+  if (tls)
+    f(tls->stream);
+  else
+    f(socket);
+}
+}  // namespace
 
 using namespace kwire::protocol;
 
@@ -60,6 +89,8 @@ void Connection::connect(Deadline deadline) {
   writing_ = false;
   if (throttle_timer_) throttle_timer_->cancel();
   throttle_timer_.reset();
+  tls_.reset();
+  reauthenticate_at_ = Clock::time_point::max();
   socket_ = std::make_unique<tcp::socket>(io_);
 
   boost::system::error_code ec;
@@ -89,8 +120,151 @@ void Connection::connect(Deadline deadline) {
     socket_->set_option(asio::socket_base::receive_buffer_size(opts_.socket_receive_buffer_bytes), ec);
   if (opts_.socket_send_buffer_bytes > 0)
     socket_->set_option(asio::socket_base::send_buffer_size(opts_.socket_send_buffer_bytes), ec);
+  if (opts_.tls.enabled) start_tls(deadline);
   start_read();
   negotiate(deadline);
+  if (opts_.sasl.enabled) authenticate(deadline);
+}
+
+void Connection::start_tls(Deadline deadline) {
+  const auto& t = opts_.tls;
+  auto ctx = std::make_unique<asio::ssl::context>(asio::ssl::context::tls_client);
+  ctx->set_options(asio::ssl::context::default_workarounds | asio::ssl::context::no_sslv2 |
+                   asio::ssl::context::no_sslv3 | asio::ssl::context::no_tlsv1 | asio::ssl::context::no_tlsv1_1);
+  boost::system::error_code ec;
+  auto tls_fail = [&](const std::string& what) {
+    close();
+    throw TlsError(fmt::format("TLS setup for broker {} failed: {}", endpoint(), what));
+  };
+  if (t.ca_location.empty()) {
+    ctx->set_default_verify_paths(ec);
+    if (ec) tls_fail("cannot load the system trust store: " + ec.message());
+  } else if (std::filesystem::is_directory(t.ca_location)) {
+    ctx->add_verify_path(t.ca_location, ec);
+    if (ec) tls_fail(fmt::format("cannot use CA directory '{}': {}", t.ca_location, ec.message()));
+  } else {
+    ctx->load_verify_file(t.ca_location, ec);
+    if (ec) tls_fail(fmt::format("cannot load CA file '{}': {}", t.ca_location, ec.message()));
+  }
+  if (!t.key_password.empty()) {
+    std::string pw = t.key_password;
+    ctx->set_password_callback([pw](std::size_t, asio::ssl::context::password_purpose) { return pw; });
+  }
+  if (!t.certificate_location.empty()) {
+    ctx->use_certificate_chain_file(t.certificate_location, ec);
+    if (ec) tls_fail(fmt::format("cannot load client certificate '{}': {}", t.certificate_location, ec.message()));
+  }
+  if (!t.key_location.empty()) {
+    ctx->use_private_key_file(t.key_location, asio::ssl::context::pem, ec);
+    if (ec) tls_fail(fmt::format("cannot load client key '{}': {}", t.key_location, ec.message()));
+  }
+  ctx->set_verify_mode(asio::ssl::verify_peer);
+  tls_ = std::make_unique<detail::TlsStream>(std::move(ctx), *socket_);
+
+  SSL* ssl = tls_->stream.native_handle();
+  boost::system::error_code addr_ec;
+  auto addr = asio::ip::make_address(host_, addr_ec);
+  const bool is_ip = !addr_ec;
+  if (!is_ip) SSL_set_tlsext_host_name(ssl, host_.c_str());  // SNI is for names only (RFC 6066)
+  if (t.verify_hostname) {
+    X509_VERIFY_PARAM* param = SSL_get0_param(ssl);
+    if (is_ip) {
+      X509_VERIFY_PARAM_set1_ip_asc(param, addr.to_string().c_str());
+    } else {
+      X509_VERIFY_PARAM_set_hostflags(param, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+      X509_VERIFY_PARAM_set1_host(param, host_.c_str(), 0);
+    }
+  }
+
+  bool done = false;
+  boost::system::error_code result;
+  auto alive = alive_;
+  tls_->stream.async_handshake(asio::ssl::stream_base::client, [&, alive](const boost::system::error_code& e) {
+    if (!*alive) return;
+    result = e;
+    done = true;
+  });
+  try {
+    run_until([&] { return done; }, deadline, "TLS handshake");
+  } catch (const TimeoutError&) {
+    close();
+    io_.poll();
+    throw TimeoutError(fmt::format("timed out in the TLS handshake with broker {}", endpoint()));
+  }
+  if (!result) return;
+  std::string reason;
+  long verify = SSL_get_verify_result(ssl);
+  switch (verify) {
+    case X509_V_OK:
+      reason = result.message();
+      break;
+    case X509_V_ERR_HOSTNAME_MISMATCH:
+      reason = fmt::format("the broker's certificate does not match the host name '{}'", host_);
+      break;
+    case X509_V_ERR_IP_ADDRESS_MISMATCH:
+      reason = fmt::format("the broker's certificate does not match the IP address {}", host_);
+      break;
+    case X509_V_ERR_CERT_HAS_EXPIRED:
+      reason = "the broker's certificate has expired";
+      break;
+    case X509_V_ERR_CERT_NOT_YET_VALID:
+      reason = "the broker's certificate is not valid yet";
+      break;
+    case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY:
+    case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT:
+    case X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN:
+    case X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT:
+    case X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE:
+      reason = fmt::format("the broker's certificate is signed by an unknown CA ({})",
+                           X509_verify_cert_error_string(verify));
+      break;
+    default:
+      reason = fmt::format("certificate verification failed: {}", X509_verify_cert_error_string(verify));
+  }
+  close();
+  io_.poll();
+  throw TlsError(fmt::format("TLS handshake with broker {} (host '{}') failed: {}", endpoint(), host_, reason));
+}
+
+void Connection::authenticate(Deadline deadline) {
+  SaslCredentials creds = opts_.sasl.credentials;
+  if (creds.mechanism == "OAUTHBEARER" && opts_.sasl.token_callback) creds.oauth_token = opts_.sasl.token_callback();
+  auto mech = make_sasl_mechanism(creds);
+  const std::string& name = mech->name();
+  auto refuse = [&](const std::string& why) {
+    fail("SASL authentication failed");
+    throw AuthenticationError(name, why);
+  };
+  if (pick_version(static_cast<std::int16_t>(ApiKey::sasl_handshake), 1, 1) != 1)
+    refuse(fmt::format("{}: broker {} does not support SaslHandshake v1", name, endpoint()));
+  SaslHandshakeRequest hello;
+  hello.mechanism = name;
+  auto hs = request<SaslHandshakeResponse>(hello, deadline);
+  if (hs.body.error_code != 0) {
+    std::string offered;
+    for (auto& m : hs.body.mechanisms) offered += (offered.empty() ? "" : ", ") + m;
+    refuse(fmt::format("SASL mechanism {} is not enabled on broker {} (it offers: {}; error code {})", name,
+                       endpoint(), offered.empty() ? "none" : offered, hs.body.error_code));
+  }
+  std::string token = mech->initial();
+  for (;;) {
+    SaslAuthenticateRequest step;
+    step.auth_bytes.assign(token.begin(), token.end());
+    auto resp = request<SaslAuthenticateResponse>(step, deadline);
+    if (resp.body.error_code != 0)
+      refuse(fmt::format("{} authentication to broker {} failed: {} (error code {})", name, endpoint(),
+                         resp.body.error_message.value_or("no message"), resp.body.error_code));
+    if (resp.body.session_lifetime_ms > 0)
+      reauthenticate_at_ = Clock::now() + std::chrono::milliseconds(resp.body.session_lifetime_ms * 9 / 10);
+    std::optional<std::string> next;
+    try {
+      next = mech->step(std::string(resp.body.auth_bytes.begin(), resp.body.auth_bytes.end()));
+    } catch (const AuthenticationError& e) {
+      refuse(fmt::format("{} (broker {})", e.what(), endpoint()));
+    }
+    if (!next) break;
+    token = std::move(*next);
+  }
 }
 
 void Connection::negotiate(Deadline deadline) {
@@ -164,7 +338,8 @@ void Connection::start_write() {
   writing_ = true;
   auto frame = write_queue_.front();
   auto alive = alive_;
-  asio::async_write(*socket_, asio::buffer(*frame),
+  on_stream(tls_.get(), *socket_, [&](auto& stream) {
+  asio::async_write(stream, asio::buffer(*frame),
                     [this, alive, frame](const boost::system::error_code& ec, std::size_t) {
                       if (!*alive) return;
                       writing_ = false;
@@ -175,26 +350,37 @@ void Connection::start_write() {
                       write_queue_.pop_front();
                       start_write();
                     });
+  });
 }
 
 void Connection::start_read() {
   auto alive = alive_;
-  asio::async_read(*socket_, asio::buffer(size_buf_, 4), [this, alive](const boost::system::error_code& ec, std::size_t) {
-    if (!*alive) return;
-    if (ec) {
-      fail(ec == asio::error::eof ? "broker closed the connection" : "read failed: " + ec.message());
-      return;
-    }
-    auto size = static_cast<std::int32_t>(load_be32(size_buf_));
-    if (size < 4 || static_cast<std::size_t>(size) > opts_.max_response_bytes) {
-      fail(fmt::format("invalid response frame size {}", size));
-      return;
-    }
-    read_buf_ = std::make_shared<Bytes>(static_cast<std::size_t>(size));
-    asio::async_read(*socket_, asio::buffer(*read_buf_), [this, alive](const boost::system::error_code& ec2, std::size_t) {
+  on_stream(tls_.get(), *socket_, [&](auto& stream) {
+    asio::async_read(stream, asio::buffer(size_buf_, 4), [this, alive](const boost::system::error_code& ec, std::size_t) {
       if (!*alive) return;
-      if (ec2) {
-        fail("read failed: " + ec2.message());
+      if (ec) {
+        fail(ec == asio::error::eof || ec == asio::ssl::error::stream_truncated ? "broker closed the connection"
+                                                                                 : "read failed: " + ec.message());
+        return;
+      }
+      auto size = static_cast<std::int32_t>(load_be32(size_buf_));
+      if (size < 4 || static_cast<std::size_t>(size) > opts_.max_response_bytes) {
+        fail(fmt::format("invalid response frame size {}", size));
+        return;
+      }
+      read_buf_ = std::make_shared<Bytes>(static_cast<std::size_t>(size));
+      read_body();
+    });
+  });
+}
+
+void Connection::read_body() {
+  auto alive = alive_;
+  on_stream(tls_.get(), *socket_, [&](auto& stream) {
+    asio::async_read(stream, asio::buffer(*read_buf_), [this, alive](const boost::system::error_code& ec, std::size_t) {
+      if (!*alive) return;
+      if (ec) {
+        fail("read failed: " + ec.message());
         return;
       }
       auto corr = static_cast<std::int32_t>(load_be32(read_buf_->data()));

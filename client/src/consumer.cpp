@@ -154,10 +154,19 @@ ConsumerRecords Consumer::poll(std::chrono::milliseconds timeout) {
     out.frames_ = buffered_.frames_;
     out.decoded_ = buffered_.decoded_;
     out.topics_ = buffered_.topics_;
+    // Records of one partition are contiguous and in offset order, so the
+    // position map is searched once per run of a partition, not per record.
+    const std::string* run_topic = nullptr;
+    std::int32_t run_partition = -1;
+    auto run_it = positions_.end();
     for (std::size_t i = buffered_pos_; i < buffered_pos_ + n; ++i) {
       auto& r = buffered_.records_[i];
-      auto it = positions_.find(TopicPartition{*r.topic, r.partition});
-      if (it != positions_.end()) it->second = r.offset + 1;
+      if (r.topic != run_topic || r.partition != run_partition) {
+        run_topic = r.topic;
+        run_partition = r.partition;
+        run_it = positions_.find(TopicPartition{*r.topic, r.partition});
+      }
+      if (run_it != positions_.end()) run_it->second = r.offset + 1;
     }
     buffered_pos_ += n;
     if (buffered_pos_ >= buffered_.records_.size()) {
@@ -206,6 +215,10 @@ ConsumerRecords Consumer::poll(std::chrono::milliseconds timeout) {
                                       fmt::format("offset {} is out of range for {} (OFFSET_OUT_OF_RANGE)",
                                                   p.fetch_offset, to_string(p.tp)));
     ConsumerRecords batch;
+    std::size_t total = 0;
+    for (auto& p : fetched)
+      if (p.error_code == 0 && p.records) total += p.records->records.size();
+    batch.records_.reserve(total);
     bool reset_needed = false;
     for (auto& p : fetched) {
       auto topic_holder = std::make_shared<const std::string>(p.tp.topic);

@@ -60,13 +60,38 @@ void KafkaClient::backoff(int attempt) {
   std::this_thread::sleep_for(std::chrono::milliseconds(ms));
 }
 
-Connection& KafkaClient::connect_to(const std::string& host, std::uint16_t port, std::int32_t node_id) {
+ConnectionOptions KafkaClient::connection_options() const {
   ConnectionOptions opts;
   opts.client_id = config_.client_id;
   opts.connect_timeout = std::chrono::milliseconds(config_.socket_connection_setup_timeout_ms);
   opts.socket_receive_buffer_bytes = config_.receive_buffer_bytes;
   opts.socket_send_buffer_bytes = config_.send_buffer_bytes;
-  auto conn = std::make_unique<Connection>(*io_, host, port, opts);
+  const auto& sp = config_.security_protocol;
+  opts.tls.enabled = sp == "SSL" || sp == "SASL_SSL";
+  opts.tls.ca_location = config_.ssl_ca_location;
+  opts.tls.certificate_location = config_.ssl_certificate_location;
+  opts.tls.key_location =
+      config_.ssl_key_location.empty() ? config_.ssl_certificate_location : config_.ssl_key_location;
+  opts.tls.key_password = config_.ssl_key_password;
+  opts.tls.verify_hostname = !config_.ssl_endpoint_identification_algorithm.empty();
+  opts.sasl.enabled = sp == "SASL_PLAINTEXT" || sp == "SASL_SSL";
+  opts.sasl.credentials.mechanism = config_.sasl_mechanism;
+  opts.sasl.credentials.username = config_.sasl_username;
+  opts.sasl.credentials.password = config_.sasl_password;
+  opts.sasl.credentials.oauth_token = config_.sasl_oauthbearer_token;
+  opts.sasl.token_callback = config_.sasl_oauthbearer_token_callback;
+  return opts;
+}
+
+// KIP-368: a connection whose SASL session is close to its end is reconnected
+// (and so re-authenticated) before the next request goes out on it. Only an
+// idle connection is renewed, so no pipelined response is lost.
+void KafkaClient::renew_if_due(Connection& c) {
+  if (c.is_open() && Clock::now() >= c.reauthenticate_at() && c.in_flight() == 0) c.connect(default_deadline());
+}
+
+Connection& KafkaClient::connect_to(const std::string& host, std::uint16_t port, std::int32_t node_id) {
+  auto conn = std::make_unique<Connection>(*io_, host, port, connection_options());
   conn->connect(default_deadline());
   auto& slot = brokers_[node_id];
   slot = std::move(conn);
@@ -75,30 +100,39 @@ Connection& KafkaClient::connect_to(const std::string& host, std::uint16_t port,
 
 Connection& KafkaClient::any_connection() {
   for (auto& [id, c] : brokers_)
-    if (c && c->is_open()) return *c;
-  if (bootstrap_ && bootstrap_->is_open()) return *bootstrap_;
+    if (c && c->is_open()) {
+      renew_if_due(*c);
+      return *c;
+    }
+  if (bootstrap_ && bootstrap_->is_open()) {
+    renew_if_due(*bootstrap_);
+    return *bootstrap_;
+  }
   std::string errors;
+  bool all_tls = true;
   for (auto& addr : config_.bootstrap_servers) {
     try {
-      ConnectionOptions opts;
-      opts.client_id = config_.client_id;
-      opts.connect_timeout = std::chrono::milliseconds(config_.socket_connection_setup_timeout_ms);
-      opts.socket_receive_buffer_bytes = config_.receive_buffer_bytes;
-      opts.socket_send_buffer_bytes = config_.send_buffer_bytes;
-      bootstrap_ = std::make_unique<Connection>(*io_, addr.host, addr.port, opts);
+      bootstrap_ = std::make_unique<Connection>(*io_, addr.host, addr.port, connection_options());
       bootstrap_->connect(default_deadline());
       return *bootstrap_;
+    } catch (const AuthenticationError&) {
+      throw;  // the same credentials would be refused by every broker
     } catch (const ClientError& e) {
+      if (!dynamic_cast<const TlsError*>(&e)) all_tls = false;
       if (!errors.empty()) errors += "; ";
       errors += e.what();
     }
   }
+  if (all_tls && !errors.empty()) throw TlsError("could not reach any bootstrap server: " + errors);
   throw ConnectionError("could not reach any bootstrap server: " + errors);
 }
 
 Connection& KafkaClient::broker(std::int32_t node_id) {
   auto it = brokers_.find(node_id);
-  if (it != brokers_.end() && it->second && it->second->is_open()) return *it->second;
+  if (it != brokers_.end() && it->second && it->second->is_open()) {
+    renew_if_due(*it->second);
+    return *it->second;
+  }
   for (auto& b : metadata_.brokers) {
     if (b.node_id == node_id) return connect_to(b.host, static_cast<std::uint16_t>(b.port), node_id);
   }
@@ -324,6 +358,12 @@ std::vector<FetchedPartition> KafkaClient::fetch(const std::map<TopicPartition, 
     std::int32_t leader;
   };
   std::vector<InFlight> flights;
+  struct SessionUpdate {
+    bool incremental = false;
+    bool use_session = false;
+    std::map<TopicPartition, std::pair<std::int64_t, std::int32_t>> sent;
+  };
+  std::map<std::int32_t, SessionUpdate> pending_sessions;
   for (auto& [leader, parts] : by_leader) {
     Connection* conn;
     try {
@@ -347,28 +387,68 @@ std::vector<FetchedPartition> KafkaClient::fetch(const std::map<TopicPartition, 
     req.min_bytes = config_.fetch_min_bytes;
     req.max_bytes = config_.fetch_max_bytes;
     req.isolation_level = config_.isolation_level;
-    req.session_id = 0;
-    req.session_epoch = -1;  // no incremental session: full fetch every time
-    for (auto& [tp, off] : parts) {
-      bool new_topic = req.topics.empty() || req.topics.back().topic != tp.topic;
-      if (new_topic) {
+    auto max_bytes_for = [&](const TopicPartition& tp) {
+      auto it = partition_max_bytes_.find(tp);
+      return it != partition_max_bytes_.end() ? it->second : config_.max_partition_fetch_bytes;
+    };
+    bool ids_known = true;
+    for (auto& [tp, off] : parts)
+      if (topic_ids_.find(tp.topic) == topic_ids_.end()) ids_known = false;
+    // Topic ids are required from v13; stay at v12 while one is unknown.
+    if (v >= 13 && !ids_known) v = 12;
+    auto& session = sessions_[leader];
+    const bool use_session = v >= 7;
+    const bool incremental = use_session && session.id != 0;
+    if (!use_session) {
+      req.session_id = 0;
+      req.session_epoch = -1;  // sessionless full fetch
+    } else if (!incremental) {
+      session = FetchSession{};
+      req.session_id = 0;
+      req.session_epoch = 0;  // full fetch that asks for a new session
+    } else {
+      req.session_id = session.id;
+      req.session_epoch = session.epoch;
+    }
+    auto add_topic = [&](std::vector<FetchRequest::FetchTopic>& topics, const std::string& name) {
+      if (topics.empty() || topics.back().topic != name) {
         FetchRequest::FetchTopic ft;
-        ft.topic = tp.topic;
-        auto id = topic_ids_.find(tp.topic);
+        ft.topic = name;
+        auto id = topic_ids_.find(name);
         if (id != topic_ids_.end()) ft.topic_id = id->second;
-        req.topics.push_back(std::move(ft));
+        topics.push_back(std::move(ft));
       }
+    };
+    for (auto& [tp, off] : parts) {
+      const std::int32_t mb = max_bytes_for(tp);
+      if (incremental) {
+        auto it = session.sent.find(tp);
+        if (it != session.sent.end() && it->second == std::make_pair(off, mb)) continue;  // unchanged
+      }
+      add_topic(req.topics, tp.topic);
       FetchRequest::FetchPartition fp;
       fp.partition = tp.partition;
       fp.fetch_offset = off;
-      fp.partition_max_bytes = config_.max_partition_fetch_bytes;
+      fp.partition_max_bytes = mb;
       req.topics.back().partitions.push_back(fp);
     }
-    if (v >= 13) {
-      // Topic ids are required from v13; fall back to v12 if any is unknown.
-      bool all_ids = std::all_of(req.topics.begin(), req.topics.end(), [](auto& t) { return !t.topic_id.is_zero(); });
-      if (!all_ids) v = std::min<std::int16_t>(v, 12);
+    if (incremental) {
+      for (auto& [tp, _] : session.sent) {
+        if (parts.count(tp)) continue;
+        if (req.forgotten_topics_data.empty() || req.forgotten_topics_data.back().topic != tp.topic) {
+          FetchRequest::ForgottenTopic ft;
+          ft.topic = tp.topic;
+          auto id = topic_ids_.find(tp.topic);
+          if (id != topic_ids_.end()) ft.topic_id = id->second;
+          req.forgotten_topics_data.push_back(std::move(ft));
+        }
+        req.forgotten_topics_data.back().partitions.push_back(tp.partition);
+      }
     }
+    // What the broker will remember once it answers without error.
+    std::map<TopicPartition, std::pair<std::int64_t, std::int32_t>> next_sent;
+    for (auto& [tp, off] : parts) next_sent[tp] = {off, max_bytes_for(tp)};
+    pending_sessions[leader] = {incremental, use_session, std::move(next_sent)};
     flights.push_back({conn, conn->send(req, v), v, leader});
   }
   const auto deadline = Clock::now() + max_wait + std::chrono::milliseconds(config_.request_timeout_ms);
@@ -389,8 +469,31 @@ std::vector<FetchedPartition> KafkaClient::fetch(const std::map<TopicPartition, 
       continue;
     }
     auto frame = resp.frame;
-    if (resp.body.error_code != 0)
-      throw KafkaError(resp.body.error_code, fmt::format("Fetch failed: {}", describe(resp.body.error_code)));
+    const auto top_error = resp.body.error_code;
+    if (top_error == static_cast<std::int16_t>(ErrorCode::fetch_session_id_not_found) ||
+        top_error == static_cast<std::int16_t>(ErrorCode::invalid_fetch_session_epoch) ||
+        top_error == static_cast<std::int16_t>(ErrorCode::fetch_session_topic_id_error)) {
+      // The broker dropped or does not know our session: the next fetch to it
+      // is a full one that opens a new session. Nothing is lost: positions
+      // did not move.
+      sessions_.erase(f.leader);
+      continue;
+    }
+    if (top_error != 0) {
+      sessions_.erase(f.leader);
+      throw KafkaError(top_error, fmt::format("Fetch failed: {}", describe(top_error)));
+    }
+    {
+      auto& upd = pending_sessions[f.leader];
+      auto& session = sessions_[f.leader];
+      if (upd.use_session && resp.body.session_id != 0) {
+        if (!upd.incremental) session.id = resp.body.session_id;
+        session.epoch = session.epoch == 0x7fffffff ? 1 : session.epoch + 1;
+        session.sent = std::move(upd.sent);
+      } else {
+        sessions_.erase(f.leader);  // the broker keeps no session for us
+      }
+    }
     for (auto& t : resp.body.responses) {
       std::string name = t.topic;
       if (f.version >= 13) {
@@ -423,6 +526,19 @@ std::vector<FetchedPartition> KafkaClient::fetch(const std::map<TopicPartition, 
             } catch (const CorruptRecordError& e) {
               throw CorruptRecordError(e.base_offset(), e.kind(), fmt::format("{} (partition {})", e.what(), to_string(fp.tp)));
             }
+          }
+          // A batch bigger than what was asked for arrives cut off; ask for
+          // its full size next time (Kafka brokers from 0.10.1 return at
+          // least one whole batch, older ones do not).
+          if (fp.records->records.empty() && fp.records->truncated_tail && fp.records->next_offset == fp.fetch_offset &&
+              fp.records->truncated_batch_size > 0) {
+            const auto need = fp.records->truncated_batch_size;
+            if (need > static_cast<std::size_t>(config_.fetch_max_bytes))
+              throw ClientError(fmt::format("the batch at offset {} of {} is {} bytes, above fetch.max.bytes ({})",
+                                            fp.fetch_offset, to_string(fp.tp), need, config_.fetch_max_bytes));
+            partition_max_bytes_[fp.tp] = static_cast<std::int32_t>(need);
+          } else if (!fp.records->records.empty()) {
+            partition_max_bytes_.erase(fp.tp);
           }
         } else if (refresh_worthy(p.error_code)) {
           refresh = true;

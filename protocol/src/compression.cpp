@@ -191,8 +191,17 @@ struct Lz4DctxDeleter {
   void operator()(LZ4F_dctx* d) const noexcept { LZ4F_freeDecompressionContext(d); }
 };
 
-LZ4F_dctx* lz4_dctx() {
+// One decompression context per thread, dropped after an error: when a frame
+// fails part-way, LZ4F_resetDecompressionContext() leaves some of its state
+// behind (the content size announced in its header), and the next, valid
+// frame is then rejected with ERROR_frameSize_wrong (liblz4 1.9.4).
+std::unique_ptr<LZ4F_dctx, Lz4DctxDeleter>& lz4_dctx_slot() {
   thread_local std::unique_ptr<LZ4F_dctx, Lz4DctxDeleter> ctx;
+  return ctx;
+}
+
+LZ4F_dctx* lz4_dctx() {
+  auto& ctx = lz4_dctx_slot();
   if (!ctx) {
     LZ4F_dctx* d = nullptr;
     if (LZ4F_isError(LZ4F_createDecompressionContext(&d, LZ4F_VERSION)))
@@ -238,7 +247,7 @@ void lz4_decompress(ByteSpan in, Bytes& out, std::size_t max_output) {
         fail(Compression::lz4, "truncated frame");
     }
   } catch (...) {
-    LZ4F_resetDecompressionContext(d);
+    lz4_dctx_slot().reset();
     throw;
   }
   sink.finish();

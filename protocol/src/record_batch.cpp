@@ -259,7 +259,9 @@ class Decoder {
         rec->value = value;
         rec->producer_id = producer_id;
         rec->producer_epoch = producer_epoch;
-        if (header_count > 0) rec->headers.reserve(static_cast<std::size_t>(header_count));
+        // The count is only checked against the bytes left (two per header);
+        // reserve no more than a few headers before they actually decode.
+        if (header_count > 0) rec->headers.reserve(std::min<std::size_t>(static_cast<std::size_t>(header_count), 16));
       }
       for (std::int32_t h = 0; h < header_count; ++h) {
         const std::int32_t klen = rr.varint();

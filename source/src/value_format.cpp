@@ -272,10 +272,20 @@ std::optional<std::int64_t> parse_timestamp_ms(std::string_view text) {
 }
 
 std::string format_timestamp_ms(std::int64_t ms) {
-  std::int64_t secs = ms >= 0 ? ms / 1000 : -((-ms + 999) / 1000);
-  const std::int64_t millis = ms - secs * 1000;
-  std::int64_t days = secs >= 0 ? secs / 86400 : -((-secs + 86399) / 86400);
-  const std::int64_t sod = secs - days * 86400;
+  // Floor division by remainders, which cannot overflow (negating the
+  // smallest int64 would).
+  std::int64_t secs = ms / 1000;
+  std::int64_t millis = ms % 1000;
+  if (millis < 0) {
+    millis += 1000;
+    --secs;
+  }
+  std::int64_t days = secs / 86400;
+  std::int64_t sod = secs % 86400;
+  if (sod < 0) {
+    sod += 86400;
+    --days;
+  }
   std::int64_t y = 0;
   unsigned m = 0, d = 0;
   civil_from_days(days, y, m, d);

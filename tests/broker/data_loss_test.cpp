@@ -485,7 +485,7 @@ TEST(DataLoss, GapsFromCompactionOrMarkersAreNotLoss) {
     client::Producer p({{"bootstrap.servers", bootstrap()}});
     for (int round = 0; round < 2; ++round)
       for (int i = 0; i < 10; ++i) {
-        std::string k = "k" + std::to_string(i), v = fmt::format("r{}-{}", round, i);
+        std::string k = fmt::format("k{}", i), v = fmt::format("r{}-{}", round, i);
         client::ProducerMessage m;
         m.topic = topic;
         m.partition = 0;

@@ -3,17 +3,56 @@
 // own error type, never with undefined behaviour or an oversized allocation.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdint>
+#include <cstdlib>
 #include <limits>
+#include <new>
 #include <optional>
 
 #include "kwire/protocol/log_inspect.hpp"
 #include "kwire/protocol/messages.hpp"
 #include "kwire/protocol/record_batch.hpp"
+#include "kwire/source/value_format.hpp"
 
 using namespace kwire::protocol;
 
+// The largest single allocation made while a LargestAllocation is alive.
 namespace {
+std::atomic<bool> g_tracking{false};
+std::atomic<std::size_t> g_largest{0};
+}  // namespace
+
+void* operator new(std::size_t n) {
+  if (g_tracking.load(std::memory_order_relaxed)) {
+    std::size_t seen = g_largest.load(std::memory_order_relaxed);
+    while (n > seen && !g_largest.compare_exchange_weak(seen, n)) {
+    }
+  }
+  if (void* p = std::malloc(n ? n : 1)) return p;
+  throw std::bad_alloc();
+}
+// GCC cannot tell that these pair with the operator new above.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+
+namespace {
+
+struct LargestAllocation {
+  LargestAllocation() {
+    g_largest = 0;
+    g_tracking = true;
+  }
+  ~LargestAllocation() { g_tracking = false; }
+  std::size_t bytes() const { return g_largest.load(); }
+};
 
 constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
 
@@ -171,7 +210,63 @@ TEST(FuzzRegressions, ArrayCountDoesNotPreallocate) {
   for (int i = 0; i < 1000; ++i) w.i8(-1);
   MetadataResponse m;
   Reader r{ByteSpan(body)};
+  LargestAllocation largest;
   decode(r, m, 0);
   EXPECT_FALSE(r.ok());
   EXPECT_LE(m.brokers.capacity(), 16u);
+  EXPECT_LT(largest.bytes(), 16 * sizeof(MetadataResponse::MetadataResponseBroker) + 1);
+}
+
+// Same for a record's header count, checked only against the record's bytes
+// (two per header): 100000 headers announced, the first one malformed.
+TEST(FuzzRegressions, RecordHeaderCountDoesNotPreallocate) {
+  Bytes record;
+  {
+    Writer w(record);
+    w.i8(0);          // attributes
+    w.varlong(0);     // timestamp delta
+    w.varint(0);      // offset delta
+    w.varint(-1);     // null key
+    w.varint(-1);     // null value
+    w.varint(100000); // header count
+    w.varint(-5);     // first header key length: invalid
+    for (int i = 0; i < 200000; ++i) w.i8(0);
+  }
+  Bytes body;
+  Writer(body).varint(static_cast<std::int32_t>(record.size()));
+  body.insert(body.end(), record.begin(), record.end());
+  const Bytes records = v2_batch(0, 0, 0, 1, body);
+  DecodedRecords out;
+  out.records.reserve(4);
+  LargestAllocation largest;
+  EXPECT_THROW(decode_records(records, 0, no_crc(), out), CorruptRecordError);
+  EXPECT_LT(largest.bytes(), 64u * 1024);
+}
+
+// fuzz_decompress: an LZ4 frame header announcing a content size, cut short.
+// Its failure left the per-thread LZ4 context unusable: the next, valid frame
+// failed with "frameSize_wrong" (so one corrupt batch made later good ones fail).
+TEST(FuzzRegressions, Lz4ContextUsableAfterTruncatedFrame) {
+  const Bytes truncated = {0x04, 0x22, 0x4d, 0x18, 0x68, 0x40, 0x82, 0x82,
+                           0x00, 0x00, 0x00, 0xf6, 0x0c, 0x7b, 0x23};
+  const Bytes text = {'h', 'e', 'l', 'l', 'o', ' ', 'h', 'e', 'l', 'l', 'o'};
+  Bytes packed;
+  compress(Compression::lz4, ByteSpan(text), packed);
+  for (int round = 0; round < 2; ++round) {
+    Bytes out;
+    EXPECT_THROW(decompress(Compression::lz4, ByteSpan(truncated), out, 1u << 20), CompressionError);
+    EXPECT_THROW(decompress_lz4_legacy_header(ByteSpan(truncated), out, 1u << 20), CompressionError);
+    ASSERT_NO_THROW(decompress(Compression::lz4, ByteSpan(packed), out, 1u << 20));
+    EXPECT_EQ(out, text);
+  }
+}
+
+// fuzz_value_format: formatting the smallest int64 timestamp negated it.
+TEST(FuzzRegressions, FormatTimestampAtInt64Limits) {
+  using kwire::source::format_timestamp_ms;
+  EXPECT_EQ(format_timestamp_ms(0), "1970-01-01T00:00:00.000Z");
+  EXPECT_EQ(format_timestamp_ms(-1), "1969-12-31T23:59:59.999Z");
+  EXPECT_EQ(format_timestamp_ms(-86400000), "1969-12-31T00:00:00.000Z");
+  EXPECT_EQ(format_timestamp_ms(std::numeric_limits<std::int64_t>::max()), "292278994-08-17T07:12:55.807Z");
+  EXPECT_EQ(format_timestamp_ms(std::numeric_limits<std::int64_t>::min()), "-292275055-05-16T16:47:04.192Z");
 }

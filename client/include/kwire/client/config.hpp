@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -27,6 +28,18 @@ struct ClientConfig {
   std::string client_id = "kwire";                  // client.id
   std::string group_id;                             // group.id (kept for reference; no group protocol yet)
   std::string security_protocol = "PLAINTEXT";      // security.protocol
+  // TLS (security.protocol SSL / SASL_SSL); files are PEM.
+  std::string ssl_ca_location;                      // ssl.truststore.location / ssl.ca.location (empty: system store)
+  std::string ssl_certificate_location;             // ssl.keystore.location / ssl.certificate.location (mTLS)
+  std::string ssl_key_location;                     // ssl.key.location (defaults to the keystore file)
+  std::string ssl_key_password;                     // ssl.key.password
+  std::string ssl_endpoint_identification_algorithm = "https";  // "" turns host name verification off
+  // SASL (security.protocol SASL_PLAINTEXT / SASL_SSL)
+  std::string sasl_mechanism;                       // sasl.mechanism / sasl.mechanisms
+  std::string sasl_username;                        // sasl.username, or from sasl.jaas.config
+  std::string sasl_password;                        // sasl.password, or from sasl.jaas.config
+  std::string sasl_oauthbearer_token;               // sasl.oauthbearer.token (static OAUTHBEARER token)
+  std::function<std::string()> sasl_oauthbearer_token_callback;  // library only: fresh token per authentication
   std::int32_t request_timeout_ms = 30000;          // request.timeout.ms (one attempt)
   std::int32_t default_api_timeout_ms = 60000;      // default.api.timeout.ms (a whole call, retries included)
   std::int32_t socket_connection_setup_timeout_ms = 10000;  // socket.connection.setup.timeout.ms

@@ -10,6 +10,13 @@
 // back to v0 when the broker answers UNSUPPORTED_VERSION), and each request
 // uses the highest version both sides speak.
 //
+// Security: with TLS on, the TCP stream is wrapped in an OpenSSL stream after
+// connecting (SNI carries the host name unless it is an IP literal; the
+// certificate is checked against the host name or IP address unless hostname
+// verification is off). With SASL on, SaslHandshake v1 and SaslAuthenticate
+// follow ApiVersions; a session lifetime from the broker (KIP-368) is kept in
+// reauthenticate_at(), after which the owner reconnects.
+//
 // Quotas (KIP-219): a response carrying throttle_time_ms > 0 holds back every
 // later request on this connection until the throttle time has passed; the
 // requests are queued and written when it ends.
@@ -29,6 +36,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "kwire/client/errors.hpp"
+#include "kwire/client/sasl.hpp"
 #include "kwire/protocol/header.hpp"
 
 namespace kwire::client {
@@ -52,6 +60,26 @@ struct VersionRange {
   std::int16_t max = -1;
 };
 
+struct TlsOptions {
+  bool enabled = false;
+  std::string ca_location;           // PEM file or directory of hashed certs; empty = system trust store
+  std::string certificate_location;  // client certificate chain (PEM), for mutual TLS
+  std::string key_location;          // client private key (PEM)
+  std::string key_password;          // for an encrypted private key
+  bool verify_hostname = true;       // ssl.endpoint.identification.algorithm=https
+};
+
+struct SaslOptions {
+  bool enabled = false;
+  SaslCredentials credentials;
+  /// OAUTHBEARER: called at each authentication when set (else credentials.oauth_token).
+  std::function<std::string()> token_callback;
+};
+
+namespace detail {
+struct TlsStream;
+}
+
 struct ConnectionOptions {
   std::string client_id = "kwire";
   std::chrono::milliseconds connect_timeout{10000};
@@ -59,6 +87,8 @@ struct ConnectionOptions {
   std::size_t max_response_bytes = std::size_t{1} << 30;
   int socket_receive_buffer_bytes = 0;  // 0 = OS default
   int socket_send_buffer_bytes = 0;
+  TlsOptions tls;
+  SaslOptions sasl;
 };
 
 class Connection {
@@ -114,6 +144,10 @@ class Connection {
   /// Number of requests sent and not yet answered.
   std::size_t in_flight() const noexcept { return pending_.size(); }
 
+  /// When the SASL session should be renewed (90% of the broker's session
+  /// lifetime); time_point::max() when the broker set no limit.
+  Clock::time_point reauthenticate_at() const noexcept { return reauthenticate_at_; }
+
   /// Until when the broker asked (throttle_time_ms) not to be sent requests.
   Clock::time_point throttled_until() const noexcept { return throttled_until_; }
 
@@ -141,8 +175,11 @@ class Connection {
   [[noreturn]] void malformed(protocol::ApiKey key, std::int16_t version, const protocol::Reader& r);
   void start_write();
   void start_read();
+  void read_body();
   void fail(const std::string& why);
   void negotiate(Deadline deadline);
+  void start_tls(Deadline deadline);
+  void authenticate(Deadline deadline);
   void run_until(const std::function<bool()>& done, Deadline deadline, const char* what);
 
   boost::asio::io_context& io_;
@@ -150,6 +187,8 @@ class Connection {
   std::uint16_t port_;
   ConnectionOptions opts_;
   std::unique_ptr<boost::asio::ip::tcp::socket> socket_;
+  std::unique_ptr<detail::TlsStream> tls_;  // set when TLS wraps socket_
+  Clock::time_point reauthenticate_at_ = Clock::time_point::max();
   std::int32_t next_correlation_id_ = 1;
   std::map<std::int32_t, Pending> pending_;
   std::deque<std::shared_ptr<protocol::Bytes>> write_queue_;

@@ -32,6 +32,13 @@ class ConnectionError : public ClientError {
   using ClientError::ClientError;
 };
 
+/// A TLS handshake that failed: names the broker and the reason (unknown CA,
+/// host name mismatch, expired certificate, bad key file...).
+class TlsError : public ConnectionError {
+ public:
+  using ConnectionError::ConnectionError;
+};
+
 /// The broker sent bytes that do not decode (names the API, version and offset).
 class MalformedResponseError : public ClientError {
  public:

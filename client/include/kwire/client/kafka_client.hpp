@@ -166,6 +166,14 @@ class KafkaClient {
   /// Throws KafkaError UNKNOWN_TOPIC_OR_PARTITION when the topic does not exist.
   std::int32_t partition_count(const std::string& topic);
 
+  /// The incremental fetch session (KIP-227) open with a broker, as
+  /// {session id, epoch of the next request}; nullopt when none is open.
+  std::optional<std::pair<std::int32_t, std::int32_t>> fetch_session(std::int32_t node_id) const {
+    auto it = sessions_.find(node_id);
+    if (it == sessions_.end() || it->second.id == 0) return std::nullopt;
+    return std::make_pair(it->second.id, it->second.epoch);
+  }
+
   /// Leader connection for a partition (from the cache, refreshed when unknown).
   Connection& leader_for(const TopicPartition& tp);
   /// Any live connection (bootstrap or a known broker).
@@ -173,6 +181,8 @@ class KafkaClient {
   Connection& broker(std::int32_t node_id);
 
  private:
+  ConnectionOptions connection_options() const;
+  void renew_if_due(Connection& c);
   Connection& connect_to(const std::string& host, std::uint16_t port, std::int32_t node_id);
   std::int32_t leader_id(const TopicPartition& tp);
   void backoff(int attempt);
@@ -185,6 +195,19 @@ class KafkaClient {
   std::map<TopicPartition, std::int32_t> leaders_;
   std::map<std::string, protocol::Uuid> topic_ids_;
   std::map<std::string, std::string> names_by_id_;  // base64 topic id -> name
+
+  // KIP-227 incremental fetch session with one broker: after a full fetch
+  // that opened it, a request lists only partitions whose fetch offset or
+  // max bytes changed, and names the ones to drop in forgotten_topics_data.
+  struct FetchSession {
+    std::int32_t id = 0;     // 0: none yet (the next fetch asks for one)
+    std::int32_t epoch = 0;  // epoch of the next request
+    std::map<TopicPartition, std::pair<std::int64_t, std::int32_t>> sent;  // offset, max bytes
+  };
+  std::map<std::int32_t, FetchSession> sessions_;  // by broker node id
+  // Partitions whose next batch is larger than max.partition.fetch.bytes:
+  // the size to ask for instead (bounded by fetch.max.bytes).
+  std::map<TopicPartition, std::int32_t> partition_max_bytes_;
 };
 
 }  // namespace kwire::client

@@ -14,3 +14,5 @@
 #include "kwire/protocol/messages/list_offsets.hpp"
 #include "kwire/protocol/messages/metadata.hpp"
 #include "kwire/protocol/messages/produce.hpp"
+#include "kwire/protocol/messages/sasl_authenticate.hpp"
+#include "kwire/protocol/messages/sasl_handshake.hpp"
