@@ -19,7 +19,8 @@ TEST_F(FetchSession, IncrementalFetchesReadEveryRecordOnce) {
   {
     client::Producer p({{"bootstrap.servers", bootstrap()}, {"batch.size", "2000"}});
     for (int i = 0; i < 3000; ++i) {
-      std::string v = "v" + std::to_string(i);
+      std::string v = "v";
+      v += std::to_string(i);
       client::ProducerMessage m;
       m.topic = topic;
       m.partition = i % 3;
@@ -48,7 +49,11 @@ TEST_F(FetchSession, IncrementalFetchesReadEveryRecordOnce) {
     }
   }
   ASSERT_EQ(seen.size(), 3000u);
-  for (int i = 0; i < 3000; ++i) ASSERT_EQ(seen.count("v" + std::to_string(i)), 1u) << i;
+  for (int i = 0; i < 3000; ++i) {
+    std::string v = "v";
+    v += std::to_string(i);
+    ASSERT_EQ(seen.count(v), 1u) << i;
+  }
   auto leader = c.client().cached_metadata().topic(topic)->partitions.at(0).leader_id;
   auto session = c.client().fetch_session(leader);
   ASSERT_TRUE(session.has_value()) << "no fetch session is open";
