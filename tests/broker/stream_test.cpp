@@ -331,3 +331,25 @@ TEST(Stream, SubscribeToMissingTopicFailsAfterRetries) {
   }
   fs::remove_all(dir);
 }
+
+TEST(Stream, TriggerOnceReadsEverythingInOneBatchIgnoringLimits) {
+  auto topic = unique_topic("stream-once");
+  create_topic(topic, 2);
+  produce(topic, 0, 500);
+  auto dir = temp_dir("once");
+  source::JsonLinesSink sink(dir / "out");
+  auto opts = options_for(topic);
+  opts["maxOffsetsPerTrigger"] = "10";
+  std::vector<source::BatchProgress> seen;
+  {
+    source::Trigger once;
+    once.kind = source::Trigger::Kind::once;
+    source::StreamingQuery q(opts, dir / "ck", sink, once);
+    q.run([&](const source::BatchProgress& p) { seen.push_back(p); });
+  }
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0].num_input_rows, 500);
+  EXPECT_EQ(seen[0].lag->max_offsets_behind_latest, 0);
+  expect_exactly_once(read_sink(dir / "out"), 0, 500);
+  fs::remove_all(dir);
+}
