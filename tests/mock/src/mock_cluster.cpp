@@ -190,6 +190,17 @@ struct MockCluster::State {
   std::set<std::int32_t> down;
   std::mt19937_64 rng{0x6b77697265ULL};
 
+  struct FetchSessionState {
+    std::int32_t epoch = 1;  // expected epoch of the next request
+    // (topic, partition) -> (fetch offset, partition max bytes), in request order by key
+    std::map<std::pair<std::string, std::int32_t>, std::pair<std::int64_t, std::int32_t>> partitions;
+    std::map<std::pair<std::string, std::int32_t>, protocol::Uuid> ids;
+  };
+  bool sessions_enabled = false;
+  std::int32_t next_session_id = 1;
+  std::map<std::int32_t, std::map<std::int32_t, FetchSessionState>> sessions;  // node -> id -> state
+  std::map<std::int32_t, int> sessions_opened;
+
   // ---- helpers (mu held) ----
 
   std::vector<std::int32_t> node_ids() const {
@@ -515,9 +526,10 @@ struct MockCluster::State {
   // Builds a Fetch response; `has_data` tells whether any partition carries
   // records or an error (a broker answers at once then).
   Bytes build_fetch(std::int32_t node, const FetchRequest& req, std::int16_t version, std::int32_t corr,
-                    const Effects& e, bool& has_data) {
+                    const Effects& e, bool& has_data, std::int32_t session_id = 0) {
     has_data = false;
     FetchResponse resp;
+    resp.session_id = session_id;
     resp.throttle_time_ms = e.throttle_ms;
     std::deque<Bytes> buffers;  // records of the response (views point here)
     std::int64_t budget = std::max<std::int32_t>(req.max_bytes, 1);
@@ -582,10 +594,71 @@ struct MockCluster::State {
     return response_frame(resp, version, corr);
   }
 
+  // With sessions on: resolves the request against its session (or opens
+  // one), replacing `req` by the full partition list the broker would fetch.
+  // Returns a top-level error code (0 = fine) and sets `session_id`.
+  std::int16_t apply_session(std::int32_t node, FetchRequest& req, std::int16_t version, std::int32_t& session_id) {
+    session_id = 0;
+    if (!sessions_enabled || version < 7) return 0;
+    auto& mine = sessions[node];
+    FetchSessionState* st = nullptr;
+    if (req.session_id == 0) {
+      if (req.session_epoch != 0) return 0;  // sessionless full fetch
+      session_id = next_session_id++;
+      st = &mine[session_id];
+      ++sessions_opened[node];
+    } else {
+      auto it = mine.find(req.session_id);
+      if (it == mine.end()) return err(ErrorCode::fetch_session_id_not_found);
+      if (req.session_epoch != it->second.epoch) return err(ErrorCode::invalid_fetch_session_epoch);
+      session_id = req.session_id;
+      st = &it->second;
+      ++st->epoch;
+    }
+    auto name_of = [&](const std::string& topic, const protocol::Uuid& id) {
+      return version >= 13 ? log_name_for_id(id) : topic;
+    };
+    for (auto& t : req.topics)
+      for (auto& p : t.partitions) {
+        auto key = std::make_pair(name_of(t.topic, t.topic_id), p.partition);
+        st->partitions[key] = {p.fetch_offset, p.partition_max_bytes};
+        st->ids[key] = t.topic_id;
+      }
+    for (auto& f : req.forgotten_topics_data)
+      for (auto part : f.partitions) {
+        auto key = std::make_pair(name_of(f.topic, f.topic_id), part);
+        st->partitions.erase(key);
+        st->ids.erase(key);
+      }
+    req.topics.clear();
+    for (auto& [key, val] : st->partitions) {
+      if (req.topics.empty() || (version >= 13 ? req.topics.back().topic_id != st->ids[key]
+                                                : req.topics.back().topic != key.first)) {
+        FetchRequest::FetchTopic ft;
+        ft.topic = key.first;
+        ft.topic_id = st->ids[key];
+        req.topics.push_back(std::move(ft));
+      }
+      FetchRequest::FetchPartition fp;
+      fp.partition = key.second;
+      fp.fetch_offset = val.first;
+      fp.partition_max_bytes = val.second;
+      req.topics.back().partitions.push_back(fp);
+    }
+    return 0;
+  }
+
   Reply fetch(std::int32_t node, const Bytes& payload, std::int16_t version) {
     FetchRequest req;
     RequestHeader h;
     if (!decode_body(payload, req, version, h)) return Reply{std::nullopt, {}, false, true, {}, {}};
+    std::int32_t session_id = 0;
+    if (auto top = apply_session(node, req, version, session_id); top != 0) {
+      record(ApiKey::fetch, version, node, h.correlation_id);
+      FetchResponse resp;
+      resp.error_code = top;
+      return finish(response_frame(resp, version, h.correlation_id), Effects{});
+    }
     auto& rec = record(ApiKey::fetch, version, node, h.correlation_id);
     rec.by_topic_id = version >= 13;
     for (auto& t : req.topics) {
@@ -595,15 +668,15 @@ struct MockCluster::State {
     }
     auto e = take_faults(ApiKey::fetch, node, rec.partitions);
     bool has_data = false;
-    auto frame = build_fetch(node, req, version, h.correlation_id, e, has_data);
+    auto frame = build_fetch(node, req, version, h.correlation_id, e, has_data, session_id);
     Reply r = finish(std::move(frame), e);
     if (!has_data && !e.any && req.max_wait_ms > 0) {
       r.wait = milliseconds(std::min(req.max_wait_ms, 2000));
       auto corr = h.correlation_id;
-      r.rebuild = [this, node, req, version, corr]() {
+      r.rebuild = [this, node, req, version, corr, session_id]() {
         std::lock_guard relock(mu);
         bool data = false;
-        auto f = build_fetch(node, req, version, corr, Effects{}, data);
+        auto f = build_fetch(node, req, version, corr, Effects{}, data, session_id);
         return std::make_pair(std::move(f), data);
       };
     }
@@ -972,6 +1045,22 @@ void MockCluster::set_broker_down(std::int32_t node_id, bool down) {
 std::int32_t MockCluster::leader(const std::string& topic, std::int32_t partition) const {
   std::lock_guard lock(state_->mu);
   return state_->get(topic, partition).leader;
+}
+
+void MockCluster::enable_fetch_sessions(bool on) {
+  std::lock_guard lock(state_->mu);
+  state_->sessions_enabled = on;
+}
+
+void MockCluster::evict_fetch_sessions(std::int32_t node_id) {
+  std::lock_guard lock(state_->mu);
+  state_->sessions.erase(node_id);
+}
+
+int MockCluster::fetch_sessions_opened(std::int32_t node_id) const {
+  std::lock_guard lock(state_->mu);
+  auto it = state_->sessions_opened.find(node_id);
+  return it == state_->sessions_opened.end() ? 0 : it->second;
 }
 
 void MockCluster::set_max_version(ApiKey api, std::int16_t max_version) {

@@ -137,6 +137,16 @@ class MockCluster {
 
   /// Highest version advertised (and accepted) for an API.
   void set_max_version(protocol::ApiKey api, std::int16_t max_version);
+  /// Incremental fetch sessions (KIP-227), off by default: a Fetch (v7+) with
+  /// session id 0 and epoch 0 opens a session; later fetches name it, list
+  /// only changed partitions and drop forgotten ones. Answers
+  /// FETCH_SESSION_ID_NOT_FOUND / INVALID_FETCH_SESSION_EPOCH as a broker does.
+  void enable_fetch_sessions(bool on);
+  /// Forget every fetch session of a broker (as a broker evicting them from
+  /// its cache): the next incremental fetch gets FETCH_SESSION_ID_NOT_FOUND.
+  void evict_fetch_sessions(std::int32_t node_id);
+  /// Sessions opened so far on a broker.
+  int fetch_sessions_opened(std::int32_t node_id) const;
   /// Remove an API from the ApiVersions answer.
   void remove_api(protocol::ApiKey api);
 
