@@ -83,3 +83,34 @@ TEST(MockFetchSession, PausedPartitionIsForgottenAndResumedLater) {
   EXPECT_EQ(seen.size(), 40u);
   EXPECT_EQ(cluster.fetch_sessions_opened(1), 1);  // one session throughout
 }
+
+// A broker that cuts data at max.partition.fetch.bytes inside a batch (before
+// KIP-74): the client asks again for the whole batch; a batch above
+// fetch.max.bytes is a clear error naming its size.
+TEST(MockFetchSize, BatchAboveMaxPartitionFetchBytesIsFetchedWhole) {
+  MockCluster cluster(1);
+  cluster.set_strict_fetch_size(true);
+  cluster.create_topic("big", 1);
+  cluster.append_values("big", 0, 40, 20, "value-with-some-length-");  // two batches of 20 records
+  auto p = props(cluster);
+  p["max.partition.fetch.bytes"] = "100";  // smaller than one batch
+  Consumer c(p);
+  c.assign({{"big", 0}});
+  std::multiset<std::string> seen;
+  poll_into(c, seen, 40);
+  EXPECT_EQ(seen.size(), 40u);
+
+  auto small = props(cluster);
+  small["max.partition.fetch.bytes"] = "100";
+  small["fetch.max.bytes"] = "120";
+  Consumer d(small);
+  d.assign({{"big", 0}});
+  try {
+    for (int i = 0; i < 20; ++i) (void)d.poll(100ms);
+    FAIL() << "expected an error about the batch size";
+  } catch (const kwire::client::ClientError& e) {
+    std::string what = e.what();
+    EXPECT_NE(what.find("above fetch.max.bytes (120)"), std::string::npos) << what;
+    EXPECT_NE(what.find("big-0"), std::string::npos) << what;
+  }
+}

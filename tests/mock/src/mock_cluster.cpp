@@ -197,6 +197,7 @@ struct MockCluster::State {
     std::map<std::pair<std::string, std::int32_t>, protocol::Uuid> ids;
   };
   bool sessions_enabled = false;
+  bool strict_fetch_size = false;
   std::int32_t next_session_id = 1;
   std::map<std::int32_t, std::map<std::int32_t, FetchSessionState>> sessions;  // node -> id -> state
   std::map<std::int32_t, int> sessions_opened;
@@ -581,6 +582,8 @@ struct MockCluster::State {
             first = false;
           }
           if (!out.empty() && e.truncates(name, p.partition)) out.resize(out.size() - (last_size + 1) / 2);
+          if (strict_fetch_size && static_cast<std::int64_t>(out.size()) > part_budget)
+            out.resize(static_cast<std::size_t>(part_budget));
           if (!out.empty()) {
             has_data = true;
             buffers.push_back(std::move(out));
@@ -1050,6 +1053,11 @@ std::int32_t MockCluster::leader(const std::string& topic, std::int32_t partitio
 void MockCluster::enable_fetch_sessions(bool on) {
   std::lock_guard lock(state_->mu);
   state_->sessions_enabled = on;
+}
+
+void MockCluster::set_strict_fetch_size(bool on) {
+  std::lock_guard lock(state_->mu);
+  state_->strict_fetch_size = on;
 }
 
 void MockCluster::evict_fetch_sessions(std::int32_t node_id) {

@@ -145,6 +145,9 @@ class MockCluster {
   /// Forget every fetch session of a broker (as a broker evicting them from
   /// its cache): the next incremental fetch gets FETCH_SESSION_ID_NOT_FOUND.
   void evict_fetch_sessions(std::int32_t node_id);
+  /// Cut each partition's Fetch data at partition_max_bytes even inside a
+  /// batch, as brokers before 0.10.1 (KIP-74) did.
+  void set_strict_fetch_size(bool on);
   /// Sessions opened so far on a broker.
   int fetch_sessions_opened(std::int32_t node_id) const;
   /// Remove an API from the ApiVersions answer.
