@@ -258,9 +258,7 @@ std::map<TopicPartition, ListedOffset> KafkaClient::list_offsets(const std::map<
     }
     if (attempt > 0) {
       backoff(attempt - 1);
-      std::set<std::string> topics;
-      for (auto& [tp, _] : todo) topics.insert(tp.topic);
-      metadata(std::vector<std::string>(topics.begin(), topics.end()));
+      refresh_metadata_for(todo);
     }
     // Group by leader.
     std::map<std::int32_t, std::map<TopicPartition, std::int64_t>> by_leader;
@@ -548,10 +546,8 @@ std::vector<FetchedPartition> KafkaClient::fetch(const std::map<TopicPartition, 
     }
   }
   if (refresh) {
-    std::set<std::string> topics;
-    for (auto& [tp, _] : positions) topics.insert(tp.topic);
     try {
-      metadata(std::vector<std::string>(topics.begin(), topics.end()));
+      refresh_metadata_for(positions);
     } catch (const ClientError&) {
     }
   }
@@ -570,9 +566,7 @@ std::map<TopicPartition, ProduceResult> KafkaClient::produce(const std::map<Topi
     }
     if (attempt > 0) {
       backoff(attempt - 1);
-      std::set<std::string> topics;
-      for (auto& tp : todo) topics.insert(tp.topic);
-      metadata(std::vector<std::string>(topics.begin(), topics.end()));
+      refresh_metadata_for(todo);
     }
     std::map<std::int32_t, std::vector<TopicPartition>> by_leader;
     for (auto& tp : todo) {
@@ -748,9 +742,7 @@ std::map<TopicPartition, std::int64_t> KafkaClient::delete_records(
     }
     if (attempt > 0) {
       backoff(attempt - 1);
-      std::set<std::string> topics;
-      for (auto& [tp, _] : todo) topics.insert(tp.topic);
-      metadata(std::vector<std::string>(topics.begin(), topics.end()));
+      refresh_metadata_for(todo);
     }
     std::map<std::int32_t, std::map<TopicPartition, std::int64_t>> by_leader;
     for (auto& [tp, off] : todo) {

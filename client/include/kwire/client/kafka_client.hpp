@@ -186,6 +186,23 @@ class KafkaClient {
   Connection& connect_to(const std::string& host, std::uint16_t port, std::int32_t node_id);
   std::int32_t leader_id(const TopicPartition& tp);
   void backoff(int attempt);
+  /// Refresh metadata for the topics of `partitions` (a std::set of
+  /// TopicPartition or a std::map keyed by it: sorted, so a topic's partitions
+  /// are adjacent).
+  template <class Partitions>
+  void refresh_metadata_for(const Partitions& partitions) {
+    std::vector<std::string> topics;
+    for (const auto& entry : partitions) {
+      const TopicPartition& tp = key_of(entry);
+      if (topics.empty() || topics.back() != tp.topic) topics.push_back(tp.topic);
+    }
+    metadata(topics);
+  }
+  static const TopicPartition& key_of(const TopicPartition& tp) { return tp; }
+  template <class V>
+  static const TopicPartition& key_of(const std::pair<const TopicPartition, V>& kv) {
+    return kv.first;
+  }
 
   ClientConfig config_;
   std::unique_ptr<boost::asio::io_context> io_;
