@@ -816,10 +816,19 @@ void StreamingQuery::read_range(const std::vector<OffsetRange>& ranges, BatchPro
     }
     rows.clear();
     rows.reserve(recs.size());
+    // A poll hands out each partition's records together: look the
+    // partition up once per run, not once per record.
+    auto it = want.end();
+    const std::string* run_topic = nullptr;
+    std::int32_t run_partition = -1;
     for (auto& r : recs) {
-      client::TopicPartition tp{*r.topic, r.partition};
-      auto it = want.find(tp);
+      if (r.topic != run_topic || r.partition != run_partition) {
+        run_topic = r.topic;
+        run_partition = r.partition;
+        it = want.find(client::TopicPartition{*r.topic, r.partition});
+      }
       if (it == want.end()) continue;
+      const client::TopicPartition& tp = it->first;
       auto& [next, until] = it->second;
       if (r.offset < next || next >= until) continue;
       if (r.offset > next && is_lost_gap(next, consumer.beginning_offsets({tp})[tp])) {
