@@ -1,6 +1,7 @@
 // Micro-benchmarks of the hot paths of the consume side: varint parsing,
 // magic-2 batch decoding, CRC-32C and each codec's decompression, the last
-// compared with calling the codec library directly on the same input.
+// compared with calling the codec library directly on the same input; and the
+// streaming source's per-trigger planning and offsets JSON at 10,000 partitions.
 #include <benchmark/benchmark.h>
 
 #include <lz4frame.h>
@@ -15,12 +16,15 @@
 #include <string>
 #include <vector>
 
+#include "kwire/checkpoint/checkpoint.hpp"
 #include "kwire/protocol/bytes.hpp"
 #include "kwire/protocol/compression.hpp"
 #include "kwire/protocol/crc32c.hpp"
 #include "kwire/protocol/record_batch.hpp"
+#include "kwire/source/planning.hpp"
 
 namespace kp = kwire::protocol;
+namespace ks = kwire::source;
 
 namespace {
 
@@ -116,6 +120,21 @@ void BM_Crc32c(benchmark::State& state) {
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * buf.size()));
 }
 BENCHMARK(BM_Crc32c)->Arg(16 << 10)->Arg(1 << 20);
+
+// Args: Crc32cPath (0 portable, 1 sse42 with table merge, 2 sse42 with
+// PCLMULQDQ merge), input size.
+void BM_Crc32cPath(benchmark::State& state) {
+  const auto path = static_cast<kp::Crc32cPath>(state.range(0));
+  std::mt19937_64 rng(1);
+  kp::Bytes buf(static_cast<std::size_t>(state.range(1)));
+  for (auto& b : buf) b = static_cast<std::uint8_t>(rng());
+  for (auto _ : state) benchmark::DoNotOptimize(kp::crc32c_via(path, buf));
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * buf.size()));
+  static const char* const names[] = {"portable", "sse42", "sse42_pclmul"};
+  state.SetLabel(names[state.range(0)]);
+  if (path > kp::crc32c_path()) state.SkipWithError("path not supported by this CPU");
+}
+BENCHMARK(BM_Crc32cPath)->Args({0, 16 << 10})->Args({1, 16 << 10})->Args({2, 16 << 10})->Args({1, 1 << 20});
 
 void BM_Memcpy(benchmark::State& state) {
   kp::Bytes src(static_cast<std::size_t>(state.range(0)), 0x5a), dst(src.size());
@@ -228,6 +247,80 @@ void BM_RawDecompress(benchmark::State& state) {
 #define KWIRE_CODEC_ARGS ->Arg(1)->Arg(2)->Arg(3)->Arg(4)
 BENCHMARK(BM_KwireDecompress) KWIRE_CODEC_ARGS;
 BENCHMARK(BM_RawDecompress) KWIRE_CODEC_ARGS;
+
+// ------------------------------------------------------------ planning
+
+// One trigger of the streaming source over 10,000 partitions (100 topics of
+// 100): start offsets from the last batch, latest offsets with a backlog of
+// up to 100,000 per partition, and ten partitions new since the last batch.
+struct TriggerInput {
+  ks::PartitionOffsets start, latest, earliest_for_new;
+  TriggerInput() {
+    std::mt19937_64 rng(5);
+    for (int t = 0; t < 100; ++t) {
+      const std::string topic = "analytics.page-views.v2." + std::to_string(1000 + t);
+      for (std::int32_t p = 0; p < 100; ++p) {
+        const auto from = static_cast<std::int64_t>(1'000'000'000 + rng() % 1'000'000);
+        latest[topic][p] = from + static_cast<std::int64_t>(rng() % 100'000);
+        if (t == 99 && p >= 90) {
+          earliest_for_new[topic][p] = 0;  // a partition added since the last batch
+        } else {
+          start[topic][p] = from;
+        }
+      }
+    }
+  }
+};
+
+const TriggerInput& trigger_input() {
+  static const TriggerInput in;
+  return in;
+}
+
+// maxOffsetsPerTrigger (rate_limit), plan_batch with minPartitions, then the
+// lag metrics of the planned end: the pure part of one trigger.
+void BM_PlanTrigger(benchmark::State& state) {
+  const TriggerInput& in = trigger_input();
+  ks::PlanOptions opts;
+  opts.min_partitions = 20'000;
+  std::size_t ranges = 0;
+  for (auto _ : state) {
+    const ks::PartitionOffsets end = ks::rate_limit(1'000'000, in.start, in.latest, in.earliest_for_new);
+    const ks::BatchPlan plan = ks::plan_batch(in.start, end, in.earliest_for_new, opts);
+    const auto lag = ks::offsets_behind_latest(in.latest, plan.end);
+    ranges = plan.ranges.size();
+    benchmark::DoNotOptimize(lag);
+  }
+  state.counters["ranges"] = static_cast<double>(ranges);
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()) * 10'000);  // partitions
+}
+BENCHMARK(BM_PlanTrigger)->Unit(benchmark::kMillisecond);
+
+// The offsets JSON of one batch (offsets/N in the checkpoint; the progress
+// report writes three such objects) and parsing it back (restart).
+void BM_OffsetsJsonWrite(benchmark::State& state) {
+  const TriggerInput& in = trigger_input();
+  std::size_t size = 0;
+  for (auto _ : state) {
+    const std::string json = kwire::checkpoint::offsets_to_json(in.latest);
+    size = json.size();
+    benchmark::DoNotOptimize(json.data());
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * size));
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()) * 10'000);
+}
+BENCHMARK(BM_OffsetsJsonWrite)->Unit(benchmark::kMillisecond);
+
+void BM_OffsetsJsonRead(benchmark::State& state) {
+  const std::string json = kwire::checkpoint::offsets_to_json(trigger_input().latest);
+  for (auto _ : state) {
+    const ks::PartitionOffsets parsed = kwire::checkpoint::offsets_from_json(json);
+    benchmark::DoNotOptimize(parsed.size());
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * json.size()));
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()) * 10'000);
+}
+BENCHMARK(BM_OffsetsJsonRead)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

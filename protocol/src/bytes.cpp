@@ -37,19 +37,6 @@ void Reader::fail(const char* what) noexcept {
   }
 }
 
-bool Reader::need(std::size_t n) noexcept {
-  if (!ok()) return false;
-  if (data_.size() - pos_ < n) {
-    fail("truncated input");
-    return false;
-  }
-  return true;
-}
-
-std::int8_t Reader::i8() noexcept {
-  if (!need(1)) return 0;
-  return static_cast<std::int8_t>(data_[pos_++]);
-}
 std::uint16_t Reader::u16() noexcept {
   if (!need(2)) return 0;
   auto v = load_be16(data_.data() + pos_);
@@ -84,7 +71,27 @@ Uuid Reader::uuid() noexcept {
   return u;
 }
 
-std::uint64_t Reader::uvarlong() noexcept {
+// Varints the inline paths did not finish (three bytes or more, malformed, or
+// at the end of the input). With enough bytes left the value is read without
+// a bounds check per byte; anything malformed goes through the checked loop,
+// which latches the same error at the same offset.
+std::uint64_t Reader::uvarlong_long() noexcept {
+  if (error_ == nullptr && data_.size() - pos_ >= 10) {
+    const std::uint8_t* p = data_.data() + pos_;
+    std::uint64_t result = 0;
+    for (std::size_t i = 0; i < 9; ++i) {
+      const std::uint64_t b = p[i];
+      result |= (b & 0x7f) << (7 * i);
+      if (b < 0x80) {
+        pos_ += i + 1;
+        return result;
+      }
+    }
+    if (p[9] <= 1) {  // the tenth byte holds bit 63 only
+      pos_ += 10;
+      return result | (std::uint64_t(p[9]) << 63);
+    }
+  }
   std::uint64_t result = 0;
   for (int shift = 0; shift < 70; shift += 7) {
     if (!need(1)) return 0;
@@ -100,7 +107,23 @@ std::uint64_t Reader::uvarlong() noexcept {
   return 0;
 }
 
-std::uint32_t Reader::uvarint() noexcept {
+std::uint32_t Reader::uvarint_long() noexcept {
+  if (error_ == nullptr && data_.size() - pos_ >= 5) {
+    const std::uint8_t* p = data_.data() + pos_;
+    std::uint32_t result = 0;
+    for (std::size_t i = 0; i < 4; ++i) {
+      const std::uint32_t b = p[i];
+      result |= (b & 0x7f) << (7 * i);
+      if (b < 0x80) {
+        pos_ += i + 1;
+        return result;
+      }
+    }
+    if (p[4] < 0x10) {  // the fifth byte holds bits 28-31 only
+      pos_ += 5;
+      return result | (std::uint32_t(p[4]) << 28);
+    }
+  }
   std::uint32_t result = 0;
   for (int shift = 0; shift < 35; shift += 7) {
     if (!need(1)) return 0;
@@ -114,22 +137,6 @@ std::uint32_t Reader::uvarint() noexcept {
   }
   fail("varint longer than 5 bytes");
   return 0;
-}
-
-std::int32_t Reader::varint() noexcept {
-  std::uint32_t u = uvarint();
-  return static_cast<std::int32_t>((u >> 1) ^ (~(u & 1) + 1));
-}
-std::int64_t Reader::varlong() noexcept {
-  std::uint64_t u = uvarlong();
-  return static_cast<std::int64_t>((u >> 1) ^ (~(u & 1) + 1));
-}
-
-ByteSpan Reader::take(std::size_t n) noexcept {
-  if (!need(n)) return {};
-  ByteSpan s = data_.subspan(pos_, n);
-  pos_ += n;
-  return s;
 }
 
 // Returns nullopt for null (when nullable) or on error; the caller

@@ -8,6 +8,7 @@
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <nmmintrin.h>
+#include <wmmintrin.h>
 #define KWIRE_CRC32C_X86 1
 #endif
 
@@ -59,9 +60,113 @@ std::uint32_t portable_update(std::uint32_t c, const std::uint8_t* p, std::size_
   return c;
 }
 
+// ---------------------------------------------------------- zero extension
+//
+// GF(2) polynomials modulo the Castagnoli polynomial in the reflected bit
+// order CRC registers use (bit 31 holds the coefficient of x^0). Appending n
+// zero bytes to a message multiplies its (raw, non-inverted) register by
+// x^(8n), which is what merges the CRCs of adjacent blocks:
+//   raw(c, A ++ B) = raw(c, A) * x^(8|B|) ^ raw(0, B).
+
+constexpr std::uint32_t multiply_mod_p(std::uint32_t a, std::uint32_t b) noexcept {
+  std::uint32_t product = 0;
+  for (int i = 31; i >= 0; --i) {
+    if ((a >> i) & 1u) product ^= b;
+    b = (b & 1u) ? (b >> 1) ^ kCastagnoliReflected : (b >> 1);  // b *= x
+  }
+  return product;
+}
+
+// x^e modulo the polynomial.
+constexpr std::uint32_t x_pow_mod_p(std::uint64_t e) noexcept {
+  std::uint32_t result = 1u << 31;  // x^0
+  std::uint32_t power = 1u << 30;   // x^1
+  for (; e != 0; e >>= 1) {
+    if (e & 1u) result = multiply_mod_p(result, power);
+    power = multiply_mod_p(power, power);
+  }
+  return result;
+}
+
+// Per-stream block sizes of the three-stream loop: long blocks for large
+// inputs, short ones so that record batches of a few KB also use all three.
+constexpr std::size_t kLongBlock = 4096;
+constexpr std::size_t kShortBlock = 256;
+
+// Zero-extension tables: t[k][b] is byte b at position k of a register,
+// shifted over `bytes` zero bytes; a register is shifted with four lookups.
+using ShiftTable = std::array<std::array<std::uint32_t, 256>, 4>;
+
+constexpr ShiftTable make_shift_table(std::size_t bytes) {
+  ShiftTable t{};
+  const std::uint32_t factor = x_pow_mod_p(8 * static_cast<std::uint64_t>(bytes));
+  for (std::uint32_t k = 0; k < 4; ++k)
+    for (std::uint32_t b = 0; b < 256; ++b) t[k][b] = multiply_mod_p(factor, b << (8 * k));
+  return t;
+}
+
+constexpr ShiftTable kShiftLong = make_shift_table(kLongBlock);
+constexpr ShiftTable kShiftLong2 = make_shift_table(2 * kLongBlock);
+constexpr ShiftTable kShiftShort = make_shift_table(kShortBlock);
+constexpr ShiftTable kShiftShort2 = make_shift_table(2 * kShortBlock);
+
+inline std::uint32_t shift_by_table(const ShiftTable& t, std::uint32_t c) noexcept {
+  return t[0][c & 0xffu] ^ t[1][(c >> 8) & 0xffu] ^ t[2][(c >> 16) & 0xffu] ^ t[3][c >> 24];
+}
+
 #ifdef KWIRE_CRC32C_X86
-__attribute__((target("sse4.2"))) std::uint32_t hardware_update(std::uint32_t c, const std::uint8_t* p,
-                                                                std::size_t n) noexcept {
+#if defined(__x86_64__)
+// Carry-less multiplication of a register by K = x^(8n - 33) gives a 63-bit
+// product; the crc32 instruction over it as 64 data bits multiplies by a
+// further x^33 and reduces, leaving the register times x^(8n).
+constexpr std::uint64_t clmul_constant(std::size_t bytes) noexcept {
+  return x_pow_mod_p(8 * static_cast<std::uint64_t>(bytes) - 33);
+}
+
+__attribute__((target("sse4.2,pclmul"))) inline std::uint32_t shift_by_clmul(std::uint64_t k,
+                                                                             std::uint32_t c) noexcept {
+  const __m128i product = _mm_clmulepi64_si128(_mm_cvtsi64_si128(static_cast<long long>(c)),
+                                               _mm_cvtsi64_si128(static_cast<long long>(k)), 0x00);
+  return static_cast<std::uint32_t>(_mm_crc32_u64(0, static_cast<std::uint64_t>(_mm_cvtsi128_si64(product))));
+}
+
+inline std::uint64_t load_u64(const std::uint8_t* p) noexcept {
+  std::uint64_t w;
+  std::memcpy(&w, p, sizeof w);
+  return w;
+}
+
+// One round over 3 * kBlock bytes: three independent crc32 chains over the
+// adjacent blocks A, B, C, merged as c0 * x^(16 kBlock) ^ c1 * x^(8 kBlock) ^ c2.
+// Both instantiations carry the pclmul target so that they can inline the
+// multiplication; the table one never executes a PCLMULQDQ instruction.
+template <bool kClmul, std::size_t kBlock>
+__attribute__((target("sse4.2,pclmul"))) inline std::uint64_t three_streams(std::uint64_t c0,
+                                                                            const std::uint8_t* p) noexcept {
+  std::uint64_t c1 = 0, c2 = 0;
+  const std::uint8_t* const end = p + kBlock;
+  do {
+    c0 = _mm_crc32_u64(c0, load_u64(p));
+    c1 = _mm_crc32_u64(c1, load_u64(p + kBlock));
+    c2 = _mm_crc32_u64(c2, load_u64(p + 2 * kBlock));
+    p += 8;
+  } while (p != end);
+  const auto r0 = static_cast<std::uint32_t>(c0), r1 = static_cast<std::uint32_t>(c1);
+  if constexpr (kClmul) {
+    constexpr std::uint64_t k2 = clmul_constant(2 * kBlock), k1 = clmul_constant(kBlock);
+    return shift_by_clmul(k2, r0) ^ shift_by_clmul(k1, r1) ^ c2;
+  } else {
+    const ShiftTable& t2 = kBlock == kLongBlock ? kShiftLong2 : kShiftShort2;
+    const ShiftTable& t1 = kBlock == kLongBlock ? kShiftLong : kShiftShort;
+    return shift_by_table(t2, r0) ^ shift_by_table(t1, r1) ^ c2;
+  }
+}
+#endif
+
+// Operates on the raw (non-inverted) register.
+template <bool kClmul>
+__attribute__((target("sse4.2,pclmul"))) std::uint32_t hardware_update(std::uint32_t c, const std::uint8_t* p,
+                                                                       std::size_t n) noexcept {
   // Align to 8 bytes so the wide loads below are aligned.
   while (n > 0 && (reinterpret_cast<std::uintptr_t>(p) & 7u) != 0) {
     c = _mm_crc32_u8(c, *p++);
@@ -69,20 +174,18 @@ __attribute__((target("sse4.2"))) std::uint32_t hardware_update(std::uint32_t c,
   }
 #if defined(__x86_64__)
   std::uint64_t c64 = c;
-  while (n >= 32) {
-    std::uint64_t w[4];
-    std::memcpy(w, p, sizeof w);
-    c64 = _mm_crc32_u64(c64, w[0]);
-    c64 = _mm_crc32_u64(c64, w[1]);
-    c64 = _mm_crc32_u64(c64, w[2]);
-    c64 = _mm_crc32_u64(c64, w[3]);
-    p += 32;
-    n -= 32;
+  while (n >= 3 * kLongBlock) {
+    c64 = three_streams<kClmul, kLongBlock>(c64, p);
+    p += 3 * kLongBlock;
+    n -= 3 * kLongBlock;
+  }
+  while (n >= 3 * kShortBlock) {
+    c64 = three_streams<kClmul, kShortBlock>(c64, p);
+    p += 3 * kShortBlock;
+    n -= 3 * kShortBlock;
   }
   while (n >= 8) {
-    std::uint64_t w;
-    std::memcpy(&w, p, sizeof w);
-    c64 = _mm_crc32_u64(c64, w);
+    c64 = _mm_crc32_u64(c64, load_u64(p));
     p += 8;
     n -= 8;
   }
@@ -99,35 +202,50 @@ __attribute__((target("sse4.2"))) std::uint32_t hardware_update(std::uint32_t c,
   return c;
 }
 
-bool detect_hardware() noexcept {
+Crc32cPath detect_path() noexcept {
   __builtin_cpu_init();
-  return __builtin_cpu_supports("sse4.2");
+  if (!__builtin_cpu_supports("sse4.2")) return Crc32cPath::portable;
+  return __builtin_cpu_supports("pclmul") ? Crc32cPath::sse42_pclmul : Crc32cPath::sse42;
 }
 #endif
 
-const bool kHaveHardware =
+const Crc32cPath kBestPath =
 #ifdef KWIRE_CRC32C_X86
-    detect_hardware();
+    detect_path();
 #else
-    false;
+    Crc32cPath::portable;
 #endif
+
+std::uint32_t update(Crc32cPath path, std::uint32_t c, const std::uint8_t* p, std::size_t n) noexcept {
+  if (path > kBestPath) path = kBestPath;
+#ifdef KWIRE_CRC32C_X86
+  if (path == Crc32cPath::sse42_pclmul) return hardware_update<true>(c, p, n);
+  if (path == Crc32cPath::sse42) return hardware_update<false>(c, p, n);
+#endif
+  return portable_update(c, p, n);
+}
 
 }  // namespace
 
-bool crc32c_hardware_available() noexcept { return kHaveHardware; }
+Crc32cPath crc32c_path() noexcept { return kBestPath; }
+
+bool crc32c_hardware_available() noexcept { return kBestPath != Crc32cPath::portable; }
 
 std::uint32_t crc32c_portable(ByteSpan data, std::uint32_t crc) noexcept {
   return ~portable_update(~crc, data.data(), data.size());
 }
 
-std::uint32_t crc32c_hardware(ByteSpan data, std::uint32_t crc) noexcept {
-#ifdef KWIRE_CRC32C_X86
-  if (kHaveHardware) return ~hardware_update(~crc, data.data(), data.size());
-#endif
-  return crc32c_portable(data, crc);
+std::uint32_t crc32c_via(Crc32cPath path, ByteSpan data, std::uint32_t crc) noexcept {
+  return ~update(path, ~crc, data.data(), data.size());
 }
 
-std::uint32_t crc32c(ByteSpan data, std::uint32_t crc) noexcept { return crc32c_hardware(data, crc); }
+std::uint32_t crc32c_hardware(ByteSpan data, std::uint32_t crc) noexcept {
+  return crc32c_via(Crc32cPath::sse42_pclmul, data, crc);
+}
+
+std::uint32_t crc32c(ByteSpan data, std::uint32_t crc) noexcept {
+  return ~update(kBestPath, ~crc, data.data(), data.size());
+}
 
 std::uint32_t crc32_ieee(ByteSpan data, std::uint32_t crc) noexcept {
   uLong c = crc;

@@ -224,6 +224,7 @@ class Decoder {
               "record count " + std::to_string(count) + " cannot fit in " + std::to_string(region.size()) +
                   " bytes of records");
 
+    reserve_records(static_cast<std::size_t>(count));
     Rollback rollback(out_.records);
     Reader r(region);
     for (std::int32_t i = 0; i < count; ++i) {
@@ -294,9 +295,18 @@ class Decoder {
     corrupt(base_offset, CorruptionKind::malformed_record, "record " + std::to_string(index) + ": " + what);
   }
 
-  // Varint-length bytes, -1 = null.
+  // Varint-length bytes, -1 = null. The common case (a present value that
+  // fits) stays inline; null, errors and their messages are out of line.
   std::optional<ByteSpan> varint_bytes(Reader& rr, std::int64_t base_offset, std::int32_t index, const char* what) {
     const std::int32_t len = rr.varint();
+    if (len >= 0 && rr.ok() && static_cast<std::size_t>(len) <= rr.remaining()) [[likely]]
+      return rr.take(static_cast<std::size_t>(len));
+    if (len == -1) return std::nullopt;  // (a failed read yields 0, never -1)
+    return varint_bytes_rest(rr, len, base_offset, index, what);
+  }
+
+  [[gnu::noinline]] std::optional<ByteSpan> varint_bytes_rest(Reader& rr, std::int32_t len, std::int64_t base_offset,
+                                                              std::int32_t index, const char* what) {
     if (!rr.ok()) bad_record(base_offset, index, rr.error());
     if (len == -1) return std::nullopt;
     if (len < 0 || static_cast<std::size_t>(len) > rr.remaining())
@@ -441,6 +451,16 @@ class Decoder {
     const std::int64_t next =
         last_offset == std::numeric_limits<std::int64_t>::max() ? last_offset : last_offset + 1;
     out_.next_offset = std::max(out_.next_offset, next);
+  }
+
+  // Room for a batch's records in one step, growing geometrically so that a
+  // fetch of many batches reallocates O(log n) times. The count has only been
+  // checked against the bytes it needs (7 per record), so the step is capped.
+  void reserve_records(std::size_t count) {
+    constexpr std::size_t kMaxReserveStep = std::size_t{1} << 16;
+    auto& recs = out_.records;
+    const std::size_t want = recs.size() + std::min(count, kMaxReserveStep);
+    if (want > recs.capacity()) recs.reserve(std::max(want, 2 * recs.capacity()));
   }
 
   Bytes& acquire_buffer() {

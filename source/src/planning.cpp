@@ -57,23 +57,26 @@ std::int64_t java_double_to_long(double d) {
 // java.lang.Math.round(double).
 std::int64_t java_round(double d) { return java_double_to_long(std::floor(d + 0.5)); }
 
-std::optional<std::int64_t> lookup(const PartitionOffsets& m, const TopicPartition& tp) {
-  auto t = m.find(tp.topic);
-  if (t == m.end()) return std::nullopt;
-  auto p = t->second.find(tp.partition);
-  if (p == t->second.end()) return std::nullopt;
+// Lookups go topic by topic: one string comparison chain per topic, then
+// integer keys, and no TopicPartition (string copy) built just to look up.
+using PartitionMap = PartitionOffsets::mapped_type;
+
+const PartitionMap* find_topic(const PartitionOffsets& m, const std::string& topic) {
+  auto t = m.find(topic);
+  return t == m.end() ? nullptr : &t->second;
+}
+
+std::optional<std::int64_t> find_partition(const PartitionMap* parts, std::int32_t partition) {
+  if (parts == nullptr) return std::nullopt;
+  auto p = parts->find(partition);
+  if (p == parts->end()) return std::nullopt;
   return p->second;
 }
 
-std::set<TopicPartition> partitions_of(const PartitionOffsets& m) {
-  std::set<TopicPartition> out;
-  for (const auto& [topic, parts] : m) {
-    for (const auto& [p, off] : parts) {
-      (void)off;
-      out.insert(TopicPartition{topic, p});
-    }
-  }
-  return out;
+std::size_t partition_count(const PartitionOffsets& m) {
+  std::size_t n = 0;
+  for (const auto& [topic, parts] : m) n += parts.size();
+  return n;
 }
 
 std::string set_text(const std::set<TopicPartition>& tps) {
@@ -113,21 +116,26 @@ std::string to_string(const TopicPartition& tp) {
 PartitionOffsets rate_limit(std::int64_t limit, const PartitionOffsets& from,
                             const PartitionOffsets& until,
                             const PartitionOffsets& earliest_for_new) {
-  auto begin_of = [&](const TopicPartition& tp) -> std::optional<std::int64_t> {
-    if (auto b = lookup(from, tp)) return b;
-    return lookup(earliest_for_new, tp);
+  // Begin offset and backlog of each partition of `until`, in its order; a
+  // backlog of 0 marks a partition that keeps `until` (no begin, or size <= 0).
+  struct Backlog {
+    std::int64_t begin = 0;
+    std::int64_t size = 0;
   };
-
-  std::map<TopicPartition, std::int64_t> sizes;
+  std::vector<Backlog> backlogs;
+  backlogs.reserve(partition_count(until));
   std::int64_t total_long = 0;
   for (const auto& [topic, parts] : until) {
+    const PartitionMap* from_parts = find_topic(from, topic);
+    const PartitionMap* new_parts = find_topic(earliest_for_new, topic);
     for (const auto& [p, end] : parts) {
-      const TopicPartition tp{topic, p};
-      const auto begin = begin_of(tp);
+      Backlog& b = backlogs.emplace_back();
+      auto begin = find_partition(from_parts, p);
+      if (!begin) begin = find_partition(new_parts, p);
       if (!begin) continue;
       const std::int64_t size = wrap_sub(end, *begin);
       if (size > 0) {
-        sizes.emplace(tp, size);
+        b = Backlog{*begin, size};
         total_long = wrap_add(total_long, size);
       }
     }
@@ -136,21 +144,20 @@ PartitionOffsets rate_limit(std::int64_t limit, const PartitionOffsets& from,
   if (total < 1) return until;
 
   PartitionOffsets result;
+  std::size_t i = 0;
   for (const auto& [topic, parts] : until) {
+    if (parts.empty()) continue;
+    auto& out = result.emplace_hint(result.end(), topic, PartitionMap{})->second;
     for (const auto& [p, end] : parts) {
-      const TopicPartition tp{topic, p};
-      auto s = sizes.find(tp);
-      if (s == sizes.end()) {
-        result[topic][p] = end;
-        continue;
+      const Backlog& b = backlogs[i++];
+      std::int64_t offset = end;
+      if (b.size > 0) {
+        const double prorate = static_cast<double>(limit) * (static_cast<double>(b.size) / total);
+        const std::int64_t n = java_double_to_long(prorate < 1 ? std::ceil(prorate) : std::floor(prorate));
+        const std::int64_t off = n > wrap_sub(kInt64Max, b.begin) ? kInt64Max : wrap_add(b.begin, n);
+        offset = std::min(end, off);
       }
-      const std::int64_t begin = *begin_of(tp);
-      const double prorate =
-          static_cast<double>(limit) * (static_cast<double>(s->second) / total);
-      const std::int64_t n =
-          java_double_to_long(prorate < 1 ? std::ceil(prorate) : std::floor(prorate));
-      const std::int64_t off = n > wrap_sub(kInt64Max, begin) ? kInt64Max : wrap_add(begin, n);
-      result[topic][p] = std::min(end, off);
+      out.emplace_hint(out.end(), p, offset);
     }
   }
   return result;
@@ -181,11 +188,12 @@ std::vector<OffsetRange> split_ranges(std::vector<OffsetRange> ranges,
   if (max_records_per_partition) {
     const std::int64_t max = *max_records_per_partition;
     std::vector<OffsetRange> capped;
-    for (const auto& r : kept) {
+    capped.reserve(kept.size());
+    for (auto& r : kept) {
       const std::int64_t size = r.size();
       const std::int64_t parts = size / max + (size % max != 0 ? 1 : 0);
       if (parts <= 1) {
-        capped.push_back(r);
+        capped.push_back(std::move(r));
       } else {
         split_into(r, parts, capped);
       }
@@ -214,10 +222,13 @@ std::vector<OffsetRange> split_ranges(std::vector<OffsetRange> ranges,
   const std::int64_t split_min_parts = std::max<std::int64_t>(min_parts - whole_count, 1);
 
   std::vector<OffsetRange> out;
+  out.reserve(static_cast<std::size_t>(min_parts) + kept.size());
   for (std::size_t i = 0; i < kept.size(); ++i) {
-    const std::int64_t parts =
-        whole[i] ? 1 : part_count(kept[i].size(), split_total, split_min_parts);
-    split_into(kept[i], parts, out);
+    if (whole[i]) {
+      out.push_back(std::move(kept[i]));
+      continue;
+    }
+    split_into(kept[i], part_count(kept[i].size(), split_total, split_min_parts), out);
   }
   std::erase_if(out, [](const OffsetRange& r) { return r.size() <= 0; });
   return out;
@@ -339,44 +350,65 @@ BatchPlan plan_batch(const PartitionOffsets& start, const PartitionOffsets& end,
     plan.warnings.push_back(data_loss_warning(e));
   };
 
-  const std::set<TopicPartition> start_tps = partitions_of(start);
-  const std::set<TopicPartition> end_tps = partitions_of(end);
+  // The maps iterate in (topic, partition) order, the order of TopicPartition,
+  // so every pass below visits partitions in the order the rules check them.
 
-  // 1. New partitions start at their earliest offset.
-  std::map<TopicPartition, std::int64_t> new_initial;
+  // 1. New partitions (in end, not in start) start at their earliest offset.
+  struct NewPartition {
+    const std::string* topic;
+    std::int32_t partition;
+    std::int64_t earliest;
+  };
+  std::vector<NewPartition> new_initial;
   std::set<TopicPartition> not_found;
-  for (const auto& tp : end_tps) {
-    if (start_tps.count(tp)) continue;
-    if (auto earliest = lookup(earliest_for_new, tp)) {
-      new_initial.emplace(tp, *earliest);
-    } else {
-      not_found.insert(tp);
+  for (const auto& [topic, parts] : end) {
+    const PartitionMap* start_parts = find_topic(start, topic);
+    const PartitionMap* earliest_parts = find_topic(earliest_for_new, topic);
+    for (const auto& [p, offset] : parts) {
+      (void)offset;
+      if (start_parts != nullptr && start_parts->count(p)) continue;
+      if (auto earliest = find_partition(earliest_parts, p)) {
+        new_initial.push_back(NewPartition{&topic, p, *earliest});
+      } else {
+        not_found.insert(not_found.end(), TopicPartition{topic, p});
+      }
     }
   }
   if (!not_found.empty()) report(DataLossError::initial_offset_not_found(not_found));
-  for (const auto& [tp, offset] : new_initial) {
-    if (offset != 0) report(DataLossError::added_partition_not_from_zero(tp, offset));
+  for (const auto& n : new_initial) {
+    if (n.earliest != 0)
+      report(DataLossError::added_partition_not_from_zero(TopicPartition{*n.topic, n.partition}, n.earliest));
   }
 
   // 2. Partitions that disappeared.
   std::set<TopicPartition> deleted;
-  for (const auto& tp : start_tps) {
-    if (!end_tps.count(tp)) deleted.insert(tp);
+  for (const auto& [topic, parts] : start) {
+    const PartitionMap* end_parts = find_topic(end, topic);
+    for (const auto& [p, offset] : parts) {
+      (void)offset;
+      if (end_parts == nullptr || !end_parts->count(p)) deleted.insert(deleted.end(), TopicPartition{topic, p});
+    }
   }
   if (!deleted.empty()) report(DataLossError::partitions_deleted(deleted, options.group_id_set));
 
-  // 3. Ranges over partitions with a known start.
+  // 3. Ranges over partitions with a known start (new ones come up in the
+  // same order as in step 1, so a cursor finds their earliest offset).
   std::vector<OffsetRange> ranges;
-  for (const auto& tp : end_tps) {
-    std::optional<std::int64_t> from = lookup(start, tp);
-    if (!from) {
-      auto it = new_initial.find(tp);
-      if (it == new_initial.end()) continue;  // start unknown: skipped
-      from = it->second;
+  ranges.reserve(partition_count(end));
+  auto next_new = new_initial.cbegin();
+  for (const auto& [topic, parts] : end) {
+    const PartitionMap* start_parts = find_topic(start, topic);
+    for (const auto& [p, until] : parts) {
+      std::optional<std::int64_t> from = find_partition(start_parts, p);
+      if (!from) {
+        if (next_new == new_initial.cend() || next_new->topic != &topic || next_new->partition != p)
+          continue;  // start unknown: skipped
+        from = (next_new++)->earliest;
+      }
+      TopicPartition tp{topic, p};
+      if (until < *from) report(DataLossError::partition_offset_changed(tp, *from, until));
+      ranges.push_back(OffsetRange{std::move(tp), *from, until, std::nullopt});
     }
-    const std::int64_t until = *lookup(end, tp);
-    if (until < *from) report(DataLossError::partition_offset_changed(tp, *from, until));
-    ranges.push_back(OffsetRange{tp, *from, until, std::nullopt});
   }
 
   // 4. Drop empty/negative ranges and split.
@@ -389,21 +421,25 @@ BatchPlan plan_batch(const PartitionOffsets& start, const PartitionOffsets& end,
 
 std::optional<LagMetrics> offsets_behind_latest(const PartitionOffsets& latest,
                                                 const PartitionOffsets& consumed_end) {
-  std::vector<std::int64_t> behind;
+  std::int64_t count = 0, sum = 0;
+  LagMetrics m;
+  m.min_offsets_behind_latest = kInt64Max;
+  m.max_offsets_behind_latest = kInt64Min;
   for (const auto& [topic, parts] : latest) {
+    const PartitionMap* consumed_parts = find_topic(consumed_end, topic);
+    if (consumed_parts == nullptr) continue;
     for (const auto& [p, latest_offset] : parts) {
-      auto consumed = lookup(consumed_end, TopicPartition{topic, p});
+      auto consumed = find_partition(consumed_parts, p);
       if (!consumed) continue;
-      behind.push_back(wrap_sub(latest_offset, *consumed));
+      const std::int64_t behind = wrap_sub(latest_offset, *consumed);
+      m.min_offsets_behind_latest = std::min(m.min_offsets_behind_latest, behind);
+      m.max_offsets_behind_latest = std::max(m.max_offsets_behind_latest, behind);
+      sum = wrap_add(sum, behind);
+      ++count;
     }
   }
-  if (behind.empty()) return std::nullopt;
-  LagMetrics m;
-  m.min_offsets_behind_latest = *std::min_element(behind.begin(), behind.end());
-  m.max_offsets_behind_latest = *std::max_element(behind.begin(), behind.end());
-  std::int64_t sum = 0;
-  for (auto b : behind) sum = wrap_add(sum, b);
-  m.avg_offsets_behind_latest = static_cast<double>(sum) / static_cast<double>(behind.size());
+  if (count == 0) return std::nullopt;
+  m.avg_offsets_behind_latest = static_cast<double>(sum) / static_cast<double>(count);
   return m;
 }
 

@@ -56,7 +56,10 @@ class Reader {
   /// Latch an error (keeps the first one).
   void fail(const char* what) noexcept;
 
-  std::int8_t i8() noexcept;
+  std::int8_t i8() noexcept {
+    if (!need(1)) return 0;
+    return static_cast<std::int8_t>(data_.data()[pos_++]);
+  }
   std::int16_t i16() noexcept;
   std::int32_t i32() noexcept;
   std::int64_t i64() noexcept;
@@ -66,16 +69,56 @@ class Reader {
   bool boolean() noexcept;
   Uuid uuid() noexcept;
 
+  // Varints: one- and two-byte values (the usual lengths, deltas and counts
+  // of record batches) decode inline; longer ones out of line.
+
   /// Unsigned LEB128 varint of at most 5 bytes (32 bits).
-  std::uint32_t uvarint() noexcept;
+  std::uint32_t uvarint() noexcept {
+    if (error_ == nullptr && pos_ < data_.size()) [[likely]] {
+      const std::uint8_t* p = data_.data() + pos_;
+      if (p[0] < 0x80) {
+        ++pos_;
+        return p[0];
+      }
+      if (data_.size() - pos_ >= 2 && p[1] < 0x80) {
+        pos_ += 2;
+        return (std::uint32_t(p[0]) & 0x7f) | (std::uint32_t(p[1]) << 7);
+      }
+    }
+    return uvarint_long();
+  }
   /// Unsigned LEB128 of at most 10 bytes (64 bits).
-  std::uint64_t uvarlong() noexcept;
+  std::uint64_t uvarlong() noexcept {
+    if (error_ == nullptr && pos_ < data_.size()) [[likely]] {
+      const std::uint8_t* p = data_.data() + pos_;
+      if (p[0] < 0x80) {
+        ++pos_;
+        return p[0];
+      }
+      if (data_.size() - pos_ >= 2 && p[1] < 0x80) {
+        pos_ += 2;
+        return (std::uint64_t(p[0]) & 0x7f) | (std::uint64_t(p[1]) << 7);
+      }
+    }
+    return uvarlong_long();
+  }
   /// Zig-zag signed varint (int32) and varlong (int64).
-  std::int32_t varint() noexcept;
-  std::int64_t varlong() noexcept;
+  std::int32_t varint() noexcept {
+    const std::uint32_t u = uvarint();
+    return static_cast<std::int32_t>((u >> 1) ^ (~(u & 1) + 1));
+  }
+  std::int64_t varlong() noexcept {
+    const std::uint64_t u = uvarlong();
+    return static_cast<std::int64_t>((u >> 1) ^ (~(u & 1) + 1));
+  }
 
   /// n raw bytes as a view into the underlying buffer (empty on failure).
-  ByteSpan take(std::size_t n) noexcept;
+  ByteSpan take(std::size_t n) noexcept {
+    if (!need(n)) return {};
+    const ByteSpan s(data_.data() + pos_, n);
+    pos_ += n;
+    return s;
+  }
   void skip(std::size_t n) noexcept { (void)take(n); }
 
   // Strings and byte blobs. `compact` selects the KIP-482 encoding.
@@ -92,7 +135,16 @@ class Reader {
   std::optional<std::size_t> array_length(bool compact, std::size_t min_element_size = 1) noexcept;
 
  private:
-  bool need(std::size_t n) noexcept;
+  bool need(std::size_t n) noexcept {
+    if (error_ != nullptr) return false;
+    if (data_.size() - pos_ < n) [[unlikely]] {
+      fail("truncated input");
+      return false;
+    }
+    return true;
+  }
+  std::uint32_t uvarint_long() noexcept;
+  std::uint64_t uvarlong_long() noexcept;
   std::optional<std::size_t> length_prefix(bool compact, bool nullable, bool wide) noexcept;
 
   ByteSpan data_{};

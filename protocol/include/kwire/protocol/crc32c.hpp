@@ -15,8 +15,28 @@
 
 namespace kwire::protocol {
 
-/// CRC-32C of `data`, using the SSE4.2 instruction when the CPU has it.
+/// CRC-32C of `data`, using the fastest implementation this CPU supports
+/// (chosen once at start-up, see crc32c_path()).
 std::uint32_t crc32c(ByteSpan data, std::uint32_t crc = 0) noexcept;
+
+/// The implementations of CRC-32C. Inputs of 768 bytes or more are split
+/// into three adjacent blocks whose CRCs are computed as independent streams
+/// (the SSE4.2 instruction has a latency of several cycles but accepts a new
+/// input every cycle) and then merged by shifting the first two over the
+/// zero bytes that follow them, which is multiplication by x^(8 * length)
+/// modulo the polynomial.
+enum class Crc32cPath : std::uint8_t {
+  portable,      // slicing-by-8 tables, any CPU
+  sse42,         // SSE4.2 crc32 instruction; streams merged with zero-extension tables
+  sse42_pclmul,  // SSE4.2 crc32; streams merged by carry-less multiplication (PCLMULQDQ)
+};
+
+/// The path crc32c() takes on this CPU (detected at run time).
+Crc32cPath crc32c_path() noexcept;
+
+/// CRC-32C through a given path; a path the CPU does not support falls back
+/// to the best supported one below it, so it is always safe to call.
+std::uint32_t crc32c_via(Crc32cPath path, ByteSpan data, std::uint32_t crc = 0) noexcept;
 
 /// CRC-32C computed with portable slicing-by-8 tables (no special CPU support).
 std::uint32_t crc32c_portable(ByteSpan data, std::uint32_t crc = 0) noexcept;
@@ -24,8 +44,9 @@ std::uint32_t crc32c_portable(ByteSpan data, std::uint32_t crc = 0) noexcept;
 /// Whether the hardware path is usable on this machine.
 bool crc32c_hardware_available() noexcept;
 
-/// CRC-32C through the SSE4.2 instruction. Falls back to the portable code
-/// when crc32c_hardware_available() is false, so it is always safe to call.
+/// CRC-32C through the best hardware path (crc32c_via(Crc32cPath::sse42_pclmul)).
+/// Falls back to the portable code when crc32c_hardware_available() is false,
+/// so it is always safe to call.
 std::uint32_t crc32c_hardware(ByteSpan data, std::uint32_t crc = 0) noexcept;
 
 /// CRC-32 (IEEE, as zlib's crc32) of `data`.
