@@ -98,6 +98,7 @@ endforeach()
 #   Boost::boost, OpenSSL::SSL, OpenSSL::Crypto, Threads::Threads   (kwire_client, public)
 #   fmt::fmt, simdjson::simdjson                                    (private, link only)
 #   ZLIB::ZLIB, PkgConfig::ZSTD, PkgConfig::LZ4, PkgConfig::XXHASH  (kwire_protocol, link only)
+#   PkgConfig::SASL2, PkgConfig::GSSAPI                            (kwire_client, link only)
 #   kwire::snappy_library                                           (see kwire_snappy above)
 set(_kwire_config_in "${PROJECT_BINARY_DIR}/cmake/kwireConfig.cmake.in")
 file(WRITE "${_kwire_config_in}" [==[
@@ -119,7 +120,8 @@ find_dependency(simdjson)
 # zstd and lz4 come from pkg-config, as in kwire's own build (the targets keep
 # the names FindPkgConfig gives them).
 find_dependency(PkgConfig)
-foreach(_kwire_pc IN ITEMS "ZSTD;libzstd" "LZ4;liblz4" "XXHASH;libxxhash")
+foreach(_kwire_pc IN ITEMS "ZSTD;libzstd" "LZ4;liblz4" "XXHASH;libxxhash" "SASL2;libsasl2"
+                         "GSSAPI;krb5-gssapi")
   list(GET _kwire_pc 0 _kwire_prefix)
   list(GET _kwire_pc 1 _kwire_module)
   if(NOT TARGET PkgConfig::${_kwire_prefix})
@@ -188,7 +190,7 @@ foreach(_dir libdir includedir)
   endif()
 endforeach()
 
-set(_kwire_pc_requires "libzstd liblz4 libxxhash zlib openssl fmt simdjson")
+set(_kwire_pc_requires "libzstd liblz4 libxxhash zlib openssl fmt simdjson libsasl2 krb5-gssapi")
 set(_kwire_pc_libs "-L\${libdir} -lkwire_source -lkwire_checkpoint -lkwire_client -lkwire_protocol")
 pkg_check_modules(KWIRE_PC_SNAPPY QUIET snappy)
 if(KWIRE_PC_SNAPPY_FOUND)

@@ -183,14 +183,10 @@ int main(int argc, char** argv) {
     if (*s) return cmd_stream(common, st);
     if (*l) return cmd_lag(common, lg);
     if (*r) return cmd_read_range(common, rr);
-  } catch (const kwire::client::ClientError& e) {
-    fmt::print(stderr, "kwire: error: {}\n", e.what());
-    return 1;
-  } catch (const kwire::protocol::ProtocolError& e) {
-    fmt::print(stderr, "kwire: error: {}\n", e.what());
-    return 1;
   } catch (const std::exception& e) {
-    fmt::print(stderr, "kwire: error: {}\n", e.what());
+    // std::fprintf, not fmt::print: reporting must not throw when stderr
+    // itself cannot be written (a full disk under a redirected log).
+    std::fprintf(stderr, "kwire: error: %s\n", e.what());
     return 1;
   }
   return 0;

@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <csignal>
+#include <cstdio>
 #include <memory>
 #include <stdexcept>
 
@@ -146,10 +147,10 @@ int cmd_stream(const CommonOptions& common, const StreamArgs& args) {
   auto description = query.description();
   query.run(
       [&](const BatchProgress& p) {
-        if (args.json_progress)
-          fmt::print(stderr, "{}\n", p.to_json(description));
-        else
-          fmt::print(stderr, "{}\n", p.to_line());
+        // std::fprintf does not throw: a progress line that cannot be written
+        // (stderr on a full disk) does not stop a committed query.
+        const auto line = args.json_progress ? p.to_json(description) : p.to_line();
+        std::fprintf(stderr, "%s\n", line.c_str());
         if (args.prometheus) checkpoint::atomic_write_file(*args.prometheus, p.to_prometheus());
       },
       args.max_batches);

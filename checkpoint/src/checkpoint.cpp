@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <charconv>
@@ -345,6 +346,18 @@ void purge_below(const fs::path& dir, std::int64_t threshold) {
   }
 }
 
+// A temp file of write_temp: ".<target name>.<16 hex digits>.tmp".
+bool is_temp_name(std::string_view name) {
+  constexpr std::size_t kHex = 16;
+  constexpr std::string_view kSuffix = ".tmp";
+  if (name.size() < 1 + 1 + 1 + kHex + kSuffix.size() || name.front() != '.') return false;
+  if (name.substr(name.size() - kSuffix.size()) != kSuffix) return false;
+  const std::string_view hex = name.substr(name.size() - kSuffix.size() - kHex, kHex);
+  if (name[name.size() - kSuffix.size() - kHex - 1] != '.') return false;
+  return std::all_of(hex.begin(), hex.end(),
+                     [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
+
 void check_batch_id(std::int64_t batch) {
   if (batch < 0) throw CheckpointError(fmt::format("Invalid batch id {}", batch));
 }
@@ -396,6 +409,22 @@ PartitionOffsets offsets_from_json(std::string_view json) {
   return result;
 }
 
+void remove_stale_temp_files(const fs::path& dir) {
+  std::error_code ec;
+  fs::directory_iterator it(dir, ec);
+  if (ec) {
+    if (ec == std::errc::no_such_file_or_directory) return;
+    throw CheckpointError(fmt::format("Cannot list {}: {}", dir.string(), ec.message()));
+  }
+  std::vector<fs::path> victims;
+  for (const auto& entry : it) {
+    if (is_temp_name(entry.path().filename().string())) victims.push_back(entry.path());
+  }
+  for (const auto& p : victims) {
+    if (::unlink(p.c_str()) != 0 && errno != ENOENT) io_error("Cannot delete stale temp file", p, errno);
+  }
+}
+
 void atomic_write_file(const fs::path& path, std::string_view content) {
   const fs::path tmp = write_temp(path, content);
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
@@ -418,6 +447,11 @@ Checkpoint::Checkpoint(fs::path root, int min_batches_to_retain)
     if (ec) {
       throw CheckpointError(fmt::format("Cannot create folder {}: {}", dir.string(), ec.message()));
     }
+  }
+  // A writer killed mid-write leaves its temp file behind; nothing reads them
+  // and the folder has a single writer, so they are removed here.
+  for (const fs::path& dir : {root_, root_ / "offsets", root_ / "commits", root_ / "sources" / "0"}) {
+    remove_stale_temp_files(dir);
   }
   const fs::path meta = root_ / "metadata";
   auto content = read_file(meta);

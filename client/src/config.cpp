@@ -109,6 +109,12 @@ ClientConfig ClientConfig::from_properties(const std::map<std::string, std::stri
       c.ssl_key_location = value;
     } else if (key == "ssl.key.password" || key == "ssl.keystore.password") {
       c.ssl_key_password = value;
+    } else if (key == "ssl.truststore.certificates" || key == "ssl.ca.pem") {
+      c.ssl_truststore_certificates = value;
+    } else if (key == "ssl.keystore.certificate.chain" || key == "ssl.certificate.pem") {
+      c.ssl_keystore_certificate_chain = value;
+    } else if (key == "ssl.keystore.key" || key == "ssl.key.pem") {
+      c.ssl_keystore_key = value;
     } else if (key == "ssl.endpoint.identification.algorithm") {
       auto l = lower(value);
       if (l != "https" && l != "" && l != "none")
@@ -122,15 +128,31 @@ ClientConfig ClientConfig::from_properties(const std::map<std::string, std::stri
     } else if (key == "sasl.mechanism" || key == "sasl.mechanisms") {
       std::string up = value;
       std::transform(up.begin(), up.end(), up.begin(), ::toupper);
-      if (up != "PLAIN" && up != "SCRAM-SHA-256" && up != "SCRAM-SHA-512" && up != "OAUTHBEARER")
-        throw ConfigError(fmt::format("{}={} is not supported: expected PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or "
-                                      "OAUTHBEARER",
+      if (up != "PLAIN" && up != "SCRAM-SHA-256" && up != "SCRAM-SHA-512" && up != "OAUTHBEARER" && up != "GSSAPI")
+        throw ConfigError(fmt::format("{}={} is not supported: expected PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, "
+                                      "OAUTHBEARER or GSSAPI",
                                       key, value));
       c.sasl_mechanism = up;
     } else if (key == "sasl.username") {
       c.sasl_username = value;
     } else if (key == "sasl.password") {
       c.sasl_password = value;
+    } else if (key == "sasl.jaas.config" && value.find("Krb5LoginModule") != std::string::npos) {
+      // Java's Kerberos login line: keyTab and principal (sasl.kerberos.* win).
+      std::string keytab, principal;
+      parse_kerberos_jaas_config(value, keytab, principal);
+      if (c.sasl_kerberos_keytab.empty()) c.sasl_kerberos_keytab = keytab;
+      if (c.sasl_kerberos_principal.empty()) c.sasl_kerberos_principal = principal;
+    } else if (key == "sasl.kerberos.service.name") {
+      if (value.empty() || value.find_first_of("/@ \t") != std::string::npos)
+        throw ConfigError(fmt::format("invalid value '{}' for sasl.kerberos.service.name: expected a bare service "
+                                      "name such as kafka",
+                                      value));
+      c.sasl_kerberos_service_name = value;
+    } else if (key == "sasl.kerberos.keytab") {
+      c.sasl_kerberos_keytab = value;
+    } else if (key == "sasl.kerberos.principal") {
+      c.sasl_kerberos_principal = value;
     } else if (key == "sasl.jaas.config") {
       std::string u, pw;
       parse_jaas_config(value, u, pw);
@@ -205,8 +227,8 @@ ClientConfig ClientConfig::from_properties(const std::map<std::string, std::stri
   }
   if (!have_bootstrap) throw ConfigError("bootstrap.servers must be set");
   if (c.security_protocol.rfind("SASL_", 0) == 0 && c.sasl_mechanism.empty())
-    throw ConfigError(fmt::format("security.protocol={} needs sasl.mechanism (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 "
-                                  "or OAUTHBEARER)",
+    throw ConfigError(fmt::format("security.protocol={} needs sasl.mechanism (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, "
+                                  "OAUTHBEARER or GSSAPI)",
                                   c.security_protocol));
   return c;
 }

@@ -6,10 +6,13 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl.hpp>
 
+#include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
 #include <filesystem>
+#include <fstream>
+#include <random>
 
 #include <fmt/format.h>
 
@@ -41,6 +44,42 @@ void on_stream(detail::TlsStream* tls, tcp::socket& socket, F&& f) {
   else
     f(socket);
 }
+
+// What a TLS alert from the broker most likely means, for error texts.
+std::string tls_alert_hint(const boost::system::error_code& ec, bool have_client_certificate) {
+  if (ec.category() != asio::error::get_ssl_category()) return {};
+  switch (ERR_GET_REASON(static_cast<unsigned long>(ec.value()))) {
+#ifdef SSL_R_TLSV13_ALERT_CERTIFICATE_REQUIRED
+    case SSL_R_TLSV13_ALERT_CERTIFICATE_REQUIRED:
+#endif
+    case SSL_R_SSLV3_ALERT_HANDSHAKE_FAILURE:
+    case SSL_R_TLSV1_ALERT_UNKNOWN_CA:
+    case SSL_R_SSLV3_ALERT_BAD_CERTIFICATE:
+    case SSL_R_SSLV3_ALERT_CERTIFICATE_UNKNOWN:
+    case SSL_R_SSLV3_ALERT_CERTIFICATE_EXPIRED:
+      // Java brokers answer a missing client certificate with bad_certificate.
+      if (!have_client_certificate)
+        return " (the broker requires a client certificate: set ssl.keystore.location, or "
+               "ssl.certificate.location and ssl.key.location)";
+      return " (the broker did not accept the client certificate)";
+    default:
+      return {};
+  }
+}
+
+// True when a PEM file or text holds an encrypted private key.
+bool pem_is_encrypted(const std::string& pem_text) { return pem_text.find("ENCRYPTED") != std::string::npos; }
+
+std::string read_small_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::string out;
+  char buf[4096];
+  while (in && out.size() < (std::size_t{1} << 20)) {
+    in.read(buf, sizeof buf);
+    out.append(buf, static_cast<std::size_t>(in.gcount()));
+  }
+  return out;
+}
 }  // namespace
 
 using namespace kwire::protocol;
@@ -71,7 +110,11 @@ void Connection::close() noexcept {
 
 void Connection::run_until(const std::function<bool()>& done, Deadline deadline, const char* what) {
   while (!done()) {
-    if (error_) throw ConnectionError(fmt::format("connection to {} failed: {}", endpoint(), *error_));
+    if (error_) {
+      auto msg = fmt::format("connection to {} failed: {}", endpoint(), *error_);
+      if (tls_failure_) throw TlsError(msg);
+      throw ConnectionError(msg);
+    }
     auto now = Clock::now();
     if (now >= deadline) {
       throw TimeoutError(fmt::format("timed out waiting for {} from {}", what, endpoint()));
@@ -83,6 +126,14 @@ void Connection::run_until(const std::function<bool()>& done, Deadline deadline,
 }
 
 void Connection::connect(Deadline deadline) {
+  if (socket_) {
+    // Reconnecting: close the old socket and let its cancelled reads and
+    // writes finish now, while the stream they use still exists, so they
+    // cannot mark the new connection failed later.
+    close();
+    io_.poll();
+    if (io_.stopped()) io_.restart();
+  }
   error_.reset();
   pending_.clear();
   write_queue_.clear();
@@ -90,7 +141,9 @@ void Connection::connect(Deadline deadline) {
   if (throttle_timer_) throttle_timer_->cancel();
   throttle_timer_.reset();
   tls_.reset();
+  tls_failure_.reset();
   reauthenticate_at_ = Clock::time_point::max();
+  session_expires_at_ = Clock::time_point::max();
   socket_ = std::make_unique<tcp::socket>(io_);
 
   boost::system::error_code ec;
@@ -114,16 +167,63 @@ void Connection::connect(Deadline deadline) {
     io_.poll();
     throw TimeoutError(fmt::format("timed out connecting to broker {}", endpoint()));
   }
-  if (result) throw ConnectionError(fmt::format("cannot connect to broker {}: {}", endpoint(), result.message()));
+  if (result) {
+    // A failed connect leaves the socket opened but unconnected: close it so
+    // is_open() is false and the next use reconnects instead of sending on it.
+    close();
+    io_.poll();
+    throw ConnectionError(fmt::format("cannot connect to broker {}: {}", endpoint(), result.message()));
+  }
   socket_->set_option(tcp::no_delay(true), ec);
   if (opts_.socket_receive_buffer_bytes > 0)
     socket_->set_option(asio::socket_base::receive_buffer_size(opts_.socket_receive_buffer_bytes), ec);
   if (opts_.socket_send_buffer_bytes > 0)
     socket_->set_option(asio::socket_base::send_buffer_size(opts_.socket_send_buffer_bytes), ec);
-  if (opts_.tls.enabled) start_tls(deadline);
-  start_read();
-  negotiate(deadline);
-  if (opts_.sasl.enabled) authenticate(deadline);
+  try {
+    if (opts_.tls.enabled) start_tls(deadline);
+    start_read();
+    negotiate(deadline);
+    if (opts_.sasl.enabled) authenticate(deadline);
+  } catch (...) {
+    // Never leave a connection that looks open without negotiated versions
+    // (or authentication): the next use must connect again.
+    close();
+    io_.poll();
+    throw;
+  }
+  ++connects_;
+}
+
+Clock::time_point Connection::reauthentication_time(Clock::time_point start, std::chrono::milliseconds lifetime,
+                                                    double fraction) noexcept {
+  fraction = std::clamp(fraction, 0.0, 1.0);
+  return start + std::chrono::duration_cast<Clock::duration>(
+                     std::chrono::duration<double, std::milli>(static_cast<double>(lifetime.count()) * fraction));
+}
+
+Connection::SessionRenewal Connection::renewal_action(Clock::time_point now, Clock::time_point reauthenticate_at,
+                                                      Clock::time_point expires_at, std::size_t in_flight) noexcept {
+  if (now < reauthenticate_at) return SessionRenewal::none;
+  if (now < expires_at) return SessionRenewal::reauthenticated;
+  return in_flight == 0 ? SessionRenewal::reconnected : SessionRenewal::none;
+}
+
+Connection::SessionRenewal Connection::renew_session_if_due(Deadline deadline) {
+  if (!opts_.sasl.enabled || !is_open()) return SessionRenewal::none;
+  switch (renewal_action(Clock::now(), reauthenticate_at_, session_expires_at_, in_flight())) {
+    case SessionRenewal::none:
+      return SessionRenewal::none;
+    case SessionRenewal::reauthenticated:
+      // SaslHandshake + SaslAuthenticate queue behind the requests in flight;
+      // their answers are kept by correlation id as usual.
+      authenticate(deadline);
+      ++reauthentications_;
+      return SessionRenewal::reauthenticated;
+    case SessionRenewal::reconnected:
+      connect(deadline);
+      return SessionRenewal::reconnected;
+  }
+  return SessionRenewal::none;
 }
 
 void Connection::start_tls(Deadline deadline) {
@@ -146,17 +246,42 @@ void Connection::start_tls(Deadline deadline) {
     ctx->load_verify_file(t.ca_location, ec);
     if (ec) tls_fail(fmt::format("cannot load CA file '{}': {}", t.ca_location, ec.message()));
   }
-  if (!t.key_password.empty()) {
+  if (!t.ca_pem.empty()) {
+    ctx->add_certificate_authority(asio::buffer(t.ca_pem), ec);
+    if (ec) tls_fail("cannot use the CA certificates given as PEM text: " + ec.message());
+  }
+  // Always answer OpenSSL's password prompt: without a callback it would ask
+  // on the terminal for an encrypted key.
+  {
     std::string pw = t.key_password;
     ctx->set_password_callback([pw](std::size_t, asio::ssl::context::password_purpose) { return pw; });
   }
-  if (!t.certificate_location.empty()) {
+  const bool have_certificate = !t.certificate_pem.empty() || !t.certificate_location.empty();
+  if (!t.certificate_pem.empty()) {
+    ctx->use_certificate_chain(asio::buffer(t.certificate_pem), ec);
+    if (ec) tls_fail("cannot load the client certificate given as PEM text: " + ec.message());
+  } else if (!t.certificate_location.empty()) {
     ctx->use_certificate_chain_file(t.certificate_location, ec);
     if (ec) tls_fail(fmt::format("cannot load client certificate '{}': {}", t.certificate_location, ec.message()));
   }
-  if (!t.key_location.empty()) {
+  auto key_fail = [&](const std::string& which, bool encrypted) {
+    std::string hint;
+    if (encrypted)
+      hint = t.key_password.empty() ? " (the key is encrypted: set ssl.key.password)"
+                                    : " (the key is encrypted: is ssl.key.password right?)";
+    tls_fail(fmt::format("cannot load client key {}: {}{}", which, ec.message(), hint));
+  };
+  if (!t.key_pem.empty()) {
+    ctx->use_private_key(asio::buffer(t.key_pem), asio::ssl::context::pem, ec);
+    if (ec) key_fail("given as PEM text", pem_is_encrypted(t.key_pem));
+  } else if (!t.key_location.empty()) {
     ctx->use_private_key_file(t.key_location, asio::ssl::context::pem, ec);
-    if (ec) tls_fail(fmt::format("cannot load client key '{}': {}", t.key_location, ec.message()));
+    if (ec) key_fail("'" + t.key_location + "'", pem_is_encrypted(read_small_file(t.key_location)));
+  }
+  if (have_certificate && (!t.key_pem.empty() || !t.key_location.empty()) &&
+      SSL_CTX_check_private_key(ctx->native_handle()) != 1) {
+    ERR_clear_error();
+    tls_fail("the client key does not match the client certificate");
   }
   ctx->set_verify_mode(asio::ssl::verify_peer);
   tls_ = std::make_unique<detail::TlsStream>(std::move(ctx), *socket_);
@@ -196,7 +321,7 @@ void Connection::start_tls(Deadline deadline) {
   long verify = SSL_get_verify_result(ssl);
   switch (verify) {
     case X509_V_OK:
-      reason = result.message();
+      reason = result.message() + tls_alert_hint(result, have_certificate);
       break;
     case X509_V_ERR_HOSTNAME_MISMATCH:
       reason = fmt::format("the broker's certificate does not match the host name '{}'", host_);
@@ -229,11 +354,19 @@ void Connection::start_tls(Deadline deadline) {
 void Connection::authenticate(Deadline deadline) {
   SaslCredentials creds = opts_.sasl.credentials;
   if (creds.mechanism == "OAUTHBEARER" && opts_.sasl.token_callback) creds.oauth_token = opts_.sasl.token_callback();
+  creds.broker_host = host_;  // GSSAPI: the broker's principal is SERVICE/HOST
   auto mech = make_sasl_mechanism(creds);
   const std::string& name = mech->name();
   auto refuse = [&](const std::string& why) {
     fail("SASL authentication failed");
-    throw AuthenticationError(name, why);
+    // The broker's message is echoed: make sure it cannot carry a secret back.
+    std::string text = why;
+    for (const std::string* secret : {&creds.password, &creds.oauth_token}) {
+      if (secret->size() < 4) continue;
+      for (auto pos = text.find(*secret); pos != std::string::npos; pos = text.find(*secret, pos))
+        text.replace(pos, secret->size(), "[redacted]");
+    }
+    throw AuthenticationError(name, text);
   };
   if (pick_version(static_cast<std::int16_t>(ApiKey::sasl_handshake), 1, 1) != 1)
     refuse(fmt::format("{}: broker {} does not support SaslHandshake v1", name, endpoint()));
@@ -246,16 +379,35 @@ void Connection::authenticate(Deadline deadline) {
     refuse(fmt::format("SASL mechanism {} is not enabled on broker {} (it offers: {}; error code {})", name,
                        endpoint(), offered.empty() ? "none" : offered, hs.body.error_code));
   }
-  std::string token = mech->initial();
+  std::string token;
+  try {
+    token = mech->initial();
+  } catch (const AuthenticationError& e) {
+    refuse(fmt::format("{} (broker {})", e.what(), endpoint()));
+  }
+  const auto started = Clock::now();
   for (;;) {
     SaslAuthenticateRequest step;
     step.auth_bytes.assign(token.begin(), token.end());
     auto resp = request<SaslAuthenticateResponse>(step, deadline);
-    if (resp.body.error_code != 0)
-      refuse(fmt::format("{} authentication to broker {} failed: {} (error code {})", name, endpoint(),
-                         resp.body.error_message.value_or("no message"), resp.body.error_code));
-    if (resp.body.session_lifetime_ms > 0)
-      reauthenticate_at_ = Clock::now() + std::chrono::milliseconds(resp.body.session_lifetime_ms * 9 / 10);
+    if (resp.body.error_code != 0) {
+      auto detail = mech->server_error();
+      if (resp.body.error_message && resp.body.error_message->find(detail) != std::string::npos) detail.clear();
+      refuse(fmt::format("{} authentication to broker {} failed: {} (error code {}{})", name, endpoint(),
+                         resp.body.error_message.value_or("no message"), resp.body.error_code,
+                         detail.empty() ? "" : "; broker says " + detail));
+    }
+    if (resp.body.session_lifetime_ms > 0) {
+      // KIP-368: renew at 85% to 95% of the lifetime (measured from when the
+      // exchange started), jittered so connections do not renew together.
+      static thread_local std::mt19937 rng{std::random_device{}()};
+      const std::chrono::milliseconds lifetime{resp.body.session_lifetime_ms};
+      session_expires_at_ = started + lifetime;
+      reauthenticate_at_ =
+          reauthentication_time(started, lifetime, std::uniform_real_distribution<double>(0.85, 0.95)(rng));
+    } else {
+      session_expires_at_ = reauthenticate_at_ = Clock::time_point::max();
+    }
     std::optional<std::string> next;
     try {
       next = mech->step(std::string(resp.body.auth_bytes.begin(), resp.body.auth_bytes.end()));
@@ -344,7 +496,7 @@ void Connection::start_write() {
                       if (!*alive) return;
                       writing_ = false;
                       if (ec) {
-                        fail("write failed: " + ec.message());
+                        fail_io("write failed", ec);
                         return;
                       }
                       write_queue_.pop_front();
@@ -359,8 +511,10 @@ void Connection::start_read() {
     asio::async_read(stream, asio::buffer(size_buf_, 4), [this, alive](const boost::system::error_code& ec, std::size_t) {
       if (!*alive) return;
       if (ec) {
-        fail(ec == asio::error::eof || ec == asio::ssl::error::stream_truncated ? "broker closed the connection"
-                                                                                 : "read failed: " + ec.message());
+        if (ec == asio::error::eof || ec == asio::ssl::error::stream_truncated)
+          fail("broker closed the connection");
+        else
+          fail_io("read failed", ec);
         return;
       }
       auto size = static_cast<std::int32_t>(load_be32(size_buf_));
@@ -380,7 +534,7 @@ void Connection::read_body() {
     asio::async_read(stream, asio::buffer(*read_buf_), [this, alive](const boost::system::error_code& ec, std::size_t) {
       if (!*alive) return;
       if (ec) {
-        fail("read failed: " + ec.message());
+        fail_io("read failed", ec);
         return;
       }
       auto corr = static_cast<std::int32_t>(load_be32(read_buf_->data()));
@@ -393,6 +547,19 @@ void Connection::read_body() {
       start_read();
     });
   });
+}
+
+void Connection::fail_io(const std::string& what, const boost::system::error_code& ec) {
+  if (!error_ && ec.category() == asio::error::get_ssl_category()) {
+    // An alert from the broker after the handshake: with TLS 1.3 a refused
+    // client certificate is only reported on the first read.
+    const auto& t = opts_.tls;
+    tls_failure_ = ec.message();
+    fail(fmt::format("{}: TLS error with host '{}': {}{}", what, host_, ec.message(),
+                     tls_alert_hint(ec, !t.certificate_pem.empty() || !t.certificate_location.empty())));
+    return;
+  }
+  fail(what + ": " + ec.message());
 }
 
 void Connection::fail(const std::string& why) {

@@ -48,8 +48,9 @@ void Consumer::assign(const std::vector<TopicPartition>& partitions) {
   for (auto it = paused_.begin(); it != paused_.end();)
     it = positions_.count(it->first) ? std::next(it) : paused_.erase(it);
   std::erase_if(retry_, [&](const auto& kv) { return !positions_.count(kv.first); });
-  buffered_ = ConsumerRecords{};
+  buffered_.reset();
   buffered_pos_ = 0;
+  pending_next_.clear();  // the buffered records were dropped: fetch them again
 }
 
 std::vector<TopicPartition> Consumer::assignment() const {
@@ -64,14 +65,18 @@ void Consumer::seek(const TopicPartition& tp, std::int64_t offset) {
   if (offset < 0) throw ClientError(fmt::format("cannot seek {} to negative offset {}", to_string(tp), offset));
   it->second = offset;
   pending_next_.erase(tp);
-  // Drop buffered records of that partition.
-  if (buffered_pos_ < buffered_.records_.size()) {
-    std::vector<ConsumerRecord> keep;
-    for (std::size_t i = buffered_pos_; i < buffered_.records_.size(); ++i) {
-      auto& r = buffered_.records_[i];
-      if (!(*r.topic == tp.topic && r.partition == tp.partition)) keep.push_back(r);
+  // Drop buffered records of that partition (into a new round: records
+  // already returned keep pointing into the old one).
+  if (buffered_left() > 0) {
+    auto keep = std::make_shared<ConsumerRecords::Round>();
+    keep->frames = buffered_->frames;
+    keep->decoded = buffered_->decoded;
+    keep->topics = buffered_->topics;
+    for (std::size_t i = buffered_pos_; i < buffered_->records.size(); ++i) {
+      auto& r = buffered_->records[i];
+      if (!(*r.topic == tp.topic && r.partition == tp.partition)) keep->records.push_back(r);
     }
-    buffered_.records_ = std::move(keep);
+    buffered_ = std::move(keep);
     buffered_pos_ = 0;
   }
 }
@@ -148,19 +153,17 @@ ConsumerRecords Consumer::poll(std::chrono::milliseconds timeout) {
   const auto max_records = static_cast<std::size_t>(client_->config().max_poll_records);
   auto take_buffered = [&]() {
     ConsumerRecords out;
-    std::size_t n = std::min(max_records, buffered_.records_.size() - buffered_pos_);
-    out.records_.assign(buffered_.records_.begin() + static_cast<std::ptrdiff_t>(buffered_pos_),
-                        buffered_.records_.begin() + static_cast<std::ptrdiff_t>(buffered_pos_ + n));
-    out.frames_ = buffered_.frames_;
-    out.decoded_ = buffered_.decoded_;
-    out.topics_ = buffered_.topics_;
+    std::size_t n = std::min(max_records, buffered_left());
+    out.round_ = buffered_;
+    out.begin_ = buffered_pos_;
+    out.end_ = buffered_pos_ + n;
     // Records of one partition are contiguous and in offset order, so the
     // position map is searched once per run of a partition, not per record.
     const std::string* run_topic = nullptr;
     std::int32_t run_partition = -1;
     auto run_it = positions_.end();
     for (std::size_t i = buffered_pos_; i < buffered_pos_ + n; ++i) {
-      auto& r = buffered_.records_[i];
+      auto& r = buffered_->records[i];
       if (r.topic != run_topic || r.partition != run_partition) {
         run_topic = r.topic;
         run_partition = r.partition;
@@ -169,7 +172,7 @@ ConsumerRecords Consumer::poll(std::chrono::milliseconds timeout) {
       if (run_it != positions_.end()) run_it->second = r.offset + 1;
     }
     buffered_pos_ += n;
-    if (buffered_pos_ >= buffered_.records_.size()) {
+    if (buffered_left() == 0) {
       for (auto& [tp, next] : pending_next_) {
         auto it = positions_.find(tp);
         if (it != positions_.end() && next > it->second.value_or(-1)) it->second = next;
@@ -178,9 +181,19 @@ ConsumerRecords Consumer::poll(std::chrono::milliseconds timeout) {
     }
     return out;
   };
-  if (buffered_pos_ < buffered_.records_.size()) return take_buffered();
+  if (buffered_left() > 0) return take_buffered();
+  // Every buffered record has been returned (or dropped by seek()): move to
+  // the end of what was fetched, so positions match the fetches in flight.
+  for (auto& [tp, next] : pending_next_) {
+    auto it = positions_.find(tp);
+    if (it != positions_.end() && next > it->second.value_or(-1)) it->second = next;
+  }
+  pending_next_.clear();
 
   resolve_positions();
+  // The broker's long-poll time; a Fetch may outlive this poll() and is then
+  // collected by the next one.
+  const auto max_wait = std::chrono::milliseconds(client_->config().fetch_max_wait_ms);
   while (true) {
     std::map<TopicPartition, std::int64_t> fetch_positions;
     std::optional<Clock::time_point> retry_at;  // earliest end of a back-off
@@ -194,16 +207,48 @@ ConsumerRecords Consumer::poll(std::chrono::milliseconds timeout) {
       }
       fetch_positions[tp] = *pos;
     }
-    if (fetch_positions.empty()) {
-      if (!retry_at || *retry_at >= deadline) return {};
-      std::this_thread::sleep_until(*retry_at);
-      continue;
+    // Leaders with no Fetch in flight get one now; partitions that cannot be
+    // sent come back with their error.
+    std::vector<FetchedPartition> fetched;
+    if (!fetch_positions.empty()) fetched = client_->send_fetches(fetch_positions, max_wait);
+    if (fetched.empty()) {
+      if (!client_->fetch_in_flight()) {
+        if (!retry_at || *retry_at >= deadline) return {};
+        std::this_thread::sleep_until(*retry_at);
+        continue;
+      }
+      auto arrived = client_->wait_fetch(retry_at ? std::min(deadline, *retry_at) : deadline);
+      if (!arrived) {
+        if (Clock::now() >= deadline) return {};
+        continue;  // a back-off ended
+      }
+      // Send that leader its next Fetch before decoding this answer, from the
+      // positions after the records just received (read from the batch
+      // headers). Partitions answered with an error wait for their handling
+      // below; partitions whose position moved meanwhile (seek) are fetched
+      // from where they are now, and this answer's data for them is dropped.
+      auto next = fetch_positions;
+      for (auto& [tp, sent] : arrived->positions) {
+        auto it = next.find(tp);
+        if (it == next.end()) continue;
+        if (arrived->failed.count(tp)) {
+          next.erase(it);
+          continue;
+        }
+        auto n = arrived->next_offsets.find(tp);
+        if (n != arrived->next_offsets.end() && it->second == sent) it->second = n->second;
+      }
+      auto unsent = client_->send_fetches(next, max_wait);
+      fetched = client_->decode_fetch(std::move(*arrived));
+      for (auto& p : unsent) fetched.push_back(std::move(p));
     }
-    auto now = Clock::now();
-    auto remaining = deadline > now ? std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now)
-                                    : std::chrono::milliseconds(0);
-    auto wait = std::min(remaining, std::chrono::milliseconds(client_->config().fetch_max_wait_ms));
-    auto fetched = client_->fetch(fetch_positions, wait);
+    // Only answers for a partition's current position count: a partition
+    // that was sought, paused, unassigned or reset while its Fetch was in
+    // flight is fetched again from its position.
+    std::erase_if(fetched, [&](const FetchedPartition& p) {
+      auto it = positions_.find(p.tp);
+      return it == positions_.end() || it->second != p.fetch_offset || paused_.count(p.tp);
+    });
 
     // With auto.offset.reset=none an out-of-range partition fails the poll
     // before anything of this round is taken in, so no other partition's
@@ -214,16 +259,16 @@ ConsumerRecords Consumer::poll(std::chrono::milliseconds timeout) {
           throw OffsetOutOfRangeError(p.tp, p.fetch_offset,
                                       fmt::format("offset {} is out of range for {} (OFFSET_OUT_OF_RANGE)",
                                                   p.fetch_offset, to_string(p.tp)));
-    ConsumerRecords batch;
+    auto batch = std::make_shared<ConsumerRecords::Round>();
     std::size_t total = 0;
     for (auto& p : fetched)
       if (p.error_code == 0 && p.records) total += p.records->records.size();
-    batch.records_.reserve(total);
+    batch->records.reserve(total);
     bool reset_needed = false;
     for (auto& p : fetched) {
       auto topic_holder = std::make_shared<const std::string>(p.tp.topic);
       const std::string* topic = topic_holder.get();
-      batch.topics_.push_back(std::move(topic_holder));
+      batch->topics.push_back(std::move(topic_holder));
       if (p.error_code == static_cast<std::int16_t>(ErrorCode::offset_out_of_range)) {
         if (auto_offset_reset_ == "none")
           throw OffsetOutOfRangeError(p.tp, p.fetch_offset,
@@ -267,18 +312,18 @@ ConsumerRecords Consumer::poll(std::chrono::milliseconds timeout) {
         cr.key = r.key;
         cr.value = r.value;
         cr.headers = &r.headers;
-        batch.records_.push_back(cr);
+        batch->records.push_back(cr);
       }
       if (p.records->records.empty()) {
         if (p.records->next_offset > pos.value_or(-1)) pos = p.records->next_offset;
       } else {
         pending_next_[p.tp] = p.records->next_offset;
       }
-      batch.frames_.push_back(p.frame);
-      batch.decoded_.push_back(p.records);
+      batch->frames.push_back(p.frame);
+      batch->decoded.push_back(p.records);
     }
     if (reset_needed) resolve_positions();
-    if (!batch.records_.empty()) {
+    if (!batch->records.empty()) {
       buffered_ = std::move(batch);
       buffered_pos_ = 0;
       return take_buffered();

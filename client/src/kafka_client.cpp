@@ -73,26 +73,44 @@ ConnectionOptions KafkaClient::connection_options() const {
   opts.tls.key_location =
       config_.ssl_key_location.empty() ? config_.ssl_certificate_location : config_.ssl_key_location;
   opts.tls.key_password = config_.ssl_key_password;
+  opts.tls.ca_pem = config_.ssl_truststore_certificates;
+  opts.tls.certificate_pem = config_.ssl_keystore_certificate_chain;
+  opts.tls.key_pem = config_.ssl_keystore_key;
+  if (!opts.tls.certificate_pem.empty() && config_.ssl_key_location.empty()) opts.tls.key_location.clear();
   opts.tls.verify_hostname = !config_.ssl_endpoint_identification_algorithm.empty();
   opts.sasl.enabled = sp == "SASL_PLAINTEXT" || sp == "SASL_SSL";
   opts.sasl.credentials.mechanism = config_.sasl_mechanism;
   opts.sasl.credentials.username = config_.sasl_username;
   opts.sasl.credentials.password = config_.sasl_password;
   opts.sasl.credentials.oauth_token = config_.sasl_oauthbearer_token;
+  opts.sasl.credentials.kerberos_service_name = config_.sasl_kerberos_service_name;
+  opts.sasl.credentials.kerberos_keytab = config_.sasl_kerberos_keytab;
+  opts.sasl.credentials.kerberos_principal = config_.sasl_kerberos_principal;
   opts.sasl.token_callback = config_.sasl_oauthbearer_token_callback;
   return opts;
 }
 
-// KIP-368: a connection whose SASL session is close to its end is reconnected
-// (and so re-authenticated) before the next request goes out on it. Only an
-// idle connection is renewed, so no pipelined response is lost.
+// KIP-368: a connection whose SASL session is close to its end is
+// re-authenticated in place before the next request goes out on it (see
+// Connection::renew_session_if_due).
 void KafkaClient::renew_if_due(Connection& c) {
-  if (c.is_open() && Clock::now() >= c.reauthenticate_at() && c.in_flight() == 0) c.connect(default_deadline());
+  switch (c.renew_session_if_due(default_deadline())) {
+    case Connection::SessionRenewal::reauthenticated:
+      ++connection_stats_.reauthentications;
+      break;
+    case Connection::SessionRenewal::reconnected:
+      ++connection_stats_.connects;
+      break;
+    case Connection::SessionRenewal::none:
+      break;
+  }
 }
 
 Connection& KafkaClient::connect_to(const std::string& host, std::uint16_t port, std::int32_t node_id) {
   auto conn = std::make_unique<Connection>(*io_, host, port, connection_options());
   conn->connect(default_deadline());
+  ++connection_stats_.connects;
+  if (fetches_.erase(node_id)) sessions_.erase(node_id);  // it was in flight on the connection replaced
   auto& slot = brokers_[node_id];
   slot = std::move(conn);
   return *slot;
@@ -114,6 +132,7 @@ Connection& KafkaClient::any_connection() {
     try {
       bootstrap_ = std::make_unique<Connection>(*io_, addr.host, addr.port, connection_options());
       bootstrap_->connect(default_deadline());
+      ++connection_stats_.connects;
       return *bootstrap_;
     } catch (const AuthenticationError&) {
       throw;  // the same credentials would be refused by every broker
@@ -169,6 +188,8 @@ ClusterMetadata KafkaClient::metadata(const std::optional<std::vector<std::strin
         throw TimeoutError(fmt::format("Metadata got no answer within default.api.timeout.ms ({} ms): {}",
                                        config_.default_api_timeout_ms, e.what()));
       bootstrap_.reset();
+      for (auto& [node, _] : fetches_) sessions_.erase(node);
+      fetches_.clear();
       brokers_.clear();
       backoff(attempt);
     }
@@ -299,7 +320,7 @@ std::map<TopicPartition, ListedOffset> KafkaClient::list_offsets(const std::map<
         flights.push_back({&conn, conn.send(req, v), v, leader});
       } catch (const ConnectionError& e) {
         for (auto& [tp, _] : parts) last_error[tp] = static_cast<std::int16_t>(ErrorCode::network_exception);
-        brokers_.erase(leader);
+        drop_broker(leader);
       }
     }
     for (auto& f : flights) {
@@ -335,12 +356,31 @@ std::map<TopicPartition, ListedOffset> KafkaClient::list_offsets(const std::map<
 
 std::vector<FetchedPartition> KafkaClient::fetch(const std::map<TopicPartition, std::int64_t>& positions,
                                                  std::chrono::milliseconds max_wait) {
+  // A pipelined Fetch still in flight holds its session's epoch: let it
+  // arrive (its records are not wanted here) before sending new ones.
+  while (fetch_in_flight()) wait_fetch(Deadline::max());
+  std::vector<FetchedPartition> out = send_fetches(positions, max_wait);
+  while (fetch_in_flight()) {
+    auto arrived = wait_fetch(Deadline::max());
+    if (!arrived) break;
+    for (auto& fp : decode_fetch(std::move(*arrived))) out.push_back(std::move(fp));
+  }
+  return out;
+}
+
+void KafkaClient::drop_broker(std::int32_t node_id) {
+  brokers_.erase(node_id);
+  if (fetches_.erase(node_id)) sessions_.erase(node_id);  // the broker may have moved the epoch on
+}
+
+std::vector<FetchedPartition> KafkaClient::send_fetches(const std::map<TopicPartition, std::int64_t>& positions,
+                                                        std::chrono::milliseconds max_wait) {
   std::vector<FetchedPartition> out;
   std::map<std::int32_t, std::map<TopicPartition, std::int64_t>> by_leader;
-  bool refresh = false;
   for (auto& [tp, off] : positions) {
     try {
-      by_leader[leader_id(tp)][tp] = off;
+      const auto leader = leader_id(tp);
+      if (!fetches_.count(leader)) by_leader[leader][tp] = off;
     } catch (const KafkaError& e) {
       FetchedPartition fp;
       fp.tp = tp;
@@ -349,25 +389,13 @@ std::vector<FetchedPartition> KafkaClient::fetch(const std::map<TopicPartition, 
       out.push_back(std::move(fp));
     }
   }
-  struct InFlight {
-    Connection* conn;
-    std::int32_t corr;
-    std::int16_t version;
-    std::int32_t leader;
-  };
-  std::vector<InFlight> flights;
-  struct SessionUpdate {
-    bool incremental = false;
-    bool use_session = false;
-    std::map<TopicPartition, std::pair<std::int64_t, std::int32_t>> sent;
-  };
-  std::map<std::int32_t, SessionUpdate> pending_sessions;
+  bool refresh = false;
   for (auto& [leader, parts] : by_leader) {
     Connection* conn;
     try {
       conn = &broker(leader);
     } catch (const ConnectionError&) {
-      brokers_.erase(leader);
+      drop_broker(leader);
       refresh = true;  // the leader may be gone for good: ask who leads now
       for (auto& [tp, off] : parts) {
         FetchedPartition fp;
@@ -443,21 +471,21 @@ std::vector<FetchedPartition> KafkaClient::fetch(const std::map<TopicPartition, 
         req.forgotten_topics_data.back().partitions.push_back(tp.partition);
       }
     }
+    FetchInFlight f;
+    f.conn = conn;
+    f.version = v;
+    f.deadline = Clock::now() + max_wait + std::chrono::milliseconds(config_.request_timeout_ms);
+    f.incremental = incremental;
+    f.use_session = use_session;
     // What the broker will remember once it answers without error.
-    std::map<TopicPartition, std::pair<std::int64_t, std::int32_t>> next_sent;
-    for (auto& [tp, off] : parts) next_sent[tp] = {off, max_bytes_for(tp)};
-    pending_sessions[leader] = {incremental, use_session, std::move(next_sent)};
-    flights.push_back({conn, conn->send(req, v), v, leader});
-  }
-  const auto deadline = Clock::now() + max_wait + std::chrono::milliseconds(config_.request_timeout_ms);
-  for (auto& f : flights) {
-    Response<FetchResponse> resp;
+    for (auto& [tp, off] : parts) f.sent[tp] = {off, max_bytes_for(tp)};
+    f.positions = std::move(parts);
     try {
-      resp = f.conn->receive<FetchResponse>(f.corr, f.version, deadline);
+      f.corr = conn->send(req, v);
     } catch (const ConnectionError&) {
-      brokers_.erase(f.leader);
+      drop_broker(leader);
       refresh = true;
-      for (auto& [tp, off] : by_leader[f.leader]) {
+      for (auto& [tp, off] : f.positions) {
         FetchedPartition fp;
         fp.tp = tp;
         fp.fetch_offset = off;
@@ -466,7 +494,115 @@ std::vector<FetchedPartition> KafkaClient::fetch(const std::map<TopicPartition, 
       }
       continue;
     }
-    auto frame = resp.frame;
+    fetches_[leader] = std::move(f);
+  }
+  if (refresh) {
+    try {
+      refresh_metadata_for(positions);
+    } catch (const ClientError&) {
+    }
+  }
+  return out;
+}
+
+namespace {
+// Where the next fetch of a partition starts once the record set of a Fetch
+// answer is taken in: after the last complete batch (v2: base offset + last
+// offset delta + 1; legacy message sets: the wrapper's offset + 1), read from
+// the batch headers alone. A partial batch at the end is not counted; its
+// full size (with the 12-byte log overhead) goes to `partial_size` when no
+// complete batch precedes it.
+std::int64_t next_fetch_offset(ByteSpan data, std::int64_t fetch_offset, std::size_t& partial_size) {
+  constexpr std::size_t kLogOverhead = 12;      // base offset + batch length
+  constexpr std::size_t kLastOffsetDelta = 23;  // position in a v2 batch header
+  std::int64_t next = fetch_offset;
+  bool complete = false;
+  std::size_t pos = 0;
+  partial_size = 0;
+  while (data.size() - pos >= kLogOverhead) {
+    const std::uint8_t* b = data.data() + pos;
+    const auto base = static_cast<std::int64_t>(load_be64(b));
+    const auto length = static_cast<std::int32_t>(load_be32(b + 8));
+    if (length <= 0) break;  // corrupt: the decoder reports it
+    const std::size_t size = kLogOverhead + static_cast<std::size_t>(length);
+    if (data.size() - pos < size) {
+      if (!complete) partial_size = size;
+      break;
+    }
+    std::int64_t last = base;
+    if (size > kLastOffsetDelta + 4 && b[16] >= 2)
+      last = base + static_cast<std::int32_t>(load_be32(b + kLastOffsetDelta));
+    next = std::max(next, last + 1);
+    complete = true;
+    pos += size;
+  }
+  return next;
+}
+}  // namespace
+
+std::optional<KafkaClient::ArrivedFetch> KafkaClient::wait_fetch(Deadline until) {
+  bool polled = false;  // read what is there at least once, even when `until` has passed
+  while (!fetches_.empty()) {
+    const auto now = Clock::now();
+    auto ready = fetches_.end();
+    Deadline first_deadline = Deadline::max();
+    for (auto it = fetches_.begin(); it != fetches_.end(); ++it) {
+      auto& f = it->second;
+      auto b = brokers_.find(it->first);
+      const bool gone = b == brokers_.end() || b->second.get() != f.conn;
+      if (gone || f.conn->ready(f.corr) || now >= f.deadline) {
+        ready = it;
+        break;
+      }
+      first_deadline = std::min(first_deadline, f.deadline);
+    }
+    if (ready == fetches_.end()) {
+      if (io_->stopped()) io_->restart();
+      if (now >= until) {
+        if (polled) return std::nullopt;
+        polled = true;
+        io_->poll();
+        continue;
+      }
+      const auto wake = std::min(until, first_deadline);
+      io_->run_one_for(std::chrono::duration_cast<std::chrono::milliseconds>(wake - now) +
+                       std::chrono::milliseconds(1));
+      continue;
+    }
+    const std::int32_t leader = ready->first;
+    FetchInFlight f = std::move(ready->second);
+    fetches_.erase(ready);
+    ArrivedFetch a;
+    a.leader = leader;
+    a.positions = std::move(f.positions);
+    auto lose = [&] {
+      sessions_.erase(leader);
+      for (auto& [tp, off] : a.positions) {
+        FetchedPartition fp;
+        fp.tp = tp;
+        fp.fetch_offset = off;
+        fp.error_code = static_cast<std::int16_t>(ErrorCode::network_exception);
+        a.lost.push_back(std::move(fp));
+        a.failed.insert(tp);
+      }
+    };
+    auto b = brokers_.find(leader);
+    if (b == brokers_.end() || b->second.get() != f.conn) {
+      lose();  // its connection was closed or replaced meanwhile
+      return a;
+    }
+    Response<FetchResponse> resp;
+    try {
+      resp = f.conn->receive<FetchResponse>(f.corr, f.version, f.deadline);
+    } catch (const ConnectionError&) {
+      drop_broker(leader);
+      lose();
+      return a;
+    } catch (const TimeoutError&) {
+      drop_broker(leader);
+      sessions_.erase(leader);
+      throw;
+    }
     const auto top_error = resp.body.error_code;
     if (top_error == static_cast<std::int16_t>(ErrorCode::fetch_session_id_not_found) ||
         top_error == static_cast<std::int16_t>(ErrorCode::invalid_fetch_session_epoch) ||
@@ -474,75 +610,135 @@ std::vector<FetchedPartition> KafkaClient::fetch(const std::map<TopicPartition, 
       // The broker dropped or does not know our session: the next fetch to it
       // is a full one that opens a new session. Nothing is lost: positions
       // did not move.
-      sessions_.erase(f.leader);
-      continue;
+      sessions_.erase(leader);
+      return a;
     }
     if (top_error != 0) {
-      sessions_.erase(f.leader);
+      sessions_.erase(leader);
       throw KafkaError(top_error, fmt::format("Fetch failed: {}", describe(top_error)));
     }
     {
-      auto& upd = pending_sessions[f.leader];
-      auto& session = sessions_[f.leader];
-      if (upd.use_session && resp.body.session_id != 0) {
-        if (!upd.incremental) session.id = resp.body.session_id;
+      auto& session = sessions_[leader];
+      if (f.use_session && resp.body.session_id != 0) {
+        if (!f.incremental) session.id = resp.body.session_id;
         session.epoch = session.epoch == 0x7fffffff ? 1 : session.epoch + 1;
-        session.sent = std::move(upd.sent);
+        session.sent = std::move(f.sent);
       } else {
-        sessions_.erase(f.leader);  // the broker keeps no session for us
+        sessions_.erase(leader);  // the broker keeps no session for us
       }
     }
     for (auto& t : resp.body.responses) {
-      std::string name = t.topic;
+      const std::string* name = &t.topic;
       if (f.version >= 13) {
         auto it = names_by_id_.find(t.topic_id.to_base64());
         if (it == names_by_id_.end()) continue;
-        name = it->second;
+        name = &it->second;
       }
       for (auto& p : t.partitions) {
-        FetchedPartition fp;
-        fp.tp = TopicPartition{name, p.partition_index};
-        auto pos = positions.find(fp.tp);
-        if (pos == positions.end()) continue;
-        fp.fetch_offset = pos->second;
-        fp.error_code = p.error_code;
-        fp.high_watermark = p.high_watermark;
-        fp.last_stable_offset = p.last_stable_offset;
-        fp.log_start_offset = p.log_start_offset;
-        fp.frame = frame;
-        if (p.error_code == 0) {
-          DecodeOptions opts;
-          opts.check_crcs = config_.check_crcs;
-          opts.read_committed = config_.isolation_level == 1;
-          if (p.aborted_transactions)
-            for (auto& a : *p.aborted_transactions) opts.aborted_transactions.push_back({a.producer_id, a.first_offset});
-          fp.records = std::make_shared<DecodedRecords>();
-          fp.records->next_offset = fp.fetch_offset;
-          if (p.records.data) {
-            try {
-              decode_records(*p.records.data, fp.fetch_offset, opts, *fp.records);
-            } catch (const CorruptRecordError& e) {
-              throw CorruptRecordError(e.base_offset(), e.kind(), fmt::format("{} (partition {})", e.what(), to_string(fp.tp)));
-            }
-          }
-          // A batch bigger than what was asked for arrives cut off; ask for
-          // its full size next time (Kafka brokers from 0.10.1 return at
-          // least one whole batch, older ones do not).
-          if (fp.records->records.empty() && fp.records->truncated_tail && fp.records->next_offset == fp.fetch_offset &&
-              fp.records->truncated_batch_size > 0) {
-            const auto need = fp.records->truncated_batch_size;
-            if (need > static_cast<std::size_t>(config_.fetch_max_bytes))
-              throw ClientError(fmt::format("the batch at offset {} of {} is {} bytes, above fetch.max.bytes ({})",
-                                            fp.fetch_offset, to_string(fp.tp), need, config_.fetch_max_bytes));
-            partition_max_bytes_[fp.tp] = static_cast<std::int32_t>(need);
-          } else if (!fp.records->records.empty()) {
-            partition_max_bytes_.erase(fp.tp);
-          }
-        } else if (refresh_worthy(p.error_code)) {
-          refresh = true;
+        TopicPartition tp{*name, p.partition_index};
+        auto pos = a.positions.find(tp);
+        if (pos == a.positions.end()) continue;
+        if (p.error_code != 0) {
+          a.failed.insert(tp);
+          continue;
         }
-        out.push_back(std::move(fp));
+        std::size_t partial = 0;
+        const auto next = p.records.data ? next_fetch_offset(*p.records.data, pos->second, partial) : pos->second;
+        a.next_offsets[tp] = next;
+        // A batch bigger than what was asked for arrives cut off: ask for its
+        // full size in the next fetch already (decode_fetch checks the bound).
+        if (partial > 0 && next == pos->second && partial <= static_cast<std::size_t>(config_.fetch_max_bytes))
+          partition_max_bytes_[tp] = static_cast<std::int32_t>(partial);
       }
+    }
+    a.response = std::move(resp);
+    return a;
+  }
+  return std::nullopt;
+}
+
+std::shared_ptr<DecodedRecords> KafkaClient::reusable_decoded() {
+  for (auto& d : decoded_pool_)
+    if (d.use_count() == 1) {
+      d->clear();
+      // Decompression buffers are not kept: a set is reused for any partition,
+      // and each kept buffer would grow to the largest batch it ever held.
+      d->buffers.clear();
+      return d;
+    }
+  auto d = std::make_shared<DecodedRecords>();
+  // Bounded: enough for the partitions of two fetch rounds of a typical
+  // assignment; beyond that record sets are not kept.
+  if (decoded_pool_.size() < 64) decoded_pool_.push_back(d);
+  return d;
+}
+
+std::vector<FetchedPartition> KafkaClient::decode_fetch(ArrivedFetch&& arrived) {
+  std::vector<FetchedPartition> out = std::move(arrived.lost);
+  const auto& positions = arrived.positions;
+  bool refresh = !out.empty();  // the connection was lost: ask who leads now
+  if (!arrived.response) {
+    if (refresh) {
+      try {
+        refresh_metadata_for(positions);
+      } catch (const ClientError&) {
+      }
+    }
+    return out;
+  }
+  auto& resp = *arrived.response;
+  auto frame = resp.frame;
+  for (auto& t : resp.body.responses) {
+    const std::string* name = &t.topic;
+    if (resp.version >= 13) {
+      auto it = names_by_id_.find(t.topic_id.to_base64());
+      if (it == names_by_id_.end()) continue;
+      name = &it->second;
+    }
+    for (auto& p : t.partitions) {
+      FetchedPartition fp;
+      fp.tp = TopicPartition{*name, p.partition_index};
+      auto pos = positions.find(fp.tp);
+      if (pos == positions.end()) continue;
+      fp.fetch_offset = pos->second;
+      fp.error_code = p.error_code;
+      fp.high_watermark = p.high_watermark;
+      fp.last_stable_offset = p.last_stable_offset;
+      fp.log_start_offset = p.log_start_offset;
+      fp.frame = frame;
+      if (p.error_code == 0) {
+        DecodeOptions opts;
+        opts.check_crcs = config_.check_crcs;
+        opts.read_committed = config_.isolation_level == 1;
+        if (p.aborted_transactions)
+          for (auto& a : *p.aborted_transactions) opts.aborted_transactions.push_back({a.producer_id, a.first_offset});
+        fp.records = reusable_decoded();
+        fp.records->next_offset = fp.fetch_offset;
+        if (p.records.data) {
+          try {
+            decode_records(*p.records.data, fp.fetch_offset, opts, *fp.records);
+          } catch (const CorruptRecordError& e) {
+            throw CorruptRecordError(e.base_offset(), e.kind(),
+                                     fmt::format("{} (partition {})", e.what(), to_string(fp.tp)));
+          }
+        }
+        // A batch bigger than what was asked for arrives cut off; ask for
+        // its full size next time (Kafka brokers from 0.10.1 return at
+        // least one whole batch, older ones do not).
+        if (fp.records->records.empty() && fp.records->truncated_tail && fp.records->next_offset == fp.fetch_offset &&
+            fp.records->truncated_batch_size > 0) {
+          const auto need = fp.records->truncated_batch_size;
+          if (need > static_cast<std::size_t>(config_.fetch_max_bytes))
+            throw ClientError(fmt::format("the batch at offset {} of {} is {} bytes, above fetch.max.bytes ({})",
+                                          fp.fetch_offset, to_string(fp.tp), need, config_.fetch_max_bytes));
+          partition_max_bytes_[fp.tp] = static_cast<std::int32_t>(need);
+        } else if (!fp.records->records.empty()) {
+          partition_max_bytes_.erase(fp.tp);
+        }
+      } else if (refresh_worthy(p.error_code)) {
+        refresh = true;
+      }
+      out.push_back(std::move(fp));
     }
   }
   if (refresh) {
@@ -619,7 +815,7 @@ std::map<TopicPartition, ProduceResult> KafkaClient::produce(const std::map<Topi
             todo.erase(tp);
           }
       } catch (const ConnectionError&) {
-        brokers_.erase(leader);
+        drop_broker(leader);
         for (auto& tp : tps) last_error[tp] = static_cast<std::int16_t>(ErrorCode::network_exception);
       }
     }
@@ -628,7 +824,7 @@ std::map<TopicPartition, ProduceResult> KafkaClient::produce(const std::map<Topi
       try {
         resp = f.conn->receive<ProduceResponse>(f.corr, f.version, default_deadline());
       } catch (const ConnectionError&) {
-        brokers_.erase(f.leader);
+        drop_broker(f.leader);
         continue;
       }
       for (auto& t : resp.body.responses) {
@@ -780,7 +976,7 @@ std::map<TopicPartition, std::int64_t> KafkaClient::delete_records(
         auto v = conn.version_for<DeleteRecordsRequest>();
         flights.push_back({&conn, conn.send(req, v), v, leader});
       } catch (const ConnectionError&) {
-        brokers_.erase(leader);
+        drop_broker(leader);
         for (auto& [tp, _] : parts) last_error[tp] = static_cast<std::int16_t>(ErrorCode::network_exception);
       }
     }
@@ -789,7 +985,7 @@ std::map<TopicPartition, std::int64_t> KafkaClient::delete_records(
       try {
         resp = f.conn->receive<DeleteRecordsResponse>(f.corr, f.version, default_deadline());
       } catch (const ConnectionError&) {
-        brokers_.erase(f.leader);
+        drop_broker(f.leader);
         continue;
       }
       for (auto& t : resp.body.topics) {

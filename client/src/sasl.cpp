@@ -47,16 +47,28 @@ class OAuthBearer final : public SaslMechanism {
  public:
   explicit OAuthBearer(std::string token) : token_(std::move(token)) {}
   const std::string& name() const override { return name_; }
+  // RFC 7628 3.1: GS2 header without authzid ("n,,"), then kvpairs separated
+  // by 0x01 and ended by two 0x01; Kafka reads the same layout.
   std::string initial() override { return "n,,\x01" "auth=Bearer " + token_ + "\x01\x01"; }
   std::optional<std::string> step(const std::string& server) override {
-    // A non-empty answer is the broker's JSON error; RFC 7628 asks the client
-    // to reply with a single 0x01 so the broker can fail the exchange.
-    if (!server.empty()) return std::string("\x01");
+    // A non-empty answer is the broker's JSON error (RFC 7628 3.2.2); the
+    // client replies with a single 0x01 and the broker then fails the
+    // exchange with SASL_AUTHENTICATION_FAILED.
+    if (!server.empty()) {
+      if (failed_) throw AuthenticationError(name_, "OAUTHBEARER: the broker sent a second error message");
+      failed_ = true;
+      error_.clear();
+      for (char c : server.substr(0, 300))
+        if (c >= 0x20 && c < 0x7f) error_ += c;
+      return std::string("\x01");
+    }
     return std::nullopt;
   }
+  std::string server_error() const override { return error_; }
 
  private:
-  std::string name_ = "OAUTHBEARER", token_;
+  std::string name_ = "OAUTHBEARER", token_, error_;
+  bool failed_ = false;
 };
 
 class Scram final : public SaslMechanism {
@@ -140,6 +152,9 @@ class Scram final : public SaslMechanism {
       fail("invalid iteration count");
     }
     if (iterations < 4096) fail(fmt::format("iteration count {} is below the minimum of 4096", iterations));
+    // Kafka brokers store SCRAM credentials with at most 16384 iterations; a
+    // larger count would only make the client spin in PBKDF2.
+    if (iterations > 16384) fail(fmt::format("iteration count {} is above Kafka's maximum of 16384", iterations));
     std::string salt = base64_decode(salt_b64);
 
     std::string salted(static_cast<std::size_t>(EVP_MD_size(md_)), '\0');
@@ -192,36 +207,39 @@ std::unique_ptr<SaslMechanism> make_sasl_mechanism(const SaslCredentials& c) {
   if (c.mechanism == "SCRAM-SHA-256" || c.mechanism == "SCRAM-SHA-512")
     return make_scram(c.mechanism, c.username, c.password, random_nonce());
   if (c.mechanism == "OAUTHBEARER") return std::make_unique<OAuthBearer>(c.oauth_token);
+  if (c.mechanism == "GSSAPI") return make_gssapi(c);
   throw ConfigError(fmt::format("sasl.mechanism '{}' is not supported: expected PLAIN, SCRAM-SHA-256, "
-                                "SCRAM-SHA-512 or OAUTHBEARER",
+                                "SCRAM-SHA-512, OAUTHBEARER or GSSAPI",
                                 c.mechanism));
 }
 
-void parse_jaas_config(const std::string& jaas, std::string& username, std::string& password) {
-  auto value_of = [&](const std::string& key) -> std::optional<std::string> {
-    std::size_t pos = 0;
-    while ((pos = jaas.find(key, pos)) != std::string::npos) {
-      bool starts = pos == 0 || jaas[pos - 1] == ' ' || jaas[pos - 1] == '\t' || jaas[pos - 1] == ';';
-      std::size_t p = pos + key.size();
+std::optional<std::string> jaas_option(const std::string& jaas, const std::string& key) {
+  std::size_t pos = 0;
+  while ((pos = jaas.find(key, pos)) != std::string::npos) {
+    bool starts = pos == 0 || jaas[pos - 1] == ' ' || jaas[pos - 1] == '\t' || jaas[pos - 1] == ';';
+    std::size_t p = pos + key.size();
+    while (p < jaas.size() && (jaas[p] == ' ' || jaas[p] == '\t')) ++p;
+    if (starts && p < jaas.size() && jaas[p] == '=') {
+      ++p;
       while (p < jaas.size() && (jaas[p] == ' ' || jaas[p] == '\t')) ++p;
-      if (starts && p < jaas.size() && jaas[p] == '=') {
-        ++p;
-        while (p < jaas.size() && (jaas[p] == ' ' || jaas[p] == '\t')) ++p;
-        if (p < jaas.size() && jaas[p] == '"') {
-          std::string v;
-          for (++p; p < jaas.size() && jaas[p] != '"'; ++p) {
-            if (jaas[p] == '\\' && p + 1 < jaas.size()) ++p;
-            v += jaas[p];
-          }
-          return v;
+      if (p < jaas.size() && jaas[p] == '"') {
+        std::string v;
+        for (++p; p < jaas.size() && jaas[p] != '"'; ++p) {
+          if (jaas[p] == '\\' && p + 1 < jaas.size()) ++p;
+          v += jaas[p];
         }
-        auto end = jaas.find_first_of(" \t;", p);
-        return jaas.substr(p, end == std::string::npos ? std::string::npos : end - p);
+        return v;
       }
-      pos += key.size();
+      auto end = jaas.find_first_of(" \t;", p);
+      return jaas.substr(p, end == std::string::npos ? std::string::npos : end - p);
     }
-    return std::nullopt;
-  };
+    pos += key.size();
+  }
+  return std::nullopt;
+}
+
+void parse_jaas_config(const std::string& jaas, std::string& username, std::string& password) {
+  auto value_of = [&](const std::string& key) { return jaas_option(jaas, key); };
   auto u = value_of("username");
   auto p = value_of("password");
   if (!u || !p) throw ConfigError("sasl.jaas.config must set username=\"...\" and password=\"...\"");

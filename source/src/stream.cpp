@@ -33,7 +33,9 @@ std::int64_t now_ms() {
 
 client::TopicPartition to_client(const TopicPartition& tp) { return client::TopicPartition{tp.topic, tp.partition}; }
 
-void warn(const std::string& text) { fmt::print(stderr, "WARN {}\n", text); }
+// Never throws: a warning that cannot be written (stderr on a full disk)
+// must not fail the batch.
+void warn(const std::string& text) { std::fprintf(stderr, "WARN %s\n", text.c_str()); }
 
 std::string ranges_text(const std::vector<OffsetRange>& ranges) {
   std::string out;
@@ -80,6 +82,28 @@ std::string starting_options_text(const std::map<std::string, std::string>& opti
   std::string out;
   for (auto& [k, v] : picked) out += k + "=" + v + "\n";
   return out;
+}
+
+// A process killed while appending to a JSON Lines file can leave a partial
+// last line; cut it off so the next line starts on a line of its own.
+void drop_partial_last_line(const fs::path& p) {
+  std::error_code ec;
+  const auto size = fs::file_size(p, ec);
+  if (ec || size == 0) return;
+  std::ifstream in(p, std::ios::binary);
+  std::uintmax_t keep = size;
+  char c = 0;
+  while (keep > 0) {
+    in.seekg(static_cast<std::streamoff>(keep - 1));
+    if (!in.get(c)) return;
+    if (c == '\n') break;
+    --keep;
+  }
+  if (keep == size) return;
+  in.close();
+  fs::resize_file(p, keep, ec);
+  if (ec) warn(fmt::format("could not repair the partial last line of {}: {}", p.string(), ec.message()));
+  else warn(fmt::format("removed a partial last line ({} bytes) from {}", size - keep, p.string()));
 }
 
 std::string read_text_file(const fs::path& p) {
@@ -136,6 +160,8 @@ class MeteringSink : public Sink {
 
 JsonLinesSink::JsonLinesSink(fs::path dir, Formatter formatter) : dir_(std::move(dir)), formatter_(std::move(formatter)) {
   fs::create_directories(dir_);
+  // A process killed while writing a batch file leaves its temp file.
+  checkpoint::remove_stale_temp_files(dir_);
 }
 
 void JsonLinesSink::begin_batch(std::int64_t) {
@@ -369,6 +395,7 @@ StreamingQuery::StreamingQuery(const std::map<std::string, std::string>& options
       for (auto& w : restart_warnings_) warn(w);
     }
   }
+  drop_partial_last_line(progress_log_path());
   admin_ = std::make_unique<KafkaClient>(client_properties());
 }
 

@@ -84,13 +84,22 @@ TEST(SaslMechanisms, ScramEscapesUsername) {
 }
 
 TEST(SaslMechanisms, PlainAndOAuthBearerTokens) {
-  auto p = make_sasl_mechanism({"PLAIN", "alice", "secret", ""});
+  SaslCredentials plain;
+  plain.mechanism = "PLAIN";
+  plain.username = "alice";
+  plain.password = "secret";
+  auto p = make_sasl_mechanism(plain);
   EXPECT_EQ(p->initial(), std::string("\0alice\0secret", 13));
   EXPECT_FALSE(p->step(""));
-  auto o = make_sasl_mechanism({"OAUTHBEARER", "", "", "tok.en"});
+  SaslCredentials oauth;
+  oauth.mechanism = "OAUTHBEARER";
+  oauth.oauth_token = "tok.en";
+  auto o = make_sasl_mechanism(oauth);
   EXPECT_EQ(o->initial(), "n,,\x01" "auth=Bearer tok.en\x01\x01");
   EXPECT_FALSE(o->step(""));
-  EXPECT_THROW(make_sasl_mechanism({"GSSAPI", "", "", ""}), ConfigError);
+  SaslCredentials unknown;
+  unknown.mechanism = "DIGEST-MD5";
+  EXPECT_THROW(make_sasl_mechanism(unknown), ConfigError);
 }
 
 TEST(SaslMechanisms, JaasConfig) {

@@ -12,6 +12,10 @@
 // Every offset is the NEXT offset to read. Batch N reads [offsets/N-1, offsets/N)
 // (for N == 0 the start is sources/0/0). All files are written atomically
 // (temp file, fsync, rename, fsync folder) and log files are never overwritten.
+// So a write that fails (ENOSPC, EFBIG, EIO: CheckpointError naming the file
+// and the OS reason) or a process killed mid-write leaves the target file
+// absent or unchanged, never partial; the temp file is deleted on failure, or
+// by the next Checkpoint constructor after a kill.
 //
 // This layer does no networking: pure functions and file I/O only.
 #pragma once
@@ -50,6 +54,13 @@ PartitionOffsets offsets_from_json(std::string_view json);
 /// Replaces an existing file. Errors: CheckpointError naming the path and errno text.
 void atomic_write_file(const std::filesystem::path& path, std::string_view content);
 
+/// Deletes the temp files atomic_write_file and the Checkpoint writers leave
+/// in `dir` when the process dies between creating and renaming one (names
+/// ".<file>.<16 hex digits>.tmp"; other files are not touched). Only for a
+/// folder with a single writer that is not writing right now. A missing
+/// folder is fine. Errors: CheckpointError naming the file and errno text.
+void remove_stale_temp_files(const std::filesystem::path& dir);
+
 /// Where a (re)started query continues.
 struct ResumePoint {
   /// The batch id to run next (a replayed batch keeps its id).
@@ -72,7 +83,10 @@ class Checkpoint {
   static constexpr int kDefaultMinBatchesToRetain = 100;
 
   /// Opens (creating if needed) the folder, its offsets/, commits/ and
-  /// sources/0/ sub-folders and the metadata file with a fresh UUID v4 id.
+  /// sources/0/ sub-folders and the metadata file with a fresh UUID v4 id,
+  /// and removes temp files a killed writer left there
+  /// (remove_stale_temp_files). Errors: CheckpointError naming the path and
+  /// the OS reason (e.g. a parent that is a regular file: "Not a directory").
   /// `min_batches_to_retain` (>= 1, as Spark's spark.sql.streaming.minBatchesToRetain):
   /// after writing batch N, offsets and commits files of batches < N - min are deleted.
   explicit Checkpoint(std::filesystem::path root,

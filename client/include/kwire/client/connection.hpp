@@ -14,8 +14,11 @@
 // connecting (SNI carries the host name unless it is an IP literal; the
 // certificate is checked against the host name or IP address unless hostname
 // verification is off). With SASL on, SaslHandshake v1 and SaslAuthenticate
-// follow ApiVersions; a session lifetime from the broker (KIP-368) is kept in
-// reauthenticate_at(), after which the owner reconnects.
+// follow ApiVersions. When the broker gives the session a lifetime (KIP-368,
+// connections.max.reauth.ms or a token's expiry), renew_session_if_due()
+// re-authenticates on the same connection (SaslHandshake + SaslAuthenticate
+// again) between 85% and 95% of it, as Kafka's Java client does; the broker
+// closes a connection whose session ran out.
 //
 // Quotas (KIP-219): a response carrying throttle_time_ms > 0 holds back every
 // later request on this connection until the throttle time has passed; the
@@ -63,8 +66,11 @@ struct VersionRange {
 struct TlsOptions {
   bool enabled = false;
   std::string ca_location;           // PEM file or directory of hashed certs; empty = system trust store
+  std::string ca_pem;                // CA certificates as PEM text (added to ca_location / the system store)
   std::string certificate_location;  // client certificate chain (PEM), for mutual TLS
-  std::string key_location;          // client private key (PEM)
+  std::string certificate_pem;       // client certificate chain as PEM text (instead of certificate_location)
+  std::string key_location;          // client private key (PEM, clear or encrypted)
+  std::string key_pem;               // client private key as PEM text (instead of key_location)
   std::string key_password;          // for an encrypted private key
   bool verify_hostname = true;       // ssl.endpoint.identification.algorithm=https
 };
@@ -144,9 +150,44 @@ class Connection {
   /// Number of requests sent and not yet answered.
   std::size_t in_flight() const noexcept { return pending_.size(); }
 
-  /// When the SASL session should be renewed (90% of the broker's session
-  /// lifetime); time_point::max() when the broker set no limit.
+  /// True when receive(corr) would not wait: the response has arrived, the
+  /// connection failed, or no such request is pending.
+  bool ready(std::int32_t corr) const noexcept {
+    auto it = pending_.find(corr);
+    return it == pending_.end() || it->second.response != nullptr || error_.has_value();
+  }
+
+  /// When the SASL session should be renewed (85% to 95% of the broker's
+  /// session lifetime, drawn at each authentication); time_point::max() when
+  /// the broker set no limit.
   Clock::time_point reauthenticate_at() const noexcept { return reauthenticate_at_; }
+  /// When the broker ends the SASL session (time_point::max() when never).
+  Clock::time_point session_expires_at() const noexcept { return session_expires_at_; }
+
+  /// What renew_session_if_due() did.
+  enum class SessionRenewal { none, reauthenticated, reconnected };
+  /// KIP-368: once reauthenticate_at() has passed, re-authenticate on this
+  /// connection (requests already in flight are answered first: the broker
+  /// takes requests in order). A session that already ended cannot be renewed
+  /// in place (the broker closes the connection at its next request), so an
+  /// idle connection is then reconnected; with requests in flight nothing is
+  /// done. Throws AuthenticationError (and closes the connection) when the
+  /// broker refuses, ConnectionError / TimeoutError as connect() does.
+  SessionRenewal renew_session_if_due(Deadline deadline);
+  /// The rule renew_session_if_due() follows at `now`: none before
+  /// `reauthenticate_at`; then reauthenticated while the session lasts
+  /// (before `expires_at`); after that reconnected when `in_flight` is 0,
+  /// else none.
+  static SessionRenewal renewal_action(Clock::time_point now, Clock::time_point reauthenticate_at,
+                                       Clock::time_point expires_at, std::size_t in_flight) noexcept;
+  /// When to renew a session of `lifetime` that started at `start`: at
+  /// `fraction` (Kafka's Java client draws it from [0.85, 0.95]) of it.
+  static Clock::time_point reauthentication_time(Clock::time_point start, std::chrono::milliseconds lifetime,
+                                                 double fraction) noexcept;
+
+  /// Successful connect() calls and in-band re-authentications on this object.
+  std::uint64_t connect_count() const noexcept { return connects_; }
+  std::uint64_t reauthentication_count() const noexcept { return reauthentications_; }
 
   /// Until when the broker asked (throttle_time_ms) not to be sent requests.
   Clock::time_point throttled_until() const noexcept { return throttled_until_; }
@@ -177,6 +218,7 @@ class Connection {
   void start_read();
   void read_body();
   void fail(const std::string& why);
+  void fail_io(const std::string& what, const boost::system::error_code& ec);
   void negotiate(Deadline deadline);
   void start_tls(Deadline deadline);
   void authenticate(Deadline deadline);
@@ -189,6 +231,10 @@ class Connection {
   std::unique_ptr<boost::asio::ip::tcp::socket> socket_;
   std::unique_ptr<detail::TlsStream> tls_;  // set when TLS wraps socket_
   Clock::time_point reauthenticate_at_ = Clock::time_point::max();
+  Clock::time_point session_expires_at_ = Clock::time_point::max();
+  std::uint64_t connects_ = 0;
+  std::uint64_t reauthentications_ = 0;
+  std::optional<std::string> tls_failure_;  // set when error_ comes from the TLS layer
   std::int32_t next_correlation_id_ = 1;
   std::map<std::int32_t, Pending> pending_;
   std::deque<std::shared_ptr<protocol::Bytes>> write_queue_;

@@ -12,6 +12,18 @@
 // being fetched; it resumes at the same position. After `retries`
 // consecutive broker errors on one partition poll() throws KafkaError naming
 // the partition and the error (lost connections back off but do not count).
+//
+// Fetches are pipelined, as in the Java client and librdkafka: when a
+// leader's Fetch answer arrives, the next Fetch to that leader goes out at once
+// (from the offsets after the records just received), before the records are
+// decoded and handed out, so the broker works while poll() returns records.
+// At most one Fetch per leader is in flight (a KIP-227 fetch session allows no
+// more), so memory holds at most one answer per leader being read plus the
+// records buffered for poll(). A Fetch may outlive the poll() that sent it
+// (it waits up to fetch.max.wait.ms on the broker). Its answer is used only
+// for partitions still assigned, not paused and at the position it was sent
+// for: after seek(), pause() or assign() that data is dropped and fetched
+// again from the partition's position, so nothing is lost or repeated.
 #pragma once
 
 #include <chrono>
@@ -51,18 +63,26 @@ struct ConsumerRecord {
 /// records stay valid while this object lives.
 class ConsumerRecords {
  public:
-  std::size_t size() const noexcept { return records_.size(); }
-  bool empty() const noexcept { return records_.empty(); }
-  auto begin() const { return records_.begin(); }
-  auto end() const { return records_.end(); }
-  const ConsumerRecord& operator[](std::size_t i) const { return records_[i]; }
+  std::size_t size() const noexcept { return end_ - begin_; }
+  bool empty() const noexcept { return begin_ == end_; }
+  const ConsumerRecord* begin() const noexcept { return data() + begin_; }
+  const ConsumerRecord* end() const noexcept { return data() + end_; }
+  const ConsumerRecord& operator[](std::size_t i) const { return data()[begin_ + i]; }
 
  private:
   friend class Consumer;
-  std::vector<ConsumerRecord> records_;
-  std::vector<std::shared_ptr<const protocol::Bytes>> frames_;
-  std::vector<std::shared_ptr<protocol::DecodedRecords>> decoded_;
-  std::vector<std::shared_ptr<const std::string>> topics_;
+  // The records of one fetch round and what they point into, shared by the
+  // ConsumerRecords handed out from it (max.poll.records at a time).
+  struct Round {
+    std::vector<ConsumerRecord> records;
+    std::vector<std::shared_ptr<const protocol::Bytes>> frames;
+    std::vector<std::shared_ptr<protocol::DecodedRecords>> decoded;
+    std::vector<std::shared_ptr<const std::string>> topics;
+  };
+  const ConsumerRecord* data() const noexcept { return round_ ? round_->records.data() : nullptr; }
+  std::shared_ptr<const Round> round_;
+  std::size_t begin_ = 0;
+  std::size_t end_ = 0;
 };
 
 class OffsetOutOfRangeError : public KafkaError {
@@ -119,9 +139,11 @@ class Consumer {
   std::map<TopicPartition, std::optional<std::int64_t>> positions_;
   std::map<TopicPartition, bool> paused_;
   std::map<TopicPartition, FetchedPartition> last_info_;
-  // Records decoded but not yet returned (max.poll.records).
-  ConsumerRecords buffered_;
+  // Records decoded but not yet returned (max.poll.records): buffered_->records
+  // from buffered_pos_ on.
+  std::shared_ptr<ConsumerRecords::Round> buffered_;
   std::size_t buffered_pos_ = 0;
+  std::size_t buffered_left() const noexcept { return buffered_ ? buffered_->records.size() - buffered_pos_ : 0; }
   // Positions to move to once the buffered records of a partition are all returned.
   std::map<TopicPartition, std::int64_t> pending_next_;
   // Partitions backing off after a retriable fetch error.

@@ -16,11 +16,13 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "kwire/client/config.hpp"
 #include "kwire/client/connection.hpp"
+#include "kwire/protocol/messages/fetch.hpp"
 #include "kwire/protocol/record_batch.hpp"
 
 namespace kwire::client {
@@ -140,6 +142,53 @@ class KafkaClient {
   std::vector<FetchedPartition> fetch(const std::map<TopicPartition, std::int64_t>& positions,
                                       std::chrono::milliseconds max_wait);
 
+  /// Pipelined fetching (what Consumer uses): at most one Fetch is in flight
+  /// per leader, because a KIP-227 session allows no more (each request
+  /// carries the epoch the previous answer moved the session to). The caller
+  /// sends a leader its next Fetch as soon as the previous answer arrived
+  /// (wait_fetch), before decoding it (decode_fetch), so the broker prepares
+  /// the next answer while the last one is decoded and handed out.
+  ///
+  /// The answer of one leader, parsed but with its records not yet decoded.
+  /// Its record views point into the response frame it holds.
+  struct ArrivedFetch {
+    std::int32_t leader = -1;
+    /// The fetch offsets that were sent.
+    std::map<TopicPartition, std::int64_t> positions;
+    /// Partitions answered without error: the offset after the last complete
+    /// batch (base offset + last offset delta + 1, read from the batch
+    /// headers), never below the fetch offset. The fetch position to ask for
+    /// next once these records are taken in. Partitions left out of an
+    /// incremental answer (nothing new) are absent.
+    std::map<TopicPartition, std::int64_t> next_offsets;
+    /// Partitions answered with an error, or lost with the connection.
+    std::set<TopicPartition> failed;
+
+   private:
+    friend class KafkaClient;
+    std::optional<Response<protocol::FetchResponse>> response;
+    std::vector<FetchedPartition> lost;  // network_exception, one per partition sent
+  };
+  /// Send a Fetch to every leader of `positions` that has none in flight;
+  /// partitions whose leader already has one wait for that leader's next.
+  /// `max_wait` is the broker's long-poll time (fetch.max.wait.ms). Returns
+  /// the partitions that could not be sent (no leader known, broker
+  /// unreachable) with their error code, as fetch() reports them.
+  std::vector<FetchedPartition> send_fetches(const std::map<TopicPartition, std::int64_t>& positions,
+                                             std::chrono::milliseconds max_wait);
+  /// Whether a Fetch sent by send_fetches() is still unanswered.
+  bool fetch_in_flight() const noexcept { return !fetches_.empty(); }
+  /// Wait until the first in-flight Fetch is answered (or its connection is
+  /// lost), at most until `until`; nullopt when none arrived by then. The
+  /// fetch session moves on here. Throws KafkaError for a top-level error
+  /// other than the fetch-session ones (which close the session, so the next
+  /// Fetch opens a new one), TimeoutError when the answer is later than
+  /// request.timeout.ms after max_wait (the connection is then closed).
+  std::optional<ArrivedFetch> wait_fetch(Deadline until);
+  /// Decode an arrived answer as fetch() does (records below each fetch
+  /// offset dropped; corrupt batches throw protocol::CorruptRecordError).
+  std::vector<FetchedPartition> decode_fetch(ArrivedFetch&& arrived);
+
   /// Produce one encoded record batch per partition (acks from the config).
   /// With acks=0 results carry base_offset -1.
   std::map<TopicPartition, ProduceResult> produce(const std::map<TopicPartition, protocol::Bytes>& batches);
@@ -174,6 +223,14 @@ class KafkaClient {
     return std::make_pair(it->second.id, it->second.epoch);
   }
 
+  /// Connections made (bootstrap and brokers, reconnects included) and SASL
+  /// sessions renewed in place (KIP-368 re-authentication) by this client.
+  struct ConnectionStats {
+    std::uint64_t connects = 0;
+    std::uint64_t reauthentications = 0;
+  };
+  const ConnectionStats& connection_stats() const noexcept { return connection_stats_; }
+
   /// Leader connection for a partition (from the cache, refreshed when unknown).
   Connection& leader_for(const TopicPartition& tp);
   /// Any live connection (bootstrap or a known broker).
@@ -205,6 +262,7 @@ class KafkaClient {
   }
 
   ClientConfig config_;
+  ConnectionStats connection_stats_;
   std::unique_ptr<boost::asio::io_context> io_;
   std::map<std::int32_t, std::unique_ptr<Connection>> brokers_;  // by node id
   std::unique_ptr<Connection> bootstrap_;
@@ -222,6 +280,24 @@ class KafkaClient {
     std::map<TopicPartition, std::pair<std::int64_t, std::int32_t>> sent;  // offset, max bytes
   };
   std::map<std::int32_t, FetchSession> sessions_;  // by broker node id
+  // A Fetch sent by send_fetches() and not yet answered, one per leader.
+  struct FetchInFlight {
+    Connection* conn = nullptr;  // valid while brokers_[leader] holds it
+    std::int32_t corr = 0;
+    std::int16_t version = 0;
+    Deadline deadline{};
+    std::map<TopicPartition, std::int64_t> positions;
+    bool incremental = false;
+    bool use_session = false;
+    std::map<TopicPartition, std::pair<std::int64_t, std::int32_t>> sent;  // the session after the answer
+  };
+  std::map<std::int32_t, FetchInFlight> fetches_;  // by leader node id
+  // Forget the connection to a broker and what was in flight on it.
+  void drop_broker(std::int32_t node_id);
+  // Decoded record sets no one else holds any more are cleared and reused, so
+  // their record vectors keep their memory (not their decompression buffers).
+  std::vector<std::shared_ptr<protocol::DecodedRecords>> decoded_pool_;
+  std::shared_ptr<protocol::DecodedRecords> reusable_decoded();
   // Partitions whose next batch is larger than max.partition.fetch.bytes:
   // the size to ask for instead (bounded by fetch.max.bytes).
   std::map<TopicPartition, std::int32_t> partition_max_bytes_;

@@ -3,7 +3,8 @@
 // tokens in SaslAuthenticate requests.
 //
 // PLAIN (RFC 4616), SCRAM-SHA-256 / SCRAM-SHA-512 (RFC 5802, RFC 7677; no
-// channel binding) and OAUTHBEARER (RFC 7628, a token supplied by the caller).
+// channel binding), OAUTHBEARER (RFC 7628, a token supplied by the caller) and
+// GSSAPI (RFC 4752, Kerberos through Cyrus SASL; see make_gssapi).
 // Error texts never contain the password, the salted password or the token.
 #pragma once
 
@@ -39,6 +40,10 @@ class SaslMechanism {
   /// The server's answer to the last token: the next token to send, or nullopt
   /// when the exchange is complete. Throws AuthenticationError.
   virtual std::optional<std::string> step(const std::string& server_token) = 0;
+  /// What the broker said about a failure inside the exchange, when the
+  /// mechanism carries one (OAUTHBEARER's JSON error, RFC 7628 3.2.2); empty
+  /// otherwise. Never holds secrets.
+  virtual std::string server_error() const { return {}; }
 };
 
 struct SaslCredentials {
@@ -46,6 +51,11 @@ struct SaslCredentials {
   std::string username;
   std::string password;
   std::string oauth_token;  // OAUTHBEARER
+  // GSSAPI (Kerberos V5 through Cyrus SASL's GSSAPI plugin, RFC 4752):
+  std::string kerberos_service_name = "kafka";  // first part of the broker's principal, SERVICE/HOST@REALM
+  std::string kerberos_keytab;     // client keytab; empty: the ticket cache (kinit) or KRB5_CLIENT_KTNAME
+  std::string kerberos_principal;  // client principal; empty: the keytab's first one / the cache's
+  std::string broker_host;         // HOST of the broker's principal (the Connection sets its host name)
 };
 
 /// Throws ConfigError for an unknown mechanism.
@@ -58,6 +68,33 @@ std::unique_ptr<SaslMechanism> make_scram(const std::string& mechanism, const st
 /// Username and password from a Java JAAS line (PlainLoginModule / ScramLoginModule).
 /// Throws ConfigError (without the value) when they are missing.
 void parse_jaas_config(const std::string& jaas, std::string& username, std::string& password);
+
+/// GSSAPI through Cyrus SASL (libsasl2 and its GSSAPI plugin, Debian
+/// libsasl2-modules-gssapi-mit). The broker's service principal is
+/// kerberos_service_name/broker_host (the realm from krb5.conf, which
+/// KRB5_CONFIG may name). Credentials: with kerberos_keytab, a ticket is
+/// obtained from the keytab into a private in-memory cache of this process
+/// (gss_acquire_cred_from; the user's ticket cache is neither read nor
+/// written) and renewed from it when it expires; otherwise the default
+/// credentials (ticket cache from kinit, or KRB5_CLIENT_KTNAME) are used.
+/// No security layer is negotiated (Kafka's brokers offer "auth" only).
+/// The KDC is contacted synchronously inside initial() / step().
+/// initial() and step() throw AuthenticationError("GSSAPI", ...) naming the
+/// cause: the Cyrus GSSAPI plugin missing ("no worthy mechs"), an unreadable
+/// keytab, no ticket, a principal the KDC does not know, a key that does not
+/// match the KDC's (wrong or outdated keytab), an unreachable KDC.
+std::unique_ptr<SaslMechanism> make_gssapi(const SaslCredentials& creds);
+
+/// A Java JAAS option's value (key="value" or key=value), or nullopt when the
+/// line does not set it.
+std::optional<std::string> jaas_option(const std::string& jaas, const std::string& key);
+
+/// keyTab and principal from Java's Kerberos JAAS line
+/// (com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true
+/// keyTab="..." principal="..."); keyTab is taken only with useKeyTab=true.
+/// Options not set leave the outputs unchanged. Throws ConfigError for a
+/// line that is not a Krb5LoginModule line or sets useKeyTab=true without keyTab.
+void parse_kerberos_jaas_config(const std::string& jaas, std::string& keytab, std::string& principal);
 
 std::string base64_encode(const std::string& raw);
 /// Throws AuthenticationError("base64", ...) on invalid input.
