@@ -31,9 +31,9 @@ namespace {
 // Text-like payload: words drawn from a small vocabulary, so that codecs see
 // roughly the ratios they see on log-style records.
 kp::Bytes payload(std::size_t size, std::mt19937_64& rng) {
-  static const char* const words[] = {"alpha", "beta",  "gamma", "delta", "user", "id",   "event",
-                                      "click", "view",  "order", "12345", "true", "false", "\"ts\":",
-                                      "{",     "}",     ",",     "null",  "page", "value"};
+  static const char* const words[] = {
+      "alpha", "beta", "gamma", "delta",   "user", "id", "event", "click", "view", "order",
+      "12345", "true", "false", "\"ts\":", "{",    "}",  ",",     "null",  "page", "value"};
   kp::Bytes out;
   out.reserve(size);
   while (out.size() < size) {
@@ -74,9 +74,9 @@ void BM_VarintDecode(benchmark::State& state) {
   constexpr std::size_t kCount = 1 << 16;
   for (std::size_t i = 0; i < kCount; ++i) {
     const std::uint64_t pick = rng() % 10;
-    std::int32_t v = pick < 6 ? static_cast<std::int32_t>(rng() % 64)
-                   : pick < 9 ? static_cast<std::int32_t>(rng() % 8192) - 4096
-                              : static_cast<std::int32_t>(rng());
+    std::int32_t v = pick < 6   ? static_cast<std::int32_t>(rng() % 64)
+                     : pick < 9 ? static_cast<std::int32_t>(rng() % 8192) - 4096
+                                : static_cast<std::int32_t>(rng());
     w.varint(v);
   }
   for (auto _ : state) {
@@ -229,9 +229,7 @@ void BM_RawDecompress(benchmark::State& state) {
         produced = dst_size;
         break;
       }
-      default:
-        produced = ZSTD_decompressDCtx(zstd, out.data(), out.size(), src.data(), src.size());
-        break;
+      default: produced = ZSTD_decompressDCtx(zstd, out.data(), out.size(), src.data(), src.size()); break;
     }
     benchmark::DoNotOptimize(produced);
     benchmark::ClobberMemory();

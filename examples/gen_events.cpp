@@ -35,8 +35,9 @@ int main(int argc, char** argv) {
     std::mt19937_64 rng(seed);
     static const char* actions[] = {"view", "click", "add_to_cart", "purchase", "refund"};
     std::uniform_int_distribution<int> action(0, 4), user(1, 5000), cents(-500, 50000);
-    auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
-                   std::chrono::system_clock::now().time_since_epoch()).count();
+    auto now =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+            .count();
     auto t0 = std::chrono::steady_clock::now();
     for (long i = 0; i < count; ++i) {
       int u = user(rng);

@@ -40,8 +40,10 @@ struct Args {
 };
 
 [[noreturn]] void usage(const char* why) {
-  fmt::print(stderr, "purchases: {}\nusage: purchases --bootstrap HOST:PORT --checkpoint DIR --output DIR "
-                     "[--topic T] [--max-offsets-per-trigger N] [--trigger T]\n", why);
+  fmt::print(stderr,
+             "purchases: {}\nusage: purchases --bootstrap HOST:PORT --checkpoint DIR --output DIR "
+             "[--topic T] [--max-offsets-per-trigger N] [--trigger T]\n",
+             why);
   std::exit(2);
 }
 
@@ -93,15 +95,15 @@ int main(int argc, char** argv) {
     if (action != "purchase") return std::nullopt;
     if (doc["amount"].get_double().get(amount) || !(amount > 0)) return std::nullopt;
     if (doc["event_ts"].get_int64().get(event_ts)) return std::nullopt;
-    return fmt::format("{{\"user_id\":{},\"action\":\"purchase\",\"amount\":{},\"event_ts\":{},\"partition\":{},"
-                       "\"offset\":{}}}",
-                       user_id, amount, event_ts, row.partition, row.offset);
+    return fmt::format(
+        "{{\"user_id\":{},\"action\":\"purchase\",\"amount\":{},\"event_ts\":{},\"partition\":{},"
+        "\"offset\":{}}}",
+        user_id, amount, event_ts, row.partition, row.offset);
   };
 
   try {
     kwire::source::JsonLinesSink sink(args.output, purchases_only);
-    kwire::source::StreamingQuery query(options, args.checkpoint, sink,
-                                        kwire::source::Trigger::parse(args.trigger));
+    kwire::source::StreamingQuery query(options, args.checkpoint, sink, kwire::source::Trigger::parse(args.trigger));
     std::int64_t total_in = 0, total_out = 0, batches = 0;
     query.run([&](const kwire::source::BatchProgress& p) {
       total_in += p.num_input_rows;

@@ -23,14 +23,17 @@ namespace {
 namespace fs = std::filesystem;
 using namespace kwire::checkpoint;
 
-const char* const kOddNames[] = {"00", "-1", ".0.tmp", "1.tmp", "9223372036854775807", "9223372036854775808",
-                                 "+1", "1 ", "x", "2.compact", "007", "18446744073709551616"};
+const char* const kOddNames[] = {"00", "-1", ".0.tmp",    "1.tmp", "9223372036854775807", "9223372036854775808", "+1",
+                                 "1 ", "x",  "2.compact", "007",   "18446744073709551616"};
 
 const fs::path& scratch() {
   static const fs::path dir = [] {
     std::string tmpl = (fs::temp_directory_path() / "kwire-fuzz-checkpoint-XXXXXX").string();
     if (!::mkdtemp(tmpl.data())) std::abort();
-    std::atexit([] { std::error_code ec; fs::remove_all(scratch(), ec); });
+    std::atexit([] {
+      std::error_code ec;
+      fs::remove_all(scratch(), ec);
+    });
     return fs::path(tmpl);
   }();
   return dir;

@@ -53,8 +53,8 @@ class Input {
   std::abort();
 }
 
-#define KWIRE_FUZZ_CHECK(cond)                                   \
-  do {                                                           \
+#define KWIRE_FUZZ_CHECK(cond)                                    \
+  do {                                                            \
     if (!(cond)) ::kwire::fuzz::finding(#cond " (" __FILE__ ")"); \
   } while (0)
 

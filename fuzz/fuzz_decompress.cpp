@@ -28,10 +28,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   Bytes again;
   bool ok = false;
   try {
-    if (codec_index == 5)
-      decompress_lz4_legacy_header(payload, out, cap);
-    else
-      decompress(codec, payload, out, cap);
+    if (codec_index == 5) decompress_lz4_legacy_header(payload, out, cap);
+    else decompress(codec, payload, out, cap);
     ok = true;
   } catch (const CompressionError& e) {
     KWIRE_FUZZ_CHECK(e.codec() == codec);
@@ -40,10 +38,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     KWIRE_FUZZ_CHECK(out.size() <= cap);
     // Same answer with a buffer that already holds data (capacity is reused).
     again.assign(out.size() + 17, 0xaa);
-    if (codec_index == 5)
-      decompress_lz4_legacy_header(payload, again, cap);
-    else
-      decompress(codec, payload, again, cap);
+    if (codec_index == 5) decompress_lz4_legacy_header(payload, again, cap);
+    else decompress(codec, payload, again, cap);
     KWIRE_FUZZ_CHECK(again == out);
   }
 

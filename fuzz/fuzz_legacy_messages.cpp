@@ -78,8 +78,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       wrapper(in, set, offset, magic, (kind & 0x40) ? 2 : 0, nested);
     } else {
       const auto attributes = static_cast<std::int8_t>(kind & 0x08);
-      encode_legacy_message(set, offset, magic, attributes, static_cast<std::int64_t>(in.u16()),
-                            blob(in, kind & 0x01), blob(in, kind & 0x02));
+      encode_legacy_message(set, offset, magic, attributes, static_cast<std::int64_t>(in.u16()), blob(in, kind & 0x01),
+                            blob(in, kind & 0x02));
     }
   }
   const bool pristine = (flags & 0x20) == 0;

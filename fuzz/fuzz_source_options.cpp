@@ -13,23 +13,82 @@
 
 namespace {
 
-const char* const kNames[] = {
-    "subscribe", "subscribePattern", "assign", "startingOffsets", "endingOffsets",
-    "startingOffsetsByTimestamp", "endingOffsetsByTimestamp", "startingTimestamp", "endingTimestamp",
-    "startingOffsetsByTimestampStrategy", "maxOffsetsPerTrigger", "minOffsetsPerTrigger", "maxTriggerDelay",
-    "bytesEstimateWindowLength", "minPartitions", "maxRecordsPerPartition", "failOnDataLoss",
-    "fetchOffset.numRetries", "fetchOffset.retryIntervalMs", "kafkaConsumer.pollTimeoutMs", "includeHeaders",
-    "groupIdPrefix", "kafka.bootstrap.servers", "kafka.group.id", "kafka.auto.offset.reset",
-    "kafka.enable.auto.commit", "kafka.key.deserializer", "kafka.value.deserializer", "kafka.isolation.level",
-    "bootstrap.servers", "group.id", "security.protocol", "sasl.mechanism", "ssl.truststore.location",
-    "kafka.interceptor.classes", "kafka.", "kafka.X"};
+const char* const kNames[] = {"subscribe",
+                              "subscribePattern",
+                              "assign",
+                              "startingOffsets",
+                              "endingOffsets",
+                              "startingOffsetsByTimestamp",
+                              "endingOffsetsByTimestamp",
+                              "startingTimestamp",
+                              "endingTimestamp",
+                              "startingOffsetsByTimestampStrategy",
+                              "maxOffsetsPerTrigger",
+                              "minOffsetsPerTrigger",
+                              "maxTriggerDelay",
+                              "bytesEstimateWindowLength",
+                              "minPartitions",
+                              "maxRecordsPerPartition",
+                              "failOnDataLoss",
+                              "fetchOffset.numRetries",
+                              "fetchOffset.retryIntervalMs",
+                              "kafkaConsumer.pollTimeoutMs",
+                              "includeHeaders",
+                              "groupIdPrefix",
+                              "kafka.bootstrap.servers",
+                              "kafka.group.id",
+                              "kafka.auto.offset.reset",
+                              "kafka.enable.auto.commit",
+                              "kafka.key.deserializer",
+                              "kafka.value.deserializer",
+                              "kafka.isolation.level",
+                              "bootstrap.servers",
+                              "group.id",
+                              "security.protocol",
+                              "sasl.mechanism",
+                              "ssl.truststore.location",
+                              "kafka.interceptor.classes",
+                              "kafka.",
+                              "kafka.X"};
 
-const char* const kValues[] = {
-    "t", "a,b, c", ",,", "earliest", "latest", "{\"t\":[0,1]}", "{\"t\":{\"0\":-2,\"1\":-1}}",
-    "{\"t\":{\"0\":1700000000000}}", "{\"t\":{\"0\":5}}", "{}", "[]", "{\"t\":[]}", "1700000000000", "-1",
-    "0", "1", "9223372036854775807", "9223372036854775808", "-9223372036854775808", "2147483648", "true",
-    "false", "15m", "10 seconds", "500ms", "1h", "2d", "250us", " 3 min ", "1.5s", "error", "latest",
-    "t.*", "(", "[a-", "PLAINTEXT", "read_committed", ""};
+const char* const kValues[] = {"t",
+                               "a,b, c",
+                               ",,",
+                               "earliest",
+                               "latest",
+                               "{\"t\":[0,1]}",
+                               "{\"t\":{\"0\":-2,\"1\":-1}}",
+                               "{\"t\":{\"0\":1700000000000}}",
+                               "{\"t\":{\"0\":5}}",
+                               "{}",
+                               "[]",
+                               "{\"t\":[]}",
+                               "1700000000000",
+                               "-1",
+                               "0",
+                               "1",
+                               "9223372036854775807",
+                               "9223372036854775808",
+                               "-9223372036854775808",
+                               "2147483648",
+                               "true",
+                               "false",
+                               "15m",
+                               "10 seconds",
+                               "500ms",
+                               "1h",
+                               "2d",
+                               "250us",
+                               " 3 min ",
+                               "1.5s",
+                               "error",
+                               "latest",
+                               "t.*",
+                               "(",
+                               "[a-",
+                               "PLAINTEXT",
+                               "read_committed",
+                               ""};
 
 std::string random_case(std::string s, std::uint8_t bits) {
   for (std::size_t i = 0; i < s.size() && bits; ++i, bits >>= 1)
@@ -46,8 +105,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const int count = in.u8() % 8;
   for (int i = 0; i < count && !in.empty(); ++i) {
     const std::uint8_t how = in.u8();
-    std::string name = (how & 0x01) ? in.short_string(40)
-                                    : random_case(kNames[in.u8() % std::size(kNames)], in.u8());
+    std::string name = (how & 0x01) ? in.short_string(40) : random_case(kNames[in.u8() % std::size(kNames)], in.u8());
     std::string value = (how & 0x02) ? in.short_string(80) : std::string(kValues[in.u8() % std::size(kValues)]);
     options[std::move(name)] = std::move(value);
   }

@@ -27,19 +27,15 @@ JsonValueDecoder& decoder() {
 bool cell_fits(const Cell& c, ColumnType type) {
   if (std::holds_alternative<std::monostate>(c)) return true;
   switch (type) {
-    case ColumnType::string:
-      return std::holds_alternative<std::string>(c);
+    case ColumnType::string: return std::holds_alternative<std::string>(c);
     case ColumnType::int8:
     case ColumnType::int16:
     case ColumnType::int32:
     case ColumnType::int64:
-    case ColumnType::timestamp:
-      return std::holds_alternative<std::int64_t>(c);
+    case ColumnType::timestamp: return std::holds_alternative<std::int64_t>(c);
     case ColumnType::float32:
-    case ColumnType::float64:
-      return std::holds_alternative<double>(c);
-    case ColumnType::boolean:
-      return std::holds_alternative<bool>(c);
+    case ColumnType::float64: return std::holds_alternative<double>(c);
+    case ColumnType::boolean: return std::holds_alternative<bool>(c);
   }
   return false;
 }

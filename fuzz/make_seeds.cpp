@@ -112,8 +112,7 @@ void message_seeds(std::size_t api_index, const char* side) {
   FillVisitor v;
   filled.fields(v);
   const M empty{};
-  std::int16_t versions[] = {M::min_version, std::min<std::int16_t>(M::flexible_since, M::max_version),
-                             M::max_version};
+  std::int16_t versions[] = {M::min_version, std::min<std::int16_t>(M::flexible_since, M::max_version), M::max_version};
   for (std::int16_t version : versions) {
     int variant = 0;
     for (const M* m : {static_cast<const M*>(&filled), &empty}) {
@@ -219,8 +218,7 @@ int main(int argc, char** argv) {
   g_root = argv[1];
   all_messages<std::pair<ProduceRequest, ProduceResponse>, std::pair<FetchRequest, FetchResponse>,
                std::pair<ListOffsetsRequest, ListOffsetsResponse>, std::pair<MetadataRequest, MetadataResponse>,
-               std::pair<ApiVersionsRequest, ApiVersionsResponse>,
-               std::pair<CreateTopicsRequest, CreateTopicsResponse>,
+               std::pair<ApiVersionsRequest, ApiVersionsResponse>, std::pair<CreateTopicsRequest, CreateTopicsResponse>,
                std::pair<DeleteTopicsRequest, DeleteTopicsResponse>,
                std::pair<DeleteRecordsRequest, DeleteRecordsResponse>,
                std::pair<CreatePartitionsRequest, CreatePartitionsResponse>>(std::make_index_sequence<9>{});

@@ -9,17 +9,17 @@
 
 #include <fmt/format.h>
 
-#include "kwire/source/json_escape.hpp"
 #include "kwire/client/consumer.hpp"
 #include "kwire/client/producer.hpp"
 #include "kwire/protocol/errors.hpp"
+#include "kwire/source/json_escape.hpp"
 
 namespace kwire::tools {
 
 using namespace kwire::client;
+using kwire::protocol::Bytes;
 using kwire::source::append_json_string;
 using kwire::source::json_string;
-using kwire::protocol::Bytes;
 
 namespace {
 volatile std::sig_atomic_t g_stop = 0;
@@ -67,8 +67,8 @@ int cmd_metadata(const CommonOptions& common, const MetadataArgs& args) {
     out += "],\"topics\":[";
     for (std::size_t i = 0; i < md.topics.size(); ++i) {
       auto& t = md.topics[i];
-      out += fmt::format("{}{{\"name\":{},\"topic_id\":{},\"is_internal\":{},\"error\":{},\"partitions\":[", i ? "," : "",
-                         json_string(t.name), json_string(t.topic_id.to_base64()), t.is_internal,
+      out += fmt::format("{}{{\"name\":{},\"topic_id\":{},\"is_internal\":{},\"error\":{},\"partitions\":[",
+                         i ? "," : "", json_string(t.name), json_string(t.topic_id.to_base64()), t.is_internal,
                          t.error_code ? json_string(protocol::error_name(t.error_code)) : "null");
       for (std::size_t j = 0; j < t.partitions.size(); ++j) {
         auto& p = t.partitions[j];
@@ -85,7 +85,8 @@ int cmd_metadata(const CommonOptions& common, const MetadataArgs& args) {
   fmt::print("Metadata for {} (cluster {}):\n", topics ? "selected topics" : "all topics", md.cluster_id.value_or("?"));
   fmt::print(" {} brokers:\n", md.brokers.size());
   for (auto& b : md.brokers)
-    fmt::print("  broker {} at {}:{}{}\n", b.node_id, b.host, b.port, b.node_id == md.controller_id ? " (controller)" : "");
+    fmt::print("  broker {} at {}:{}{}\n", b.node_id, b.host, b.port,
+               b.node_id == md.controller_id ? " (controller)" : "");
   fmt::print(" {} topics:\n", md.topics.size());
   int rc = 0;
   for (auto& t : md.topics) {
@@ -108,7 +109,8 @@ int cmd_offsets(const CommonOptions& common, const OffsetsArgs& args) {
   std::vector<TopicPartition> tps;
   for (std::int32_t p = 0; p < n; ++p)
     if (!args.partition || *args.partition == p) tps.push_back({args.topic, p});
-  if (tps.empty()) throw std::invalid_argument(fmt::format("partition {} does not exist in '{}'", *args.partition, args.topic));
+  if (tps.empty())
+    throw std::invalid_argument(fmt::format("partition {} does not exist in '{}'", *args.partition, args.topic));
   std::map<TopicPartition, std::int64_t> e, l, t;
   for (auto& tp : tps) {
     e[tp] = kEarliestTimestamp;
@@ -137,10 +139,8 @@ int cmd_offsets(const CommonOptions& common, const OffsetsArgs& args) {
   for (auto& tp : tps) {
     fmt::print("{} [{}] earliest {} latest {}", tp.topic, tp.partition, earliest[tp].offset, latest[tp].offset);
     if (args.timestamp) {
-      if (at[tp].offset >= 0)
-        fmt::print(" at-timestamp {}", at[tp].offset);
-      else
-        fmt::print(" at-timestamp none");
+      if (at[tp].offset >= 0) fmt::print(" at-timestamp {}", at[tp].offset);
+      else fmt::print(" at-timestamp none");
     }
     fmt::print("\n");
   }
@@ -272,15 +272,11 @@ std::string record_json(const ConsumerRecord& r) {
   append_json_string(out, *r.topic);
   out += fmt::format(",\"partition\":{},\"offset\":{},\"timestamp\":{},\"timestampType\":{},\"key\":", r.partition,
                      r.offset, r.timestamp, r.timestamp_type);
-  if (r.key)
-    append_json_string(out, r.key_view());
-  else
-    out += "null";
+  if (r.key) append_json_string(out, r.key_view());
+  else out += "null";
   out += ",\"value\":";
-  if (r.value)
-    append_json_string(out, r.value_view());
-  else
-    out += "null";
+  if (r.value) append_json_string(out, r.value_view());
+  else out += "null";
   out += ",\"headers\":";
   if (!r.headers || r.headers->empty()) {
     out += "null";
@@ -293,8 +289,7 @@ std::string record_json(const ConsumerRecord& r) {
       out += ",\"value\":";
       if (hd.value)
         append_json_string(out, std::string_view(reinterpret_cast<const char*>(hd.value->data()), hd.value->size()));
-      else
-        out += "null";
+      else out += "null";
       out += "}";
     }
     out += "]";
@@ -316,7 +311,8 @@ int cmd_consume(const CommonOptions& common, const ConsumeArgs& args) {
   } else {
     for (auto p : args.partitions) {
       if (p < 0 || p >= n)
-        throw std::invalid_argument(fmt::format("partition {} does not exist in '{}' ({} partitions)", p, args.topic, n));
+        throw std::invalid_argument(
+            fmt::format("partition {} does not exist in '{}' ({} partitions)", p, args.topic, n));
       tps.push_back({args.topic, p});
     }
   }
@@ -346,7 +342,8 @@ int cmd_consume(const CommonOptions& common, const ConsumeArgs& args) {
     for (auto& tp : tps) {
       std::int64_t pos = v >= 0 ? v : std::max(begin[tp], end[tp] + v);
       if (v >= 0 && (pos < begin[tp] || pos > end[tp]))
-        throw std::invalid_argument(fmt::format("offset {} is outside [{}, {}] for {}", v, begin[tp], end[tp], to_string(tp)));
+        throw std::invalid_argument(
+            fmt::format("offset {} is outside [{}, {}] for {}", v, begin[tp], end[tp], to_string(tp)));
       consumer.seek(tp, pos);
     }
   }
@@ -359,7 +356,8 @@ int cmd_consume(const CommonOptions& common, const ConsumeArgs& args) {
     if (consumer.position(tp) >= end[tp]) {
       done.insert(tp);
       consumer.pause({tp});
-      if (!args.quiet) fmt::print(stderr, "% Reached end of topic {} [{}] at offset {}\n", tp.topic, tp.partition, end[tp]);
+      if (!args.quiet)
+        fmt::print(stderr, "% Reached end of topic {} [{}] at offset {}\n", tp.topic, tp.partition, end[tp]);
     }
   };
   for (auto& tp : tps) check_done(tp);
@@ -377,10 +375,8 @@ int cmd_consume(const CommonOptions& common, const ConsumeArgs& args) {
       if (args.count && printed >= *args.count) break;
       if (args.exit_at_end && r.offset >= end[TopicPartition{*r.topic, r.partition}]) continue;
       bytes += (r.value ? r.value->size() : 0) + (r.key ? r.key->size() : 0);
-      if (args.json)
-        out += record_json(r);
-      else if (args.format)
-        out += format_record(*args.format, r);
+      if (args.json) out += record_json(r);
+      else if (args.format) out += format_record(*args.format, r);
       else {
         out.append(r.value_view());
         out.push_back('\n');

@@ -30,10 +30,10 @@ namespace {
 struct Context {
   KafkaClient* client;
   Connection* conn;
-  std::string topic;             // one partition, `records` records
+  std::string topic;  // one partition, `records` records
   Uuid topic_id;
   std::int64_t records = 0;
-  std::string scratch_prefix;    // for topics created/deleted by the checks
+  std::string scratch_prefix;  // for topics created/deleted by the checks
 };
 
 std::string fail_code(const char* what, std::int16_t code) {
@@ -67,8 +67,9 @@ Bytes one_batch(int n, std::int16_t produce_version, const std::string& tag) {
   } else {
     // Produce v0-v1 carry magic-0 message sets, v2 magic 1.
     const std::int8_t magic = produce_version == 2 ? 1 : 0;
-    auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
-                   std::chrono::system_clock::now().time_since_epoch()).count();
+    auto now =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+            .count();
     for (int i = 0; i < n; ++i) encode_legacy_message(out, i, magic, 0, now, std::nullopt, recs[i].value);
   }
   return out;
@@ -137,10 +138,8 @@ std::string check_fetch(Context& c, std::int16_t v) {
     req.min_bytes = 1;
     req.max_bytes = 1 << 20;
     FetchRequest::FetchTopic t;
-    if (v >= 13)
-      t.topic_id = c.topic_id;
-    else
-      t.topic = c.topic;
+    if (v >= 13) t.topic_id = c.topic_id;
+    else t.topic = c.topic;
     FetchRequest::FetchPartition p;
     p.partition = 0;
     p.fetch_offset = next;
@@ -179,10 +178,8 @@ std::string check_produce(Context& c, std::int16_t v) {
   req.acks = -1;
   req.timeout_ms = 10000;
   ProduceRequest::TopicProduceData td;
-  if (v >= 13)
-    td.topic_id = c.topic_id;
-  else
-    td.name = c.topic;
+  if (v >= 13) td.topic_id = c.topic_id;
+  else td.name = c.topic;
   ProduceRequest::PartitionProduceData pd;
   pd.index = 0;
   pd.records.data = ByteSpan(batch);
@@ -313,8 +310,8 @@ std::vector<ConformanceRow> run_conformance(const std::map<std::string, std::str
     if (it != offered.end()) {
       row.offered_min = it->second.min;
       row.offered_max = it->second.max;
-      for (std::int16_t v = std::max(row.declared_min, row.offered_min); v <= std::min(row.declared_max, row.offered_max);
-           ++v) {
+      for (std::int16_t v = std::max(row.declared_min, row.offered_min);
+           v <= std::min(row.declared_max, row.offered_max); ++v) {
         if (removed_old_produce && row.api_key == 0 && v <= 2) {
           row.skipped.push_back(v);
           continue;
@@ -339,9 +336,11 @@ std::vector<ConformanceRow> run_conformance(const std::map<std::string, std::str
   run_api(declared_row<ListOffsetsRequest>(), [&](std::int16_t v) { return check_list_offsets(c, v); });
   run_api(declared_row<FetchRequest>(), [&](std::int16_t v) { return check_fetch(c, v); });
   const std::int16_t delete_max = c.conn->version_for<DeleteTopicsRequest>();
-  run_api(declared_row<CreateTopicsRequest>(), [&](std::int16_t v) { return check_create_delete(c, v, delete_max, true); });
+  run_api(declared_row<CreateTopicsRequest>(),
+          [&](std::int16_t v) { return check_create_delete(c, v, delete_max, true); });
   const std::int16_t create_max = c.conn->version_for<CreateTopicsRequest>();
-  run_api(declared_row<DeleteTopicsRequest>(), [&](std::int16_t v) { return check_create_delete(c, create_max, v, false); });
+  run_api(declared_row<DeleteTopicsRequest>(),
+          [&](std::int16_t v) { return check_create_delete(c, create_max, v, false); });
   run_api(declared_row<CreatePartitionsRequest>(),
           [&](std::int16_t v) { return check_create_partitions(c, v, partition_count); });
   run_api(declared_row<DeleteRecordsRequest>(), [&](std::int16_t v) { return check_delete_records(c, v); });
@@ -360,16 +359,14 @@ int cmd_conformance(const std::map<std::string, std::string>& properties, bool j
   for (std::size_t i = 0; i < rows.size(); ++i) {
     auto& r = rows[i];
     ok = ok && r.failures.empty();
-    std::string exercised = r.exercised.empty()
-                                ? std::string("none")
-                                : fmt::format("{}-{}", r.exercised.front(), r.exercised.back());
+    std::string exercised =
+        r.exercised.empty() ? std::string("none") : fmt::format("{}-{}", r.exercised.front(), r.exercised.back());
     if (json) {
       out += fmt::format("{}{{\"api\":\"{}\",\"apiKey\":{},\"declared\":[{},{}],\"offered\":", i ? "," : "", r.api,
                          r.api_key, r.declared_min, r.declared_max);
       out += r.offered_max >= 0 ? fmt::format("[{},{}]", r.offered_min, r.offered_max) : std::string("null");
       out += fmt::format(",\"exercised\":[{}],\"skipped\":[{}],\"result\":\"{}\",\"failures\":[",
-                         fmt::join(r.exercised, ","), fmt::join(r.skipped, ","),
-                         r.failures.empty() ? "ok" : "failed");
+                         fmt::join(r.exercised, ","), fmt::join(r.skipped, ","), r.failures.empty() ? "ok" : "failed");
       for (std::size_t f = 0; f < r.failures.size(); ++f) {
         if (f) out += ",";
         kwire::source::append_json_string(out, r.failures[f]);

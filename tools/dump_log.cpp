@@ -50,8 +50,9 @@ void print_result(const std::string& label, const InspectResult& r, bool json, s
           b.record_count);
       for (std::size_t j = 0; j < b.records.size(); ++j) {
         auto& rec = b.records[j];
-        out += fmt::format("{}{{\"offset\":{},\"timestamp\":{},\"timestampType\":{},\"key\":{},\"value\":{},\"headers\":[",
-                           j ? "," : "", rec.offset, rec.timestamp, rec.timestamp_type, text(rec.key), text(rec.value));
+        out +=
+            fmt::format("{}{{\"offset\":{},\"timestamp\":{},\"timestampType\":{},\"key\":{},\"value\":{},\"headers\":[",
+                        j ? "," : "", rec.offset, rec.timestamp, rec.timestamp_type, text(rec.key), text(rec.value));
         for (std::size_t h = 0; h < rec.headers.size(); ++h) {
           out += h ? ",{\"key\":" : "{\"key\":";
           append_json_string(out, rec.headers[h].key);
@@ -85,7 +86,9 @@ void print_result(const std::string& label, const InspectResult& r, bool json, s
         compression_name(b.compression), b.crc, b.crc_valid, b.producer_id, b.producer_epoch);
     for (auto& rec : b.records) {
       out += fmt::format("| offset: {} {}: {} keySize: {} valueSize: {} key: {} payload: {}", rec.offset,
-                         rec.timestamp_type == 1 ? "LogAppendTime" : rec.timestamp_type == 0 ? "CreateTime" : "NoTimestamp",
+                         rec.timestamp_type == 1   ? "LogAppendTime"
+                         : rec.timestamp_type == 0 ? "CreateTime"
+                                                   : "NoTimestamp",
                          rec.timestamp, rec.key ? static_cast<long>(rec.key->size()) : -1L,
                          rec.value ? static_cast<long>(rec.value->size()) : -1L, text(rec.key), text(rec.value));
       if (!rec.headers.empty()) {

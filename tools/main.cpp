@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include "commands.hpp"
 #include "conformance.hpp"
@@ -129,7 +129,8 @@ int main(int argc, char** argv) {
 
   // read-range
   ReadRangeArgs rr;
-  auto* r = app.add_subcommand("read-range", "Read one offset range [from, until) of one partition with the stream reader");
+  auto* r =
+      app.add_subcommand("read-range", "Read one offset range [from, until) of one partition with the stream reader");
   add_common(r);
   r->add_option("-t,--topic", rr.topic, "Topic")->required();
   r->add_option("-p,--partition", rr.partition, "Partition")->required();

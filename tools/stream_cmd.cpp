@@ -75,10 +75,8 @@ JsonLinesSink::Formatter value_formatter(const std::string& format, const std::o
     std::string out = "{";
     decoder->append_json_members(out, decoded);
     auto nullable = [&](bool present, std::string_view v) {
-      if (present)
-        append_json_string(out, v);
-      else
-        out += "null";
+      if (present) append_json_string(out, v);
+      else out += "null";
     };
     for (auto& c : keep) {
       out += ",\"" + c + "\":";
@@ -134,11 +132,9 @@ int cmd_stream(const CommonOptions& common, const StreamArgs& args) {
   StreamingQuery query(options, args.checkpoint, *sink, Trigger::parse(args.trigger));
   if (args.plan_only) {
     auto plan = query.plan_next_batch();
-    if (plan)
-      fmt::print("{}\n", plan->plan_json());
+    if (plan) fmt::print("{}\n", plan->plan_json());
     else
-      fmt::print("{{\"batchId\":{},\"replay\":false,\"ranges\":[],\"note\":\"no new data\"}}\n",
-                 query.next_batch_id());
+      fmt::print("{{\"batchId\":{},\"replay\":false,\"ranges\":[],\"note\":\"no new data\"}}\n", query.next_batch_id());
     return 0;
   }
   g_query = &query;
@@ -189,12 +185,12 @@ int cmd_lag(const CommonOptions& common, const LagArgs& args) {
   auto lag = offsets_behind_latest(latest, consumed);
   if (args.json) {
     if (lag)
-      fmt::print("{{\"batchId\":{},\"minOffsetsBehindLatest\":{},\"maxOffsetsBehindLatest\":{},"
-                 "\"avgOffsetsBehindLatest\":{:.1f},\"endOffset\":{},\"latestOffset\":{}}}\n",
-                 *last, lag->min_offsets_behind_latest, lag->max_offsets_behind_latest, lag->avg_offsets_behind_latest,
-                 checkpoint::offsets_to_json(consumed), checkpoint::offsets_to_json(latest));
-    else
-      fmt::print("{{\"batchId\":{}}}\n", *last);
+      fmt::print(
+          "{{\"batchId\":{},\"minOffsetsBehindLatest\":{},\"maxOffsetsBehindLatest\":{},"
+          "\"avgOffsetsBehindLatest\":{:.1f},\"endOffset\":{},\"latestOffset\":{}}}\n",
+          *last, lag->min_offsets_behind_latest, lag->max_offsets_behind_latest, lag->avg_offsets_behind_latest,
+          checkpoint::offsets_to_json(consumed), checkpoint::offsets_to_json(latest));
+    else fmt::print("{{\"batchId\":{}}}\n", *last);
     return 0;
   }
   for (auto& [t, parts] : latest)

@@ -22,8 +22,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr std::string_view kOffsetsExample =
-    R"(Expected e.g. {"topicA":{"0":23,"1":-1},"topicB":{"0":-2}}, got )";
+constexpr std::string_view kOffsetsExample = R"(Expected e.g. {"topicA":{"0":23,"1":-1},"topicB":{"0":-2}}, got )";
 constexpr std::string_view kLogVersion = "v1";
 constexpr std::string_view kCommitBody = R"({"nextBatchWatermarkMs":0})";
 
@@ -210,7 +209,7 @@ bool create_file_once(const fs::path& path, std::string_view content) {
   // Some file systems have no hard links: fall back to check-then-rename
   // (a checkpoint folder has a single writer).
   if (err == EPERM || err == ENOTSUP || err == ENOSYS || err == EMLINK || err == EXDEV) {
-    struct stat st{};
+    struct stat st {};
     if (::lstat(path.c_str(), &st) == 0) {
       ::unlink(tmp.c_str());
       return false;
@@ -298,8 +297,8 @@ OffsetsFile parse_offsets_file(const fs::path& path, std::string_view content) {
 }
 
 std::string offsets_file_content(const PartitionOffsets& end, std::int64_t ts) {
-  return fmt::format("{}\n{{\"batchWatermarkMs\":0,\"batchTimestampMs\":{},\"conf\":{{}}}}\n{}",
-                     kLogVersion, ts, offsets_to_json(end));
+  return fmt::format("{}\n{{\"batchWatermarkMs\":0,\"batchTimestampMs\":{},\"conf\":{{}}}}\n{}", kLogVersion, ts,
+                     offsets_to_json(end));
 }
 
 PartitionOffsets parse_initial_offsets(const fs::path& path, std::string_view content) {
@@ -354,8 +353,7 @@ bool is_temp_name(std::string_view name) {
   if (name.substr(name.size() - kSuffix.size()) != kSuffix) return false;
   const std::string_view hex = name.substr(name.size() - kSuffix.size() - kHex, kHex);
   if (name[name.size() - kSuffix.size() - kHex - 1] != '.') return false;
-  return std::all_of(hex.begin(), hex.end(),
-                     [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+  return std::all_of(hex.begin(), hex.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
 }
 
 void check_batch_id(std::int64_t batch) {
@@ -438,8 +436,7 @@ void atomic_write_file(const fs::path& path, std::string_view content) {
 Checkpoint::Checkpoint(fs::path root, int min_batches_to_retain)
     : root_(std::move(root)), min_batches_to_retain_(min_batches_to_retain) {
   if (min_batches_to_retain_ < 1) {
-    throw CheckpointError(
-        fmt::format("min_batches_to_retain must be positive, got {}", min_batches_to_retain_));
+    throw CheckpointError(fmt::format("min_batches_to_retain must be positive, got {}", min_batches_to_retain_));
   }
   for (const fs::path& dir : {root_ / "offsets", root_ / "commits", root_ / "sources" / "0"}) {
     std::error_code ec;
@@ -464,19 +461,14 @@ Checkpoint::Checkpoint(fs::path root, int min_batches_to_retain)
   simdjson::dom::element doc;
   std::string_view id;
   const std::string_view text = trim(*content);
-  if (parser.parse(text.data(), text.size()).get(doc) || doc["id"].get_string().get(id) ||
-      id.empty()) {
+  if (parser.parse(text.data(), text.size()).get(doc) || doc["id"].get_string().get(id) || id.empty()) {
     corrupt(meta, "expected {\"id\":\"<uuid>\"}");
   }
   id_ = std::string(id);
 }
 
-fs::path Checkpoint::offsets_path(std::int64_t batch) const {
-  return root_ / "offsets" / std::to_string(batch);
-}
-fs::path Checkpoint::commit_path(std::int64_t batch) const {
-  return root_ / "commits" / std::to_string(batch);
-}
+fs::path Checkpoint::offsets_path(std::int64_t batch) const { return root_ / "offsets" / std::to_string(batch); }
+fs::path Checkpoint::commit_path(std::int64_t batch) const { return root_ / "commits" / std::to_string(batch); }
 fs::path Checkpoint::initial_offsets_path() const { return root_ / "sources" / "0" / "0"; }
 
 std::optional<PartitionOffsets> Checkpoint::initial_offsets() const {
@@ -496,19 +488,15 @@ void Checkpoint::write_initial_offsets(const PartitionOffsets& offsets) {
   if (create_file_once(path, content)) return;
   const auto existing = initial_offsets();
   if (!existing || *existing != offsets) {
-    throw CheckpointError(fmt::format(
-        "Initial offsets {} already exist with different offsets: stored {}, new {}", path.string(),
-        existing ? offsets_to_json(*existing) : std::string("<none>"), offsets_to_json(offsets)));
+    throw CheckpointError(fmt::format("Initial offsets {} already exist with different offsets: stored {}, new {}",
+                                      path.string(), existing ? offsets_to_json(*existing) : std::string("<none>"),
+                                      offsets_to_json(offsets)));
   }
 }
 
-std::optional<std::int64_t> Checkpoint::latest_offsets_batch() const {
-  return latest_batch_in(root_ / "offsets");
-}
+std::optional<std::int64_t> Checkpoint::latest_offsets_batch() const { return latest_batch_in(root_ / "offsets"); }
 
-std::optional<std::int64_t> Checkpoint::latest_commit_batch() const {
-  return latest_batch_in(root_ / "commits");
-}
+std::optional<std::int64_t> Checkpoint::latest_commit_batch() const { return latest_batch_in(root_ / "commits"); }
 
 PartitionOffsets Checkpoint::read_offsets(std::int64_t batch) const {
   check_batch_id(batch);
@@ -526,16 +514,14 @@ std::int64_t Checkpoint::read_offsets_timestamp(std::int64_t batch) const {
   return parse_offsets_file(path, *content).batch_timestamp_ms;
 }
 
-void Checkpoint::write_offsets(std::int64_t batch, const PartitionOffsets& end,
-                               std::int64_t batch_timestamp_ms) {
+void Checkpoint::write_offsets(std::int64_t batch, const PartitionOffsets& end, std::int64_t batch_timestamp_ms) {
   check_batch_id(batch);
   const fs::path path = offsets_path(batch);
   if (!create_file_once(path, offsets_file_content(end, batch_timestamp_ms))) {
     const auto existing = read_offsets(batch);
     if (existing != end) {
-      throw CheckpointError(fmt::format(
-          "Checkpoint file {} already exists with different offsets: stored {}, new {}",
-          path.string(), offsets_to_json(existing), offsets_to_json(end)));
+      throw CheckpointError(fmt::format("Checkpoint file {} already exists with different offsets: stored {}, new {}",
+                                        path.string(), offsets_to_json(existing), offsets_to_json(end)));
     }
     return;
   }
@@ -599,9 +585,8 @@ ResumePoint Checkpoint::resume() const {
   if (n == 0) {
     auto initial = initial_offsets();
     if (!initial) {
-      throw CheckpointError(fmt::format(
-          "Missing checkpoint file {}: needed as the start of uncommitted batch 0",
-          initial_offsets_path().string()));
+      throw CheckpointError(fmt::format("Missing checkpoint file {}: needed as the start of uncommitted batch 0",
+                                        initial_offsets_path().string()));
     }
     rp.start = std::move(*initial);
   } else {

@@ -97,9 +97,10 @@ ClientConfig ClientConfig::from_properties(const std::map<std::string, std::stri
       std::string up = value;
       std::transform(up.begin(), up.end(), up.begin(), ::toupper);
       if (up != "PLAINTEXT" && up != "SSL" && up != "SASL_PLAINTEXT" && up != "SASL_SSL")
-        throw ConfigError(fmt::format("invalid value '{}' for security.protocol: expected PLAINTEXT, SSL, "
-                                      "SASL_PLAINTEXT or SASL_SSL",
-                                      value));
+        throw ConfigError(
+            fmt::format("invalid value '{}' for security.protocol: expected PLAINTEXT, SSL, "
+                        "SASL_PLAINTEXT or SASL_SSL",
+                        value));
       c.security_protocol = up;
     } else if (key == "ssl.truststore.location" || key == "ssl.ca.location") {
       c.ssl_ca_location = value;
@@ -118,9 +119,10 @@ ClientConfig ClientConfig::from_properties(const std::map<std::string, std::stri
     } else if (key == "ssl.endpoint.identification.algorithm") {
       auto l = lower(value);
       if (l != "https" && l != "" && l != "none")
-        throw ConfigError(fmt::format("invalid value '{}' for ssl.endpoint.identification.algorithm: expected "
-                                      "https or empty",
-                                      value));
+        throw ConfigError(
+            fmt::format("invalid value '{}' for ssl.endpoint.identification.algorithm: expected "
+                        "https or empty",
+                        value));
       c.ssl_endpoint_identification_algorithm = l == "none" ? "" : l;
     } else if (key == "ssl.truststore.type" || key == "ssl.keystore.type") {
       if (lower(value) != "pem")
@@ -129,9 +131,10 @@ ClientConfig ClientConfig::from_properties(const std::map<std::string, std::stri
       std::string up = value;
       std::transform(up.begin(), up.end(), up.begin(), ::toupper);
       if (up != "PLAIN" && up != "SCRAM-SHA-256" && up != "SCRAM-SHA-512" && up != "OAUTHBEARER" && up != "GSSAPI")
-        throw ConfigError(fmt::format("{}={} is not supported: expected PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, "
-                                      "OAUTHBEARER or GSSAPI",
-                                      key, value));
+        throw ConfigError(
+            fmt::format("{}={} is not supported: expected PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, "
+                        "OAUTHBEARER or GSSAPI",
+                        key, value));
       c.sasl_mechanism = up;
     } else if (key == "sasl.username") {
       c.sasl_username = value;
@@ -145,9 +148,10 @@ ClientConfig ClientConfig::from_properties(const std::map<std::string, std::stri
       if (c.sasl_kerberos_principal.empty()) c.sasl_kerberos_principal = principal;
     } else if (key == "sasl.kerberos.service.name") {
       if (value.empty() || value.find_first_of("/@ \t") != std::string::npos)
-        throw ConfigError(fmt::format("invalid value '{}' for sasl.kerberos.service.name: expected a bare service "
-                                      "name such as kafka",
-                                      value));
+        throw ConfigError(
+            fmt::format("invalid value '{}' for sasl.kerberos.service.name: expected a bare service "
+                        "name such as kafka",
+                        value));
       c.sasl_kerberos_service_name = value;
     } else if (key == "sasl.kerberos.keytab") {
       c.sasl_kerberos_keytab = value;
@@ -186,32 +190,26 @@ ClientConfig ClientConfig::from_properties(const std::map<std::string, std::stri
       c.max_partition_fetch_bytes = static_cast<std::int32_t>(parse_int(key, value, 1, kMaxInt));
     } else if (key == "isolation.level") {
       auto l = lower(value);
-      if (l == "read_uncommitted")
-        c.isolation_level = 0;
-      else if (l == "read_committed")
-        c.isolation_level = 1;
+      if (l == "read_uncommitted") c.isolation_level = 0;
+      else if (l == "read_committed") c.isolation_level = 1;
       else
-        throw ConfigError(fmt::format(
-            "invalid value '{}' for isolation.level: expected read_uncommitted or read_committed", value));
+        throw ConfigError(
+            fmt::format("invalid value '{}' for isolation.level: expected read_uncommitted or read_committed", value));
     } else if (key == "check.crcs") {
       c.check_crcs = parse_bool(key, value);
     } else if (key == "max.poll.records") {
       c.max_poll_records = static_cast<std::int32_t>(parse_int(key, value, 1, kMaxInt));
     } else if (key == "acks" || key == "request.required.acks") {
       auto l = lower(value);
-      if (l == "all" || l == "-1")
-        c.acks = -1;
-      else if (l == "0")
-        c.acks = 0;
-      else if (l == "1")
-        c.acks = 1;
-      else
-        throw ConfigError(fmt::format("invalid value '{}' for acks: expected all, -1, 0 or 1", value));
+      if (l == "all" || l == "-1") c.acks = -1;
+      else if (l == "0") c.acks = 0;
+      else if (l == "1") c.acks = 1;
+      else throw ConfigError(fmt::format("invalid value '{}' for acks: expected all, -1, 0 or 1", value));
     } else if (key == "compression.type" || key == "compression.codec") {
       auto codec = protocol::parse_compression(lower(value));
       if (!codec)
-        throw ConfigError(fmt::format(
-            "invalid value '{}' for {}: expected none, gzip, snappy, lz4 or zstd", value, key));
+        throw ConfigError(
+            fmt::format("invalid value '{}' for {}: expected none, gzip, snappy, lz4 or zstd", value, key));
       c.compression_type = *codec;
     } else if (key == "batch.size") {
       c.batch_size = static_cast<std::int32_t>(parse_int(key, value, 0, kMaxInt));
@@ -227,9 +225,10 @@ ClientConfig ClientConfig::from_properties(const std::map<std::string, std::stri
   }
   if (!have_bootstrap) throw ConfigError("bootstrap.servers must be set");
   if (c.security_protocol.rfind("SASL_", 0) == 0 && c.sasl_mechanism.empty())
-    throw ConfigError(fmt::format("security.protocol={} needs sasl.mechanism (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, "
-                                  "OAUTHBEARER or GSSAPI)",
-                                  c.security_protocol));
+    throw ConfigError(
+        fmt::format("security.protocol={} needs sasl.mechanism (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, "
+                    "OAUTHBEARER or GSSAPI)",
+                    c.security_protocol));
   return c;
 }
 

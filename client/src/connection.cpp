@@ -1,10 +1,10 @@
 #include "kwire/client/connection.hpp"
 
 #include <boost/asio/connect.hpp>
-#include <boost/asio/read.hpp>
-#include <boost/asio/write.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/read.hpp>
 #include <boost/asio/ssl.hpp>
+#include <boost/asio/write.hpp>
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
@@ -39,10 +39,8 @@ namespace {
 // else the plain socket.
 template <class F>
 void on_stream(detail::TlsStream* tls, tcp::socket& socket, F&& f) {
-  if (tls)
-    f(tls->stream);
-  else
-    f(socket);
+  if (tls) f(tls->stream);
+  else f(socket);
 }
 
 // What a TLS alert from the broker most likely means, for error texts.
@@ -62,8 +60,7 @@ std::string tls_alert_hint(const boost::system::error_code& ec, bool have_client
         return " (the broker requires a client certificate: set ssl.keystore.location, or "
                "ssl.certificate.location and ssl.key.location)";
       return " (the broker did not accept the client certificate)";
-    default:
-      return {};
+    default: return {};
   }
 }
 
@@ -211,17 +208,14 @@ Connection::SessionRenewal Connection::renewal_action(Clock::time_point now, Clo
 Connection::SessionRenewal Connection::renew_session_if_due(Deadline deadline) {
   if (!opts_.sasl.enabled || !is_open()) return SessionRenewal::none;
   switch (renewal_action(Clock::now(), reauthenticate_at_, session_expires_at_, in_flight())) {
-    case SessionRenewal::none:
-      return SessionRenewal::none;
+    case SessionRenewal::none: return SessionRenewal::none;
     case SessionRenewal::reauthenticated:
       // SaslHandshake + SaslAuthenticate queue behind the requests in flight;
       // their answers are kept by correlation id as usual.
       authenticate(deadline);
       ++reauthentications_;
       return SessionRenewal::reauthenticated;
-    case SessionRenewal::reconnected:
-      connect(deadline);
-      return SessionRenewal::reconnected;
+    case SessionRenewal::reconnected: connect(deadline); return SessionRenewal::reconnected;
   }
   return SessionRenewal::none;
 }
@@ -320,21 +314,15 @@ void Connection::start_tls(Deadline deadline) {
   std::string reason;
   long verify = SSL_get_verify_result(ssl);
   switch (verify) {
-    case X509_V_OK:
-      reason = result.message() + tls_alert_hint(result, have_certificate);
-      break;
+    case X509_V_OK: reason = result.message() + tls_alert_hint(result, have_certificate); break;
     case X509_V_ERR_HOSTNAME_MISMATCH:
       reason = fmt::format("the broker's certificate does not match the host name '{}'", host_);
       break;
     case X509_V_ERR_IP_ADDRESS_MISMATCH:
       reason = fmt::format("the broker's certificate does not match the IP address {}", host_);
       break;
-    case X509_V_ERR_CERT_HAS_EXPIRED:
-      reason = "the broker's certificate has expired";
-      break;
-    case X509_V_ERR_CERT_NOT_YET_VALID:
-      reason = "the broker's certificate is not valid yet";
-      break;
+    case X509_V_ERR_CERT_HAS_EXPIRED: reason = "the broker's certificate has expired"; break;
+    case X509_V_ERR_CERT_NOT_YET_VALID: reason = "the broker's certificate is not valid yet"; break;
     case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY:
     case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT:
     case X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN:
@@ -343,8 +331,7 @@ void Connection::start_tls(Deadline deadline) {
       reason = fmt::format("the broker's certificate is signed by an unknown CA ({})",
                            X509_verify_cert_error_string(verify));
       break;
-    default:
-      reason = fmt::format("certificate verification failed: {}", X509_verify_cert_error_string(verify));
+    default: reason = fmt::format("certificate verification failed: {}", X509_verify_cert_error_string(verify));
   }
   close();
   io_.poll();
@@ -376,8 +363,8 @@ void Connection::authenticate(Deadline deadline) {
   if (hs.body.error_code != 0) {
     std::string offered;
     for (auto& m : hs.body.mechanisms) offered += (offered.empty() ? "" : ", ") + m;
-    refuse(fmt::format("SASL mechanism {} is not enabled on broker {} (it offers: {}; error code {})", name,
-                       endpoint(), offered.empty() ? "none" : offered, hs.body.error_code));
+    refuse(fmt::format("SASL mechanism {} is not enabled on broker {} (it offers: {}; error code {})", name, endpoint(),
+                       offered.empty() ? "none" : offered, hs.body.error_code));
   }
   std::string token;
   try {
@@ -453,13 +440,13 @@ std::int16_t Connection::pick_version(std::int16_t api_key, std::int16_t ours_mi
   std::int16_t lo = std::max(ours_min, it->second.min);
   if (hi < lo)
     throw UnsupportedVersionError(fmt::format("no common version of {}: broker {} speaks {}-{}, kwire speaks {}-{}",
-                                              api_name(api_key), endpoint(), it->second.min, it->second.max,
-                                              ours_min, ours_max));
+                                              api_name(api_key), endpoint(), it->second.min, it->second.max, ours_min,
+                                              ours_max));
   return hi;
 }
 
-void Connection::enqueue(std::int32_t corr, std::int16_t api_key, std::int16_t version,
-                         std::shared_ptr<Bytes> frame, bool expect_response) {
+void Connection::enqueue(std::int32_t corr, std::int16_t api_key, std::int16_t version, std::shared_ptr<Bytes> frame,
+                         bool expect_response) {
   if (!socket_ || error_)
     throw ConnectionError(fmt::format("connection to {} is not open{}", endpoint(), error_ ? ": " + *error_ : ""));
   if (expect_response) pending_[corr] = Pending{api_key, version, nullptr};
@@ -491,40 +478,40 @@ void Connection::start_write() {
   auto frame = write_queue_.front();
   auto alive = alive_;
   on_stream(tls_.get(), *socket_, [&](auto& stream) {
-  asio::async_write(stream, asio::buffer(*frame),
-                    [this, alive, frame](const boost::system::error_code& ec, std::size_t) {
-                      if (!*alive) return;
-                      writing_ = false;
-                      if (ec) {
-                        fail_io("write failed", ec);
-                        return;
-                      }
-                      write_queue_.pop_front();
-                      start_write();
-                    });
+    asio::async_write(stream, asio::buffer(*frame),
+                      [this, alive, frame](const boost::system::error_code& ec, std::size_t) {
+                        if (!*alive) return;
+                        writing_ = false;
+                        if (ec) {
+                          fail_io("write failed", ec);
+                          return;
+                        }
+                        write_queue_.pop_front();
+                        start_write();
+                      });
   });
 }
 
 void Connection::start_read() {
   auto alive = alive_;
   on_stream(tls_.get(), *socket_, [&](auto& stream) {
-    asio::async_read(stream, asio::buffer(size_buf_, 4), [this, alive](const boost::system::error_code& ec, std::size_t) {
-      if (!*alive) return;
-      if (ec) {
-        if (ec == asio::error::eof || ec == asio::ssl::error::stream_truncated)
-          fail("broker closed the connection");
-        else
-          fail_io("read failed", ec);
-        return;
-      }
-      auto size = static_cast<std::int32_t>(load_be32(size_buf_));
-      if (size < 4 || static_cast<std::size_t>(size) > opts_.max_response_bytes) {
-        fail(fmt::format("invalid response frame size {}", size));
-        return;
-      }
-      read_buf_ = std::make_shared<Bytes>(static_cast<std::size_t>(size));
-      read_body();
-    });
+    asio::async_read(stream, asio::buffer(size_buf_, 4),
+                     [this, alive](const boost::system::error_code& ec, std::size_t) {
+                       if (!*alive) return;
+                       if (ec) {
+                         if (ec == asio::error::eof || ec == asio::ssl::error::stream_truncated)
+                           fail("broker closed the connection");
+                         else fail_io("read failed", ec);
+                         return;
+                       }
+                       auto size = static_cast<std::int32_t>(load_be32(size_buf_));
+                       if (size < 4 || static_cast<std::size_t>(size) > opts_.max_response_bytes) {
+                         fail(fmt::format("invalid response frame size {}", size));
+                         return;
+                       }
+                       read_buf_ = std::make_shared<Bytes>(static_cast<std::size_t>(size));
+                       read_body();
+                     });
   });
 }
 

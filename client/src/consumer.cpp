@@ -19,8 +19,8 @@ std::string reset_policy(const std::map<std::string, std::string>& props) {
   if (v == "smallest" || v == "beginning") v = "earliest";
   if (v == "largest" || v == "end") v = "latest";
   if (v != "earliest" && v != "latest" && v != "none")
-    throw ConfigError(fmt::format("invalid value '{}' for auto.offset.reset: expected earliest, latest or none",
-                                  it->second));
+    throw ConfigError(
+        fmt::format("invalid value '{}' for auto.offset.reset: expected earliest, latest or none", it->second));
   return v;
 }
 std::map<std::string, std::string> without_reset(std::map<std::string, std::string> props) {
@@ -61,7 +61,8 @@ std::vector<TopicPartition> Consumer::assignment() const {
 
 void Consumer::seek(const TopicPartition& tp, std::int64_t offset) {
   auto it = positions_.find(tp);
-  if (it == positions_.end()) throw ClientError(fmt::format("cannot seek {}: partition is not assigned", to_string(tp)));
+  if (it == positions_.end())
+    throw ClientError(fmt::format("cannot seek {}: partition is not assigned", to_string(tp)));
   if (offset < 0) throw ClientError(fmt::format("cannot seek {} to negative offset {}", to_string(tp), offset));
   it->second = offset;
   pending_next_.erase(tp);
@@ -256,9 +257,9 @@ ConsumerRecords Consumer::poll(std::chrono::milliseconds timeout) {
     if (auto_offset_reset_ == "none")
       for (auto& p : fetched)
         if (p.error_code == static_cast<std::int16_t>(ErrorCode::offset_out_of_range))
-          throw OffsetOutOfRangeError(p.tp, p.fetch_offset,
-                                      fmt::format("offset {} is out of range for {} (OFFSET_OUT_OF_RANGE)",
-                                                  p.fetch_offset, to_string(p.tp)));
+          throw OffsetOutOfRangeError(
+              p.tp, p.fetch_offset,
+              fmt::format("offset {} is out of range for {} (OFFSET_OUT_OF_RANGE)", p.fetch_offset, to_string(p.tp)));
     auto batch = std::make_shared<ConsumerRecords::Round>();
     std::size_t total = 0;
     for (auto& p : fetched)
@@ -271,9 +272,9 @@ ConsumerRecords Consumer::poll(std::chrono::milliseconds timeout) {
       batch->topics.push_back(std::move(topic_holder));
       if (p.error_code == static_cast<std::int16_t>(ErrorCode::offset_out_of_range)) {
         if (auto_offset_reset_ == "none")
-          throw OffsetOutOfRangeError(p.tp, p.fetch_offset,
-                                      fmt::format("offset {} is out of range for {} (OFFSET_OUT_OF_RANGE)",
-                                                  p.fetch_offset, to_string(p.tp)));
+          throw OffsetOutOfRangeError(
+              p.tp, p.fetch_offset,
+              fmt::format("offset {} is out of range for {} (OFFSET_OUT_OF_RANGE)", p.fetch_offset, to_string(p.tp)));
         positions_[p.tp] = std::nullopt;
         reset_needed = true;
         continue;

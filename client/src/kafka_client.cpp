@@ -34,10 +34,8 @@ bool refresh_worthy(std::int16_t code) {
     case ErrorCode::unknown_leader_epoch:
     case ErrorCode::unknown_topic_id:
     case ErrorCode::inconsistent_topic_id:
-    case ErrorCode::not_coordinator:
-      return true;
-    default:
-      return false;
+    case ErrorCode::not_coordinator: return true;
+    default: return false;
   }
 }
 
@@ -95,14 +93,9 @@ ConnectionOptions KafkaClient::connection_options() const {
 // Connection::renew_session_if_due).
 void KafkaClient::renew_if_due(Connection& c) {
   switch (c.renew_session_if_due(default_deadline())) {
-    case Connection::SessionRenewal::reauthenticated:
-      ++connection_stats_.reauthentications;
-      break;
-    case Connection::SessionRenewal::reconnected:
-      ++connection_stats_.connects;
-      break;
-    case Connection::SessionRenewal::none:
-      break;
+    case Connection::SessionRenewal::reauthenticated: ++connection_stats_.reauthentications; break;
+    case Connection::SessionRenewal::reconnected: ++connection_stats_.connects; break;
+    case Connection::SessionRenewal::none: break;
   }
 }
 
@@ -205,11 +198,11 @@ ClusterMetadata KafkaClient::metadata(const std::optional<std::vector<std::strin
     tm.is_internal = t.is_internal;
     tm.error_code = t.error_code;
     for (auto& p : t.partitions) {
-      tm.partitions.push_back({p.partition_index, p.error_code, p.leader_id, p.leader_epoch, p.replica_nodes, p.isr_nodes});
+      tm.partitions.push_back(
+          {p.partition_index, p.error_code, p.leader_id, p.leader_epoch, p.replica_nodes, p.isr_nodes});
       leaders_[TopicPartition{tm.name, p.partition_index}] = p.leader_id;
     }
-    std::sort(tm.partitions.begin(), tm.partitions.end(),
-              [](auto& a, auto& b) { return a.partition < b.partition; });
+    std::sort(tm.partitions.begin(), tm.partitions.end(), [](auto& a, auto& b) { return a.partition < b.partition; });
     if (!tm.topic_id.is_zero()) {
       topic_ids_[tm.name] = tm.topic_id;
       names_by_id_[tm.topic_id.to_base64()] = tm.name;
@@ -223,10 +216,8 @@ ClusterMetadata KafkaClient::metadata(const std::optional<std::vector<std::strin
   metadata_.brokers = md.brokers;
   for (auto& t : md.topics) {
     auto it = std::find_if(metadata_.topics.begin(), metadata_.topics.end(), [&](auto& x) { return x.name == t.name; });
-    if (it != metadata_.topics.end())
-      *it = t;
-    else
-      metadata_.topics.push_back(t);
+    if (it != metadata_.topics.end()) *it = t;
+    else metadata_.topics.push_back(t);
   }
   std::sort(metadata_.topics.begin(), metadata_.topics.end(), [](auto& a, auto& b) { return a.name < b.name; });
   return md;
@@ -274,8 +265,8 @@ std::map<TopicPartition, ListedOffset> KafkaClient::list_offsets(const std::map<
       const TopicPartition& tp = todo.begin()->first;
       auto le = last_error.find(tp);
       std::int16_t code = le != last_error.end() ? le->second : static_cast<std::int16_t>(ErrorCode::network_exception);
-      throw KafkaError(code, fmt::format("ListOffsets for {} failed after {} attempts: {}", to_string(tp), attempt,
-                                         describe(code)));
+      throw KafkaError(
+          code, fmt::format("ListOffsets for {} failed after {} attempts: {}", to_string(tp), attempt, describe(code)));
     }
     if (attempt > 0) {
       backoff(attempt - 1);
@@ -801,14 +792,13 @@ std::map<TopicPartition, ProduceResult> KafkaClient::produce(const std::map<Topi
         auto& conn = broker(leader);
         auto v = conn.version_for<ProduceRequest>();
         if (v >= 13) {
-          bool all_ids = std::all_of(req.topic_data.begin(), req.topic_data.end(),
-                                     [](auto& t) { return !t.topic_id.is_zero(); });
+          bool all_ids =
+              std::all_of(req.topic_data.begin(), req.topic_data.end(), [](auto& t) { return !t.topic_id.is_zero(); });
           if (!all_ids) v = 12;
         }
         bool expect = config_.acks != 0;
         auto corr = conn.send(req, v, expect);
-        if (expect)
-          flights.push_back({&conn, corr, v, leader});
+        if (expect) flights.push_back({&conn, corr, v, leader});
         else
           for (auto& tp : tps) {
             out[tp] = ProduceResult{};
@@ -913,8 +903,8 @@ void KafkaClient::delete_topics(const std::vector<std::string>& topics) {
   auto resp = conn->request<DeleteTopicsResponse>(req, default_deadline());
   for (auto& r : resp.body.responses) {
     if (r.error_code != 0)
-      throw KafkaError(r.error_code, fmt::format("deleting topic '{}' failed: {}", r.name.value_or("?"),
-                                                 describe(r.error_code)));
+      throw KafkaError(r.error_code,
+                       fmt::format("deleting topic '{}' failed: {}", r.name.value_or("?"), describe(r.error_code)));
   }
   for (auto& t : topics) {
     std::erase_if(leaders_, [&](auto& kv) { return kv.first.topic == t; });
@@ -1026,10 +1016,9 @@ void KafkaClient::create_partitions(const std::string& topic, std::int32_t new_t
   auto resp = conn->request<CreatePartitionsResponse>(req, default_deadline());
   for (auto& r : resp.body.results) {
     if (r.error_code == 0) continue;
-    throw KafkaError(r.error_code,
-                     fmt::format("adding partitions to topic '{}' (to {} in total) failed: {}{}{}", r.name,
-                                 new_total_count, describe(r.error_code), r.error_message ? ": " : "",
-                                 r.error_message.value_or("")));
+    throw KafkaError(r.error_code, fmt::format("adding partitions to topic '{}' (to {} in total) failed: {}{}{}",
+                                               r.name, new_total_count, describe(r.error_code),
+                                               r.error_message ? ": " : "", r.error_message.value_or("")));
   }
   // Wait until every partition, old and new, has a leader (bounded).
   auto deadline = default_deadline();

@@ -30,9 +30,7 @@ std::int32_t murmur2(ByteSpan data) noexcept {
   switch (length % 4) {
     case 3: h ^= std::uint32_t(data[tail + 2]) << 16; [[fallthrough]];
     case 2: h ^= std::uint32_t(data[tail + 1]) << 8; [[fallthrough]];
-    case 1:
-      h ^= std::uint32_t(data[tail]);
-      h *= m;
+    case 1: h ^= std::uint32_t(data[tail]); h *= m;
   }
   h ^= h >> 13;
   h *= m;
@@ -50,8 +48,8 @@ void Producer::send(ProducerMessage msg) {
   std::int32_t count = client_->partition_count(msg.topic);
   if (msg.partition) {
     if (*msg.partition < 0 || *msg.partition >= count)
-      throw ClientError(fmt::format("partition {} does not exist in topic '{}' ({} partitions)", *msg.partition,
-                                    msg.topic, count));
+      throw ClientError(
+          fmt::format("partition {} does not exist in topic '{}' ({} partitions)", *msg.partition, msg.topic, count));
     partition = *msg.partition;
   } else if (msg.key) {
     partition = static_cast<std::int32_t>((murmur2(ByteSpan(*msg.key)) & 0x7fffffff) % count);
@@ -101,7 +99,8 @@ void Producer::send_batches(bool only_full) {
   auto results = client_->produce(batches);
   for (auto& [tp, res] : results) {
     if (res.error_code != 0)
-      throw KafkaError(res.error_code, fmt::format("produce to {} failed: {}", to_string(tp), error_name(res.error_code)));
+      throw KafkaError(res.error_code,
+                       fmt::format("produce to {} failed: {}", to_string(tp), error_name(res.error_code)));
     records_sent_ += counts[tp];
   }
 }

@@ -49,7 +49,11 @@ class OAuthBearer final : public SaslMechanism {
   const std::string& name() const override { return name_; }
   // RFC 7628 3.1: GS2 header without authzid ("n,,"), then kvpairs separated
   // by 0x01 and ended by two 0x01; Kafka reads the same layout.
-  std::string initial() override { return "n,,\x01" "auth=Bearer " + token_ + "\x01\x01"; }
+  std::string initial() override {
+    return "n,,\x01"
+           "auth=Bearer " +
+           token_ + "\x01\x01";
+  }
   std::optional<std::string> step(const std::string& server) override {
     // A non-empty answer is the broker's JSON error (RFC 7628 3.2.2); the
     // client replies with a single 0x01 and the broker then fails the
@@ -208,9 +212,10 @@ std::unique_ptr<SaslMechanism> make_sasl_mechanism(const SaslCredentials& c) {
     return make_scram(c.mechanism, c.username, c.password, random_nonce());
   if (c.mechanism == "OAUTHBEARER") return std::make_unique<OAuthBearer>(c.oauth_token);
   if (c.mechanism == "GSSAPI") return make_gssapi(c);
-  throw ConfigError(fmt::format("sasl.mechanism '{}' is not supported: expected PLAIN, SCRAM-SHA-256, "
-                                "SCRAM-SHA-512, OAUTHBEARER or GSSAPI",
-                                c.mechanism));
+  throw ConfigError(
+      fmt::format("sasl.mechanism '{}' is not supported: expected PLAIN, SCRAM-SHA-256, "
+                  "SCRAM-SHA-512, OAUTHBEARER or GSSAPI",
+                  c.mechanism));
 }
 
 std::optional<std::string> jaas_option(const std::string& jaas, const std::string& key) {

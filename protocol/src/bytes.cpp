@@ -11,8 +11,7 @@ bool Uuid::is_zero() const noexcept {
 }
 
 std::string Uuid::to_base64() const {
-  static constexpr char alphabet[] =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+  static constexpr char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
   std::string out;
   out.reserve(22);
   std::size_t i = 0;
@@ -272,44 +271,34 @@ void Writer::varlong(std::int64_t v) {
 }
 
 void Writer::string(std::string_view s, bool compact) {
-  if (compact)
-    uvarint(static_cast<std::uint32_t>(s.size() + 1));
-  else
-    i16(static_cast<std::int16_t>(s.size()));
+  if (compact) uvarint(static_cast<std::uint32_t>(s.size() + 1));
+  else i16(static_cast<std::int16_t>(s.size()));
   raw(s.data(), s.size());
 }
 void Writer::nullable_string(const std::optional<std::string>& s, bool compact) {
   if (!s) {
-    if (compact)
-      uvarint(0);
-    else
-      i16(-1);
+    if (compact) uvarint(0);
+    else i16(-1);
     return;
   }
   string(*s, compact);
 }
 void Writer::bytes(ByteSpan b, bool compact) {
-  if (compact)
-    uvarint(static_cast<std::uint32_t>(b.size() + 1));
-  else
-    i32(static_cast<std::int32_t>(b.size()));
+  if (compact) uvarint(static_cast<std::uint32_t>(b.size() + 1));
+  else i32(static_cast<std::int32_t>(b.size()));
   raw(b);
 }
 void Writer::nullable_bytes(const std::optional<ByteSpan>& b, bool compact) {
   if (!b) {
-    if (compact)
-      uvarint(0);
-    else
-      i32(-1);
+    if (compact) uvarint(0);
+    else i32(-1);
     return;
   }
   bytes(*b, compact);
 }
 void Writer::array_length(std::optional<std::size_t> n, bool compact) {
-  if (compact)
-    uvarint(n ? static_cast<std::uint32_t>(*n + 1) : 0u);
-  else
-    i32(n ? static_cast<std::int32_t>(*n) : -1);
+  if (compact) uvarint(n ? static_cast<std::uint32_t>(*n + 1) : 0u);
+  else i32(n ? static_cast<std::int32_t>(*n) : -1);
 }
 void Writer::patch_u32(std::size_t at, std::uint32_t v) {
   if (!out_ || at + 4 > out_->size()) return;

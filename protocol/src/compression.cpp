@@ -1,8 +1,8 @@
 #include "kwire/protocol/compression.hpp"
 
 #include <lz4frame.h>
-#include <xxhash.h>
 #include <snappy.h>
+#include <xxhash.h>
 #include <zlib.h>
 #include <zstd.h>
 
@@ -141,8 +141,8 @@ void snappy_compress(ByteSpan in, Bytes& out) {
     const std::size_t at = out.size();
     out.resize(at + 4 + snappy::MaxCompressedLength(n));
     std::size_t written = 0;
-    snappy::RawCompress(reinterpret_cast<const char*>(in.data() + pos), n,
-                        reinterpret_cast<char*>(out.data() + at + 4), &written);
+    snappy::RawCompress(reinterpret_cast<const char*>(in.data() + pos), n, reinterpret_cast<char*>(out.data() + at + 4),
+                        &written);
     out.resize(at + 4 + written);
     Writer(out).patch_u32(at, static_cast<std::uint32_t>(written));
     pos += n;
@@ -307,16 +307,11 @@ CompressionError::CompressionError(Compression codec, const std::string& what, b
 
 std::string compression_name(Compression c) {
   switch (c) {
-    case Compression::none:
-      return "none";
-    case Compression::gzip:
-      return "gzip";
-    case Compression::snappy:
-      return "snappy";
-    case Compression::lz4:
-      return "lz4";
-    case Compression::zstd:
-      return "zstd";
+    case Compression::none: return "none";
+    case Compression::gzip: return "gzip";
+    case Compression::snappy: return "snappy";
+    case Compression::lz4: return "lz4";
+    case Compression::zstd: return "zstd";
   }
   return "unknown(" + std::to_string(static_cast<int>(c)) + ")";
 }
@@ -341,17 +336,11 @@ std::optional<Compression> compression_from_attributes(int attributes) noexcept 
 
 void compress(Compression codec, ByteSpan in, Bytes& out) {
   switch (codec) {
-    case Compression::none:
-      out.assign(in.begin(), in.end());
-      return;
-    case Compression::gzip:
-      return gzip_compress(in, out);
-    case Compression::snappy:
-      return snappy_compress(in, out);
-    case Compression::lz4:
-      return lz4_compress(in, out);
-    case Compression::zstd:
-      return zstd_compress(in, out);
+    case Compression::none: out.assign(in.begin(), in.end()); return;
+    case Compression::gzip: return gzip_compress(in, out);
+    case Compression::snappy: return snappy_compress(in, out);
+    case Compression::lz4: return lz4_compress(in, out);
+    case Compression::zstd: return zstd_compress(in, out);
   }
   fail(codec, "unsupported codec");
 }
@@ -362,18 +351,13 @@ void decompress(Compression codec, ByteSpan in, Bytes& out, std::size_t max_outp
       if (in.size() > max_output) too_large(codec, max_output);
       out.assign(in.begin(), in.end());
       return;
-    case Compression::gzip:
-      return gzip_decompress(in, out, max_output);
-    case Compression::snappy:
-      return snappy_decompress(in, out, max_output);
-    case Compression::lz4:
-      return lz4_decompress(in, out, max_output);
-    case Compression::zstd:
-      return zstd_decompress(in, out, max_output);
+    case Compression::gzip: return gzip_decompress(in, out, max_output);
+    case Compression::snappy: return snappy_decompress(in, out, max_output);
+    case Compression::lz4: return lz4_decompress(in, out, max_output);
+    case Compression::zstd: return zstd_decompress(in, out, max_output);
   }
   fail(codec, "unsupported codec");
 }
-
 
 std::uint8_t lz4_header_checksum(ByteSpan descriptor) noexcept {
   return static_cast<std::uint8_t>((XXH32(descriptor.data(), descriptor.size(), 0) >> 8) & 0xff);
@@ -393,8 +377,9 @@ void decompress_lz4_legacy_header(ByteSpan in, Bytes& out, std::size_t max_outpu
   if (in[descriptor_end] == standard) return decompress(Compression::lz4, in, out, max_output);
   const std::uint8_t kafka_legacy = lz4_header_checksum(in.subspan(0, descriptor_end));
   if (in[descriptor_end] != kafka_legacy)
-    throw CompressionError(Compression::lz4, "frame header checksum matches neither the LZ4 standard nor Kafka's "
-                                             "pre-KIP-57 form");
+    throw CompressionError(Compression::lz4,
+                           "frame header checksum matches neither the LZ4 standard nor Kafka's "
+                           "pre-KIP-57 form");
   Bytes fixed(in.begin(), in.end());
   fixed[descriptor_end] = standard;
   decompress(Compression::lz4, ByteSpan(fixed), out, max_output);

@@ -19,7 +19,8 @@ void decode_request_header(Reader& r, RequestHeader& h, std::int16_t header_vers
   h.correlation_id = r.i32();
   h.client_id = r.nullable_string(false);
   if (header_version >= 2) {
-    for (auto& t : read_tagged_block(r)) h.unknown_tagged_fields.push_back({t.tag, Bytes(t.data.begin(), t.data.end())});
+    for (auto& t : read_tagged_block(r))
+      h.unknown_tagged_fields.push_back({t.tag, Bytes(t.data.begin(), t.data.end())});
   }
 }
 
@@ -34,7 +35,8 @@ void encode_response_header(Writer& w, const ResponseHeader& h, std::int16_t hea
 void decode_response_header(Reader& r, ResponseHeader& h, std::int16_t header_version) {
   h.correlation_id = r.i32();
   if (header_version >= 1) {
-    for (auto& t : read_tagged_block(r)) h.unknown_tagged_fields.push_back({t.tag, Bytes(t.data.begin(), t.data.end())});
+    for (auto& t : read_tagged_block(r))
+      h.unknown_tagged_fields.push_back({t.tag, Bytes(t.data.begin(), t.data.end())});
   }
 }
 

@@ -105,9 +105,10 @@ struct LegacyMessage {
 class Decoder {
  public:
   Decoder(std::int64_t fetch_offset, const DecodeOptions& options, DecodedRecords& out)
-      : fetch_offset_(fetch_offset), opt_(options), out_(out), aborts_(options.read_committed
-                                                                          ? options.aborted_transactions
-                                                                          : std::vector<AbortedTransaction>{}) {}
+      : fetch_offset_(fetch_offset),
+        opt_(options),
+        out_(out),
+        aborts_(options.read_committed ? options.aborted_transactions : std::vector<AbortedTransaction>{}) {}
 
   void run(ByteSpan data) {
     out_.next_offset = fetch_offset_;
@@ -129,9 +130,9 @@ class Decoder {
       const std::int64_t base_offset = load_i64(p);
       const std::int32_t size = load_i32(p + 8);
       if (size < static_cast<std::int32_t>(kLegacyOverheadV0))
-        corrupt(base_offset, CorruptionKind::bad_length,
-                "batch length " + std::to_string(size) + " is below the minimum of " +
-                    std::to_string(kLegacyOverheadV0));
+        corrupt(
+            base_offset, CorruptionKind::bad_length,
+            "batch length " + std::to_string(size) + " is below the minimum of " + std::to_string(kLegacyOverheadV0));
       const std::size_t total = kLogOverhead + static_cast<std::size_t>(size);
       if (total > rem) {
         out_.truncated_tail = true;
@@ -141,15 +142,10 @@ class Decoder {
       const ByteSpan entry = data.subspan(pos, total);
       const std::int8_t magic = static_cast<std::int8_t>(p[kMagicOffset]);
       switch (magic) {
-        case 2:
-          batch_v2(entry, base_offset);
-          break;
+        case 2: batch_v2(entry, base_offset); break;
         case 0:
-        case 1:
-          legacy_entry(entry, base_offset, magic);
-          break;
-        default:
-          corrupt(base_offset, CorruptionKind::bad_magic, "unknown magic byte " + std::to_string(magic));
+        case 1: legacy_entry(entry, base_offset, magic); break;
+        default: corrupt(base_offset, CorruptionKind::bad_magic, "unknown magic byte " + std::to_string(magic));
       }
       pos += total;
     }
@@ -239,8 +235,8 @@ class Decoder {
       const auto value = varint_bytes(rr, base_offset, i, "value");
       const std::int32_t header_count = rr.varint();
       if (header_count < 0 || static_cast<std::size_t>(header_count) > rr.remaining() / 2)
-        bad_record(base_offset, i, rr.ok() ? "header count " + std::to_string(header_count) + " out of range"
-                                           : rr.error());
+        bad_record(base_offset, i,
+                   rr.ok() ? "header count " + std::to_string(header_count) + " out of range" : rr.error());
       std::int64_t offset = 0;
       if (!offset_sum(base_offset, offset_delta, offset))
         bad_record(base_offset, i, "offset delta " + std::to_string(offset_delta) + " overflows the offset range");
@@ -448,8 +444,7 @@ class Decoder {
     // Never move backwards (a batch wholly below the fetch offset, e.g. the
     // start of a compressed legacy set, still ends at or after it).
     // (An entry ending at the largest offset leaves next_offset there.)
-    const std::int64_t next =
-        last_offset == std::numeric_limits<std::int64_t>::max() ? last_offset : last_offset + 1;
+    const std::int64_t next = last_offset == std::numeric_limits<std::int64_t>::max() ? last_offset : last_offset + 1;
     out_.next_offset = std::max(out_.next_offset, next);
   }
 
@@ -473,11 +468,9 @@ class Decoder {
     try {
       if (codec == Compression::lz4 && legacy_lz4_header)
         decompress_lz4_legacy_header(in, buffer, opt_.max_decompressed_bytes);
-      else
-        decompress(codec, in, buffer, opt_.max_decompressed_bytes);
+      else decompress(codec, in, buffer, opt_.max_decompressed_bytes);
     } catch (const CompressionError& e) {
-      corrupt(base_offset, e.limit_exceeded() ? CorruptionKind::too_large : CorruptionKind::bad_compression,
-              e.what());
+      corrupt(base_offset, e.limit_exceeded() ? CorruptionKind::too_large : CorruptionKind::bad_compression, e.what());
     }
   }
 
@@ -544,8 +537,7 @@ void DecodedRecords::clear() {
   buffers_in_use = 0;
 }
 
-void decode_records(ByteSpan records, std::int64_t fetch_offset, const DecodeOptions& options,
-                    DecodedRecords& out) {
+void decode_records(ByteSpan records, std::int64_t fetch_offset, const DecodeOptions& options, DecodedRecords& out) {
   Decoder(fetch_offset, options, out).run(records);
 }
 

@@ -84,9 +84,7 @@ std::optional<Int> parse_java_integer(std::string_view s) {
   return value;
 }
 
-std::string tp_name(const std::string& topic, std::int32_t partition) {
-  return fmt::format("{}-{}", topic, partition);
-}
+std::string tp_name(const std::string& topic, std::int32_t partition) { return fmt::format("{}-{}", topic, partition); }
 
 std::string set_of(const std::map<std::string, std::map<std::int32_t, std::int64_t>>& m) {
   std::vector<std::string> names;
@@ -107,17 +105,15 @@ class Params {
       std::string lower = to_lower(key);
       auto [it, inserted] = entries_.try_emplace(lower, Entry{key, value});
       if (!inserted && it->second.value != value) {
-        throw SourceOptionError(fmt::format(
-            "Option '{}' is given more than once with different values ('{}' as '{}' and '{}' as "
-            "'{}'); option names are case-insensitive",
-            key, it->second.value, it->second.original_key, value, key));
+        throw SourceOptionError(
+            fmt::format("Option '{}' is given more than once with different values ('{}' as '{}' and '{}' as "
+                        "'{}'); option names are case-insensitive",
+                        key, it->second.value, it->second.original_key, value, key));
       }
     }
   }
 
-  bool contains(std::string_view lower_key) const {
-    return entries_.find(std::string(lower_key)) != entries_.end();
-  }
+  bool contains(std::string_view lower_key) const { return entries_.find(std::string(lower_key)) != entries_.end(); }
   std::optional<std::string> get(std::string_view lower_key) const {
     auto it = entries_.find(std::string(lower_key));
     if (it == entries_.end()) return std::nullopt;
@@ -138,8 +134,8 @@ template <typename Int>
 Int parse_integer_option(std::string_view name, const std::string& value) {
   auto v = parse_java_integer<Int>(value);
   if (!v) {
-    throw SourceOptionError(fmt::format("Option '{}' must be {}, got '{}'", name,
-                                        sizeof(Int) == 4 ? "an int" : "a long", value));
+    throw SourceOptionError(
+        fmt::format("Option '{}' must be {}, got '{}'", name, sizeof(Int) == 4 ? "an int" : "a long", value));
   }
   return *v;
 }
@@ -148,16 +144,14 @@ bool parse_bool_option(std::string_view name, const std::string& value) {
   const std::string lower = to_lower(value);
   if (lower == "true") return true;
   if (lower == "false") return false;
-  throw SourceOptionError(
-      fmt::format("Option '{}' must be 'true' or 'false', got '{}'", name, value));
+  throw SourceOptionError(fmt::format("Option '{}' must be 'true' or 'false', got '{}'", name, value));
 }
 
 // ---- JSON helpers ----
 
 std::map<std::string, std::vector<std::int32_t>> parse_assign_json(const std::string& value) {
   auto fail = [&]() -> SourceOptionError {
-    return SourceOptionError(
-        fmt::format(R"(Expected e.g. {{"topicA":[0,1],"topicB":[0,1]}}, got {})", value));
+    return SourceOptionError(fmt::format(R"(Expected e.g. {{"topicA":[0,1],"topicB":[0,1]}}, got {})", value));
   };
   simdjson::dom::parser parser;
   simdjson::dom::element doc;
@@ -170,8 +164,7 @@ std::map<std::string, std::vector<std::int32_t>> parse_assign_json(const std::st
     std::vector<std::int32_t> parts;
     for (auto el : arr) {
       std::int64_t p = 0;
-      if (el.type() != simdjson::dom::element_type::INT64 || el.get_int64().get(p) ||
-          p < INT32_MIN || p > INT32_MAX) {
+      if (el.type() != simdjson::dom::element_type::INT64 || el.get_int64().get(p) || p < INT32_MIN || p > INT32_MAX) {
         throw fail();
       }
       parts.push_back(static_cast<std::int32_t>(p));
@@ -189,15 +182,14 @@ PartitionOffsets parse_offsets_option(const std::string& json) {
   }
 }
 
-std::map<std::string, std::map<std::int32_t, std::int64_t>> parse_timestamps_option(
-    const std::string& json) {
+std::map<std::string, std::map<std::int32_t, std::int64_t>> parse_timestamps_option(const std::string& json) {
   try {
     return checkpoint::offsets_from_json(json);
   } catch (const checkpoint::CheckpointError&) {
-    throw SourceOptionError(fmt::format(
-        "Expected e.g. {{\"topicA\": {{\"0\": 123456789, \"1\": 123456789}},\n"
-        "\"topicB\": {{\"0\": 123456789, \"1\": 123456789}}}}, got {}",
-        json));
+    throw SourceOptionError(
+        fmt::format("Expected e.g. {{\"topicA\": {{\"0\": 123456789, \"1\": 123456789}},\n"
+                    "\"topicB\": {{\"0\": 123456789, \"1\": 123456789}}}}, got {}",
+                    json));
   }
 }
 
@@ -207,14 +199,13 @@ TimestampStrategy parse_timestamp_strategy(const Params& params) {
   const std::string lower = to_lower(*v);
   if (lower == "error") return TimestampStrategy::error;
   if (lower == "latest") return TimestampStrategy::latest;
-  throw SourceOptionError(fmt::format(
-      "Option 'startingOffsetsByTimestampStrategy' must be 'error' or 'latest', got '{}'", *v));
+  throw SourceOptionError(
+      fmt::format("Option 'startingOffsetsByTimestampStrategy' must be 'error' or 'latest', got '{}'", *v));
 }
 
 // Spark's getKafkaOffsetRangeLimit: global timestamp > per-partition timestamps > offsets.
-OffsetSpec offset_range_limit(const Params& params, std::string_view global_ts_key,
-                              std::string_view by_ts_key, std::string_view offsets_key,
-                              OffsetSpec default_spec) {
+OffsetSpec offset_range_limit(const Params& params, std::string_view global_ts_key, std::string_view by_ts_key,
+                              std::string_view offsets_key, OffsetSpec default_spec) {
   parse_timestamp_strategy(params);  // validated whenever a limit is computed
   if (auto v = params.get(global_ts_key)) {
     const std::string ts(java_trim(*v));
@@ -238,8 +229,7 @@ OffsetSpec offset_range_limit(const Params& params, std::string_view global_ts_k
 // ---- Known Kafka client options (for the missing "kafka." prefix rule) ----
 
 constexpr std::array<std::string_view, 5> kForbiddenKafkaOptions = {
-    "auto.offset.reset", "key.deserializer", "value.deserializer", "enable.auto.commit",
-    "interceptor.classes"};
+    "auto.offset.reset", "key.deserializer", "value.deserializer", "enable.auto.commit", "interceptor.classes"};
 
 const std::set<std::string_view>& known_client_options() {
   static const std::set<std::string_view> names = {
@@ -319,8 +309,7 @@ std::string forbidden_message(std::string_view name) {
 // ---- Validation (Spark's KafkaSourceProvider order) ----
 
 void validate_general(const Params& params, SourceOptions& out) {
-  constexpr std::array<std::string_view, 3> kStrategyKeys = {kSubscribe, kSubscribePattern,
-                                                              kAssign};
+  constexpr std::array<std::string_view, 3> kStrategyKeys = {kSubscribe, kSubscribePattern, kAssign};
   int strategies = 0;
   for (auto k : kStrategyKeys) strategies += params.contains(k) ? 1 : 0;
   if (strategies == 0) {
@@ -336,8 +325,8 @@ void validate_general(const Params& params, SourceOptions& out) {
 
   if (auto v = params.get(kAssign)) {
     if (java_trim(*v).empty() || java_trim(*v).front() != '{') {
-      throw SourceOptionError(fmt::format(
-          "No topicpartitions to assign as specified value for option 'assign' is '{}'", *v));
+      throw SourceOptionError(
+          fmt::format("No topicpartitions to assign as specified value for option 'assign' is '{}'", *v));
     }
   } else if (auto v = params.get(kSubscribe)) {
     bool any = false;
@@ -349,14 +338,13 @@ void validate_general(const Params& params, SourceOptions& out) {
       rest.remove_prefix(comma + 1);
     }
     if (!any) {
-      throw SourceOptionError(fmt::format(
-          "No topics to subscribe to as specified value for option 'subscribe' is '{}'", *v));
+      throw SourceOptionError(
+          fmt::format("No topics to subscribe to as specified value for option 'subscribe' is '{}'", *v));
     }
   } else if (auto v = params.get(kSubscribePattern)) {
     if (java_trim(*v).empty()) {
-      throw SourceOptionError(fmt::format(
-          "Pattern to subscribe is empty as specified value for option 'subscribePattern' is '{}'",
-          *v));
+      throw SourceOptionError(
+          fmt::format("Pattern to subscribe is empty as specified value for option 'subscribePattern' is '{}'", *v));
     }
   }
 
@@ -374,8 +362,7 @@ void validate_general(const Params& params, SourceOptions& out) {
   if (params.contains("kafka.group.id")) {
     out.warnings.emplace_back(kCustomGroupIdWarning);
     if (params.contains(kGroupIdPrefix)) {
-      out.warnings.emplace_back(
-          "Option groupIdPrefix will be ignored as option kafka.group.id has been set.");
+      out.warnings.emplace_back("Option groupIdPrefix will be ignored as option kafka.group.id has been set.");
     }
   }
 
@@ -391,14 +378,12 @@ void validate_general(const Params& params, SourceOptions& out) {
     for (auto name : kForbiddenKafkaOptions) {
       if (lower == name) throw SourceOptionError(forbidden_message(name));
     }
-    throw SourceOptionError(
-        fmt::format("Option '{}' is a Kafka client option; pass it as 'kafka.{}'",
-                    entry.original_key, entry.original_key));
+    throw SourceOptionError(fmt::format("Option '{}' is a Kafka client option; pass it as 'kafka.{}'",
+                                        entry.original_key, entry.original_key));
   }
 
   if (!params.contains("kafka.bootstrap.servers")) {
-    throw SourceOptionError(
-        "Option 'kafka.bootstrap.servers' must be specified for configuring Kafka consumer");
+    throw SourceOptionError("Option 'kafka.bootstrap.servers' must be specified for configuring Kafka consumer");
   }
 
   const auto min = params.get(kMinOffsetsPerTrigger);
@@ -408,15 +393,14 @@ void validate_general(const Params& params, SourceOptions& out) {
     const auto max_v = parse_integer_option<std::int64_t>("maxOffsetsPerTrigger", *max);
     if (min_v > max_v) {
       throw SourceOptionError(fmt::format(
-          "The value of minOffsetPerTrigger({}) is higher than the maxOffsetsPerTrigger({}).",
-          min_v, max_v));
+          "The value of minOffsetPerTrigger({}) is higher than the maxOffsetsPerTrigger({}).", min_v, max_v));
     }
   }
 }
 
 void check_batch_offsets(const Params& params, SourceOptions& out) {
-  out.starting = offset_range_limit(params, kStartingTimestamp, kStartingOffsetsByTimestamp,
-                                    kStartingOffsets, EarliestOffsets{});
+  out.starting =
+      offset_range_limit(params, kStartingTimestamp, kStartingOffsetsByTimestamp, kStartingOffsets, EarliestOffsets{});
   if (std::holds_alternative<LatestOffsets>(out.starting)) {
     throw SourceOptionError("starting offset can't be latest for batch queries on Kafka");
   }
@@ -424,14 +408,13 @@ void check_batch_offsets(const Params& params, SourceOptions& out) {
     for (const auto& [topic, parts] : s->offsets) {
       for (const auto& [p, off] : parts) {
         if (off == kLatestOffset) {
-          throw SourceOptionError(fmt::format(
-              "startingOffsets for {} can't be latest for batch queries on Kafka", tp_name(topic, p)));
+          throw SourceOptionError(
+              fmt::format("startingOffsets for {} can't be latest for batch queries on Kafka", tp_name(topic, p)));
         }
       }
     }
   }
-  out.ending = offset_range_limit(params, kEndingTimestamp, kEndingOffsetsByTimestamp,
-                                  kEndingOffsets, LatestOffsets{});
+  out.ending = offset_range_limit(params, kEndingTimestamp, kEndingOffsetsByTimestamp, kEndingOffsets, LatestOffsets{});
   if (std::holds_alternative<EarliestOffsets>(out.ending)) {
     throw SourceOptionError("ending offset can't be earliest for batch queries on Kafka");
   }
@@ -439,8 +422,8 @@ void check_batch_offsets(const Params& params, SourceOptions& out) {
     for (const auto& [topic, parts] : e->offsets) {
       for (const auto& [p, off] : parts) {
         if (off == kEarliestOffset) {
-          throw SourceOptionError(fmt::format(
-              "ending offset for {} can't be earliest for batch queries on Kafka", tp_name(topic, p)));
+          throw SourceOptionError(
+              fmt::format("ending offset for {} can't be earliest for batch queries on Kafka", tp_name(topic, p)));
         }
       }
     }
@@ -464,11 +447,11 @@ bool same_partitions(const Map& a, const Map& b) {
 // Spark's checkOffsetLimitValidity (batch).
 void check_offset_limit_validity(const SourceOptions& out) {
   const auto mismatch = [](const auto& start, const auto& end) {
-    return SourceOptionError(fmt::format(
-        "[MISMATCHED_TOPIC_PARTITIONS_BETWEEN_START_OFFSET_AND_END_OFFSET] The specified start "
-        "offset and end offset should have the same topic-partitions. Topic-partitions for start "
-        "offset: {}, topic-partitions for end offset: {}.",
-        set_of(start), set_of(end)));
+    return SourceOptionError(
+        fmt::format("[MISMATCHED_TOPIC_PARTITIONS_BETWEEN_START_OFFSET_AND_END_OFFSET] The specified start "
+                    "offset and end offset should have the same topic-partitions. Topic-partitions for start "
+                    "offset: {}, topic-partitions for end offset: {}.",
+                    set_of(start), set_of(end)));
   };
   const auto* s = std::get_if<SpecificOffsets>(&out.starting);
   const auto* e = std::get_if<SpecificOffsets>(&out.ending);
@@ -478,10 +461,10 @@ void check_offset_limit_validity(const SourceOptions& out) {
       for (const auto& [p, start] : parts) {
         const std::int64_t end = e->offsets.at(topic).at(p);
         if (start > end && start >= 0 && end >= 0) {
-          throw SourceOptionError(fmt::format(
-              "[UNRESOLVED_START_OFFSET_GREATER_THAN_END_OFFSET] The specified start offset {} is "
-              "greater than the end offset {} for topic {} partition {}.",
-              start, end, topic, p));
+          throw SourceOptionError(
+              fmt::format("[UNRESOLVED_START_OFFSET_GREATER_THAN_END_OFFSET] The specified start offset {} is "
+                          "greater than the end offset {} for topic {} partition {}.",
+                          start, end, topic, p));
         }
       }
     }
@@ -529,10 +512,10 @@ std::string SourceOptions::description() const {
 std::int64_t parse_duration_ms(std::string_view text) {
   const std::string lower = to_lower(java_trim(text));
   auto fail = [&]() -> SourceOptionError {
-    return SourceOptionError(fmt::format(
-        "Invalid duration '{}': expected a non-negative whole number with an optional unit "
-        "(us, ms, s, m or min, h, d; or words like '10 seconds'); a plain number is milliseconds",
-        text));
+    return SourceOptionError(
+        fmt::format("Invalid duration '{}': expected a non-negative whole number with an optional unit "
+                    "(us, ms, s, m or min, h, d; or words like '10 seconds'); a plain number is milliseconds",
+                    text));
   };
   std::size_t i = 0;
   while (i < lower.size() && lower[i] >= '0' && lower[i] <= '9') ++i;
@@ -547,13 +530,34 @@ std::int64_t parse_duration_ms(std::string_view text) {
     std::int64_t mult;  // milliseconds per unit; 0 = microseconds
   };
   static constexpr std::array<Unit, 29> kUnits = {{
-      {"", 1},           {"ms", 1},         {"msec", 1},        {"msecs", 1},
-      {"millisecond", 1}, {"milliseconds", 1}, {"us", 0},       {"usec", 0},
-      {"usecs", 0},      {"microsecond", 0}, {"microseconds", 0}, {"s", 1000},
-      {"sec", 1000},     {"secs", 1000},    {"second", 1000},   {"seconds", 1000},
-      {"m", 60000},      {"min", 60000},    {"mins", 60000},    {"minute", 60000},
-      {"minutes", 60000}, {"h", 3600000},   {"hr", 3600000},    {"hrs", 3600000},
-      {"hour", 3600000}, {"hours", 3600000}, {"d", 86400000},   {"day", 86400000},
+      {"", 1},
+      {"ms", 1},
+      {"msec", 1},
+      {"msecs", 1},
+      {"millisecond", 1},
+      {"milliseconds", 1},
+      {"us", 0},
+      {"usec", 0},
+      {"usecs", 0},
+      {"microsecond", 0},
+      {"microseconds", 0},
+      {"s", 1000},
+      {"sec", 1000},
+      {"secs", 1000},
+      {"second", 1000},
+      {"seconds", 1000},
+      {"m", 60000},
+      {"min", 60000},
+      {"mins", 60000},
+      {"minute", 60000},
+      {"minutes", 60000},
+      {"h", 3600000},
+      {"hr", 3600000},
+      {"hrs", 3600000},
+      {"hour", 3600000},
+      {"hours", 3600000},
+      {"d", 86400000},
+      {"day", 86400000},
       {"days", 86400000},
   }};
   std::optional<std::int64_t> mult;
@@ -567,8 +571,7 @@ std::int64_t parse_duration_ms(std::string_view text) {
   return ms;
 }
 
-SourceOptions parse_source_options(const std::map<std::string, std::string>& options,
-                                   QueryMode mode) {
+SourceOptions parse_source_options(const std::map<std::string, std::string>& options, QueryMode mode) {
   const Params params(options);
   SourceOptions out;
   out.mode = mode;
@@ -584,8 +587,8 @@ SourceOptions parse_source_options(const std::map<std::string, std::string>& opt
     if (params.contains(kEndingTimestamp)) {
       out.warnings.emplace_back("endingTimestamp option ignored in streaming queries");
     }
-    out.starting = offset_range_limit(params, kStartingTimestamp, kStartingOffsetsByTimestamp,
-                                      kStartingOffsets, LatestOffsets{});
+    out.starting =
+        offset_range_limit(params, kStartingTimestamp, kStartingOffsetsByTimestamp, kStartingOffsets, LatestOffsets{});
     out.ending = LatestOffsets{};
     // Rate options only matter to streaming queries (batch mode warns and ignores them).
     if (auto v = params.get(kMaxOffsetsPerTrigger)) {
@@ -642,8 +645,7 @@ SourceOptions parse_source_options(const std::map<std::string, std::string>& opt
     out.fetch_offset_num_retries = parse_integer_option<std::int32_t>("fetchOffset.numRetries", *v);
   }
   if (auto v = params.get(kFetchOffsetRetryIntervalMs)) {
-    out.fetch_offset_retry_interval_ms =
-        parse_integer_option<std::int64_t>("fetchOffset.retryIntervalMs", *v);
+    out.fetch_offset_retry_interval_ms = parse_integer_option<std::int64_t>("fetchOffset.retryIntervalMs", *v);
   }
   if (auto v = params.get(kPollTimeoutMs)) {
     out.poll_timeout_ms = parse_integer_option<std::int64_t>("kafkaConsumer.pollTimeoutMs", *v);

@@ -100,21 +100,17 @@ void split_into(const OffsetRange& range, std::int64_t parts, std::vector<Offset
 }
 
 std::int64_t part_count(std::int64_t size, std::int64_t total, std::int64_t min_parts) {
-  const double share = static_cast<double>(size) / static_cast<double>(total) *
-                       static_cast<double>(min_parts);
+  const double share = static_cast<double>(size) / static_cast<double>(total) * static_cast<double>(min_parts);
   return std::max<std::int64_t>(java_round(share), 1);
 }
 
 }  // namespace
 
-std::string to_string(const TopicPartition& tp) {
-  return fmt::format("{}-{}", tp.topic, tp.partition);
-}
+std::string to_string(const TopicPartition& tp) { return fmt::format("{}-{}", tp.topic, tp.partition); }
 
 // ---- rate_limit ----
 
-PartitionOffsets rate_limit(std::int64_t limit, const PartitionOffsets& from,
-                            const PartitionOffsets& until,
+PartitionOffsets rate_limit(std::int64_t limit, const PartitionOffsets& from, const PartitionOffsets& until,
                             const PartitionOffsets& earliest_for_new) {
   // Begin offset and backlog of each partition of `until`, in its order; a
   // backlog of 0 marks a partition that keeps `until` (no begin, or size <= 0).
@@ -165,8 +161,7 @@ PartitionOffsets rate_limit(std::int64_t limit, const PartitionOffsets& from,
 
 // ---- split_ranges ----
 
-std::vector<OffsetRange> split_ranges(std::vector<OffsetRange> ranges,
-                                      std::optional<std::int32_t> min_partitions,
+std::vector<OffsetRange> split_ranges(std::vector<OffsetRange> ranges, std::optional<std::int32_t> min_partitions,
                                       std::optional<std::int64_t> max_records_per_partition) {
   if (min_partitions && *min_partitions <= 0) {
     throw std::invalid_argument("minPartitions must be positive");
@@ -241,8 +236,7 @@ std::string_view data_loss_name(DataLossKind kind) {
     case DataLossKind::partitions_deleted: return "PARTITIONS_DELETED";
     case DataLossKind::partitions_deleted_and_group_id_config_present:
       return "PARTITIONS_DELETED_AND_GROUP_ID_CONFIG_PRESENT";
-    case DataLossKind::initial_offset_not_found_for_partitions:
-      return "INITIAL_OFFSET_NOT_FOUND_FOR_PARTITIONS";
+    case DataLossKind::initial_offset_not_found_for_partitions: return "INITIAL_OFFSET_NOT_FOUND_FOR_PARTITIONS";
     case DataLossKind::added_partition_does_not_start_from_offset_zero:
       return "ADDED_PARTITION_DOES_NOT_START_FROM_OFFSET_ZERO";
     case DataLossKind::partition_offset_changed: return "PARTITION_OFFSET_CHANGED";
@@ -251,79 +245,66 @@ std::string_view data_loss_name(DataLossKind kind) {
   return "UNKNOWN";
 }
 
-DataLossError::DataLossError(DataLossKind kind, std::string reason,
-                             std::vector<TopicPartition> partitions, std::int64_t start_offset,
-                             std::int64_t end_offset)
-    : std::runtime_error(
-          fmt::format("KAFKA_DATA_LOSS.{}: {} {}", data_loss_name(kind), kDataLossMain, reason)),
+DataLossError::DataLossError(DataLossKind kind, std::string reason, std::vector<TopicPartition> partitions,
+                             std::int64_t start_offset, std::int64_t end_offset)
+    : std::runtime_error(fmt::format("KAFKA_DATA_LOSS.{}: {} {}", data_loss_name(kind), kDataLossMain, reason)),
       kind_(kind),
       reason_(std::move(reason)),
       partitions_(std::move(partitions)),
       start_offset_(start_offset),
       end_offset_(end_offset) {}
 
-DataLossError DataLossError::partitions_deleted(const std::set<TopicPartition>& partitions,
-                                                bool group_id_set) {
+DataLossError DataLossError::partitions_deleted(const std::set<TopicPartition>& partitions, bool group_id_set) {
   std::string reason = fmt::format("Partitions {} have been deleted.", set_text(partitions));
   if (group_id_set) {
     reason += ' ';
     reason += kGroupIdText;
   }
-  return DataLossError(group_id_set ? DataLossKind::partitions_deleted_and_group_id_config_present
-                                    : DataLossKind::partitions_deleted,
-                       std::move(reason), {partitions.begin(), partitions.end()}, -1, -1);
+  return DataLossError(
+      group_id_set ? DataLossKind::partitions_deleted_and_group_id_config_present : DataLossKind::partitions_deleted,
+      std::move(reason), {partitions.begin(), partitions.end()}, -1, -1);
 }
 
 DataLossError DataLossError::initial_offset_not_found(const std::set<TopicPartition>& partitions) {
   return DataLossError(
       DataLossKind::initial_offset_not_found_for_partitions,
-      fmt::format("Cannot find initial offsets for partitions {}. They may have been deleted.",
-                  set_text(partitions)),
+      fmt::format("Cannot find initial offsets for partitions {}. They may have been deleted.", set_text(partitions)),
       {partitions.begin(), partitions.end()}, -1, -1);
 }
 
-DataLossError DataLossError::added_partition_not_from_zero(const TopicPartition& tp,
-                                                           std::int64_t start_offset) {
-  return DataLossError(
-      DataLossKind::added_partition_does_not_start_from_offset_zero,
-      fmt::format("Added partition {} starts from {} instead of 0.", to_string(tp), start_offset),
-      {tp}, start_offset, -1);
+DataLossError DataLossError::added_partition_not_from_zero(const TopicPartition& tp, std::int64_t start_offset) {
+  return DataLossError(DataLossKind::added_partition_does_not_start_from_offset_zero,
+                       fmt::format("Added partition {} starts from {} instead of 0.", to_string(tp), start_offset),
+                       {tp}, start_offset, -1);
 }
 
-DataLossError DataLossError::partition_offset_changed(const TopicPartition& tp,
-                                                      std::int64_t prev_offset,
+DataLossError DataLossError::partition_offset_changed(const TopicPartition& tp, std::int64_t prev_offset,
                                                       std::int64_t new_offset) {
-  return DataLossError(
-      DataLossKind::partition_offset_changed,
-      fmt::format("Partition {} offset was changed from {} to {}. This could either be a user "
-                  "error that the start offset is set too high and this is the first batch, or "
-                  "the kafka topic-partition is broken, and some data may have been missed.",
-                  to_string(tp), prev_offset, new_offset),
-      {tp}, prev_offset, new_offset);
+  return DataLossError(DataLossKind::partition_offset_changed,
+                       fmt::format("Partition {} offset was changed from {} to {}. This could either be a user "
+                                   "error that the start offset is set too high and this is the first batch, or "
+                                   "the kafka topic-partition is broken, and some data may have been missed.",
+                                   to_string(tp), prev_offset, new_offset),
+                       {tp}, prev_offset, new_offset);
 }
 
-DataLossError DataLossError::could_not_read_offset_range(
-    const TopicPartition& tp, std::int64_t start_offset, std::int64_t end_offset,
-    const std::optional<std::string>& group_id) {
-  return DataLossError(
-      DataLossKind::could_not_read_offset_range,
-      fmt::format("Could not read records in offset [{}, {}) for topic partition {} with "
-                  "consumer group {}.",
-                  start_offset, end_offset, to_string(tp), group_id.value_or("null")),
-      {tp}, start_offset, end_offset);
+DataLossError DataLossError::could_not_read_offset_range(const TopicPartition& tp, std::int64_t start_offset,
+                                                         std::int64_t end_offset,
+                                                         const std::optional<std::string>& group_id) {
+  return DataLossError(DataLossKind::could_not_read_offset_range,
+                       fmt::format("Could not read records in offset [{}, {}) for topic partition {} with "
+                                   "consumer group {}.",
+                                   start_offset, end_offset, to_string(tp), group_id.value_or("null")),
+                       {tp}, start_offset, end_offset);
 }
 
-std::string DataLossError::topic() const {
-  return partitions_.empty() ? std::string() : partitions_.front().topic;
-}
+std::string DataLossError::topic() const { return partitions_.empty() ? std::string() : partitions_.front().topic; }
 
-std::int32_t DataLossError::partition() const {
-  return partitions_.empty() ? -1 : partitions_.front().partition;
-}
+std::int32_t DataLossError::partition() const { return partitions_.empty() ? -1 : partitions_.front().partition; }
 
 std::string data_loss_warning(const DataLossError& error) {
-  return fmt::format("KAFKA_DATA_LOSS.{} (failOnDataLoss=false, continuing): {} {}",
-                     data_loss_name(error.kind()), error.reason(), kInstructionForFalse);
+  return fmt::format("KAFKA_DATA_LOSS.{} (failOnDataLoss=false, continuing): {} {}", data_loss_name(error.kind()),
+                     error.reason(), kInstructionForFalse);
 }
 
 bool is_lost_gap(std::int64_t requested_offset, std::int64_t earliest_available) {
@@ -412,15 +393,13 @@ BatchPlan plan_batch(const PartitionOffsets& start, const PartitionOffsets& end,
   }
 
   // 4. Drop empty/negative ranges and split.
-  plan.ranges =
-      split_ranges(std::move(ranges), options.min_partitions, options.max_records_per_partition);
+  plan.ranges = split_ranges(std::move(ranges), options.min_partitions, options.max_records_per_partition);
   return plan;
 }
 
 // ---- Lag metrics ----
 
-std::optional<LagMetrics> offsets_behind_latest(const PartitionOffsets& latest,
-                                                const PartitionOffsets& consumed_end) {
+std::optional<LagMetrics> offsets_behind_latest(const PartitionOffsets& latest, const PartitionOffsets& consumed_end) {
   std::int64_t count = 0, sum = 0;
   LagMetrics m;
   m.min_offsets_behind_latest = kInt64Max;

@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <iterator>
-#include <regex>
 #include <fstream>
+#include <iterator>
 #include <random>
+#include <regex>
 #include <set>
 #include <thread>
 
@@ -158,7 +158,8 @@ class MeteringSink : public Sink {
 
 // ------------------------------------------------------------------ sinks
 
-JsonLinesSink::JsonLinesSink(fs::path dir, Formatter formatter) : dir_(std::move(dir)), formatter_(std::move(formatter)) {
+JsonLinesSink::JsonLinesSink(fs::path dir, Formatter formatter)
+    : dir_(std::move(dir)), formatter_(std::move(formatter)) {
   fs::create_directories(dir_);
   // A process killed while writing a batch file leaves its temp file.
   checkpoint::remove_stale_temp_files(dir_);
@@ -171,15 +172,11 @@ void JsonLinesSink::begin_batch(std::int64_t) {
 
 std::string JsonLinesSink::to_json(const Row& row) {
   std::string out = "{\"key\":";
-  if (row.key)
-    append_json_string(out, row.key_string());
-  else
-    out += "null";
+  if (row.key) append_json_string(out, row.key_string());
+  else out += "null";
   out += ",\"value\":";
-  if (row.value)
-    append_json_string(out, row.value_string());
-  else
-    out += "null";
+  if (row.value) append_json_string(out, row.value_string());
+  else out += "null";
   out += ",\"topic\":";
   append_json_string(out, row.topic);
   out += fmt::format(",\"partition\":{},\"offset\":{},\"timestamp\":{},\"timestampType\":{}", row.partition, row.offset,
@@ -193,8 +190,7 @@ std::string JsonLinesSink::to_json(const Row& row) {
       out += ",\"value\":";
       if (h.value)
         append_json_string(out, std::string_view(reinterpret_cast<const char*>(h.value->data()), h.value->size()));
-      else
-        out += "null";
+      else out += "null";
       out += "}";
     }
     out += "]";
@@ -254,8 +250,8 @@ Trigger Trigger::parse(std::string_view text) {
     t.kind = Kind::processing_time;
     t.interval_ms = parse_duration_ms(s.substr(s.find('=') + 1));
   } else {
-    throw SourceOptionError(fmt::format(
-        "invalid trigger '{}': expected available-now, once or processing-time=DURATION", text));
+    throw SourceOptionError(
+        fmt::format("invalid trigger '{}': expected available-now, once or processing-time=DURATION", text));
   }
   return t;
 }
@@ -299,9 +295,9 @@ std::string BatchProgress::to_json(std::string_view description) const {
       "\"stateOperators\":[],\"sources\":[{{\"description\":{},\"startOffset\":{},\"endOffset\":{},"
       "\"latestOffset\":{},\"numInputRows\":{},\"inputRowsPerSecond\":{},\"processedRowsPerSecond\":{},"
       "\"metrics\":{}}}],\"sink\":{{\"description\":{},\"numOutputRows\":{}}}}}",
-      json_string(query_id), json_string(run_id), json_string(format_timestamp_ms(timestamp_ms)), batch_id,
-      duration_ms, num_input_rows, json_double(input_rows_per_second), json_double(processed_rows_per_second),
-      durations, json_string(description), start_json, checkpoint::offsets_to_json(end_offsets),
+      json_string(query_id), json_string(run_id), json_string(format_timestamp_ms(timestamp_ms)), batch_id, duration_ms,
+      num_input_rows, json_double(input_rows_per_second), json_double(processed_rows_per_second), durations,
+      json_string(description), start_json, checkpoint::offsets_to_json(end_offsets),
       checkpoint::offsets_to_json(latest_offsets), num_input_rows, json_double(input_rows_per_second),
       json_double(processed_rows_per_second), metrics, json_string(sink_description), num_output_rows);
 }
@@ -375,8 +371,9 @@ StreamingQuery::StreamingQuery(const std::map<std::string, std::string>& options
   if (trigger_.kind == Trigger::Kind::once && (options_.max_offsets_per_trigger || options_.min_offsets_per_trigger))
     warn("The read limit (maxOffsetsPerTrigger / minOffsetsPerTrigger) is ignored when Trigger.Once is used.");
   if (trigger_.kind == Trigger::Kind::available_now && options_.min_offsets_per_trigger)
-    warn("minOffsetsPerTrigger with Trigger.AvailableNow: a batch held back by minOffsetsPerTrigger ends the run, "
-         "possibly before the offsets prefetched at start are reached (as in Spark).");
+    warn(
+        "minOffsetsPerTrigger with Trigger.AvailableNow: a batch held back by minOffsetsPerTrigger ends the run, "
+        "possibly before the offsets prefetched at start are reached (as in Spark).");
   // Spark ignores the starting options once sources/0/0 exists; say so when they changed.
   const auto stored_path = checkpoint_.root() / "starting-options";
   if (checkpoint_.initial_offsets() && fs::exists(stored_path)) {
@@ -391,7 +388,8 @@ StreamingQuery::StreamingQuery(const std::map<std::string, std::string>& options
       restart_warnings_.push_back(fmt::format(
           "The starting options differ from those that created the checkpoint (was: {}; now: {}). They are ignored "
           "on restart: the query continues from the offsets stored in {}.",
-          was.empty() ? "defaults" : was, now.empty() ? "defaults" : now, (checkpoint_.root() / "sources" / "0" / "0").string()));
+          was.empty() ? "defaults" : was, now.empty() ? "defaults" : now,
+          (checkpoint_.root() / "sources" / "0" / "0").string()));
       for (auto& w : restart_warnings_) warn(w);
     }
   }
@@ -487,7 +485,8 @@ PartitionOffsets StreamingQuery::latest_offsets(const std::vector<TopicPartition
         if (k != t->second.end() && off < k->second) backwards = true;
       }
     if (!backwards) break;
-    if (attempt < attempts) std::this_thread::sleep_for(std::chrono::milliseconds(options_.fetch_offset_retry_interval_ms));
+    if (attempt < attempts)
+      std::this_thread::sleep_for(std::chrono::milliseconds(options_.fetch_offset_retry_interval_ms));
   }
   return latest;
 }
@@ -636,10 +635,8 @@ std::optional<BatchProgress> StreamingQuery::next_batch() {
     for (auto& [p, off] : parts) {
       auto st = start.find(t);
       std::int64_t from = -1;
-      if (st != start.end() && st->second.count(p))
-        from = st->second.at(p);
-      else if (earliest_for_new.count(t) && earliest_for_new.at(t).count(p))
-        from = earliest_for_new.at(t).at(p);
+      if (st != start.end() && st->second.count(p)) from = st->second.at(p);
+      else if (earliest_for_new.count(t) && earliest_for_new.at(t).count(p)) from = earliest_for_new.at(t).at(p);
       if (from < 0 || off != from) has_new = true;
     }
   for (auto& [t, parts] : start)
@@ -695,9 +692,10 @@ void StreamingQuery::finish_progress(BatchProgress& progress) {
   std::optional<std::int64_t> bytes_behind;
   for (auto it = bytes_samples_.begin(); it != bytes_samples_.end();) {
     auto& samples = it->second;
-    samples.erase(std::remove_if(samples.begin(), samples.end(),
-                                 [&](const BytesSample& s) { return now - s.at_ms > options_.bytes_estimate_window_ms; }),
-                  samples.end());
+    samples.erase(
+        std::remove_if(samples.begin(), samples.end(),
+                       [&](const BytesSample& s) { return now - s.at_ms > options_.bytes_estimate_window_ms; }),
+        samples.end());
     if (samples.empty()) {
       it = bytes_samples_.erase(it);
       continue;
@@ -755,8 +753,7 @@ void StreamingQuery::read_range(const std::vector<OffsetRange>& ranges, BatchPro
   for (auto& r : ranges) {
     auto tp = to_client(r.tp);
     auto it = want.find(tp);
-    if (it == want.end())
-      want[tp] = {r.from_offset, r.until_offset};
+    if (it == want.end()) want[tp] = {r.from_offset, r.until_offset};
     else {
       it->second.first = std::min(it->second.first, r.from_offset);
       it->second.second = std::max(it->second.second, r.until_offset);
@@ -771,13 +768,13 @@ void StreamingQuery::read_range(const std::vector<OffsetRange>& ranges, BatchPro
   consumer.assign(tps);
   for (auto& [tp, w] : want) consumer.seek(tp, w.first);
 
-  const std::optional<std::string> group_id =
-      options_.kafka_params.count("group.id") ? std::optional<std::string>(options_.kafka_params.at("group.id"))
-                                              : std::nullopt;
+  const std::optional<std::string> group_id = options_.kafka_params.count("group.id")
+                                                  ? std::optional<std::string>(options_.kafka_params.at("group.id"))
+                                                  : std::nullopt;
   // failOnDataLoss=false: one warning per skipped span, printed and kept in the progress.
   auto skip_lost = [&](const TopicPartition& tp, std::int64_t from, std::int64_t to, const std::string& detail) {
-    auto text = fmt::format("{} {}", data_loss_warning(DataLossError::could_not_read_offset_range(tp, from, to, group_id)),
-                            detail);
+    auto text = fmt::format(
+        "{} {}", data_loss_warning(DataLossError::could_not_read_offset_range(tp, from, to, group_id)), detail);
     warn(text);
     progress.warnings.push_back(std::move(text));
   };
@@ -863,8 +860,7 @@ void StreamingQuery::read_range(const std::vector<OffsetRange>& ranges, BatchPro
         // reaching `until` the rest of the range is gone.
         const std::int64_t gap_end = std::min(r.offset, until);
         const TopicPartition stp{tp.topic, tp.partition};
-        if (options_.fail_on_data_loss)
-          throw DataLossError::could_not_read_offset_range(stp, next, gap_end, group_id);
+        if (options_.fail_on_data_loss) throw DataLossError::could_not_read_offset_range(stp, next, gap_end, group_id);
         skip_lost(stp, next, gap_end, fmt::format("Skip missing records in [{}, {}).", next, gap_end));
         progress.data_loss += 1;
         next = gap_end;

@@ -184,9 +184,10 @@ Schema Schema::parse_ddl(std::string_view ddl) {
     auto type = type_from_name(type_text);
     if (!type) {
       if (type_text.find('<') != std::string_view::npos || type_text.find('(') != std::string_view::npos)
-        throw SchemaError(fmt::format("column '{}': type '{}' is not supported (only flat columns of STRING, "
-                                      "TINYINT, SMALLINT, INT, BIGINT, FLOAT, DOUBLE, BOOLEAN, TIMESTAMP)",
-                                      name, type_text));
+        throw SchemaError(
+            fmt::format("column '{}': type '{}' is not supported (only flat columns of STRING, "
+                        "TINYINT, SMALLINT, INT, BIGINT, FLOAT, DOUBLE, BOOLEAN, TIMESTAMP)",
+                        name, type_text));
       throw SchemaError(fmt::format("column '{}': unknown type '{}'", name, type_text));
     }
     const std::string tail_upper = upper(tail);
@@ -328,7 +329,8 @@ std::optional<Cell> convert(simdjson::dom::element e, ColumnType type) {
       std::int64_t lo = std::numeric_limits<std::int64_t>::min(), hi = std::numeric_limits<std::int64_t>::max();
       if (type == ColumnType::int8) lo = -128, hi = 127;
       if (type == ColumnType::int16) lo = -32768, hi = 32767;
-      if (type == ColumnType::int32) lo = std::numeric_limits<std::int32_t>::min(), hi = std::numeric_limits<std::int32_t>::max();
+      if (type == ColumnType::int32)
+        lo = std::numeric_limits<std::int32_t>::min(), hi = std::numeric_limits<std::int32_t>::max();
       if (v < lo || v > hi) return std::nullopt;
       return Cell{v};
     }
@@ -343,14 +345,11 @@ std::optional<Cell> convert(simdjson::dom::element e, ColumnType type) {
         v = e.get_double().value_unsafe();
       } else if (et == element_type::STRING) {
         const std::string_view s = e.get_string().value_unsafe();
-        if (s == "NaN")
-          v = std::numeric_limits<double>::quiet_NaN();
+        if (s == "NaN") v = std::numeric_limits<double>::quiet_NaN();
         else if (s == "Infinity" || s == "+Infinity" || s == "INF" || s == "+INF")
           v = std::numeric_limits<double>::infinity();
-        else if (s == "-Infinity" || s == "-INF")
-          v = -std::numeric_limits<double>::infinity();
-        else
-          return std::nullopt;
+        else if (s == "-Infinity" || s == "-INF") v = -std::numeric_limits<double>::infinity();
+        else return std::nullopt;
       } else {
         return std::nullopt;
       }
@@ -363,7 +362,8 @@ std::optional<Cell> convert(simdjson::dom::element e, ColumnType type) {
     case ColumnType::timestamp:
       if (et == element_type::INT64) {
         const std::int64_t secs = e.get_int64().value_unsafe();
-        if (secs > std::numeric_limits<std::int64_t>::max() / 1000 || secs < std::numeric_limits<std::int64_t>::min() / 1000)
+        if (secs > std::numeric_limits<std::int64_t>::max() / 1000 ||
+            secs < std::numeric_limits<std::int64_t>::min() / 1000)
           return std::nullopt;
         return Cell{secs * 1000};
       }
@@ -423,10 +423,8 @@ void JsonValueDecoder::append_json_members(std::string& out, const DecodedValue&
     } else if (auto* s = std::get_if<std::string>(&c)) {
       append_json_string(out, *s);
     } else if (auto* n = std::get_if<std::int64_t>(&c)) {
-      if (col.type == ColumnType::timestamp)
-        append_json_string(out, format_timestamp_ms(*n));
-      else
-        out += fmt::format("{}", *n);
+      if (col.type == ColumnType::timestamp) append_json_string(out, format_timestamp_ms(*n));
+      else out += fmt::format("{}", *n);
     } else if (auto* d = std::get_if<double>(&c)) {
       append_double(out, *d, col.type == ColumnType::float32);
     } else if (auto* b = std::get_if<bool>(&c)) {
@@ -436,10 +434,8 @@ void JsonValueDecoder::append_json_members(std::string& out, const DecodedValue&
   if (!schema_.columns.empty()) out += ',';
   append_json_string(out, kCorruptRecordColumn);
   out += ':';
-  if (value.corrupt_record)
-    append_json_string(out, *value.corrupt_record);
-  else
-    out += "null";
+  if (value.corrupt_record) append_json_string(out, *value.corrupt_record);
+  else out += "null";
 }
 
 }  // namespace kwire::source

@@ -214,20 +214,15 @@ std::vector<std::string> codec_lines(const std::string& codec) {
   std::vector<std::string> lines;
   for (int i = 0; i < 5000; ++i) {
     std::string s;
-    if (i == 17)
-      s = "";  // empty value, no key
-    else if (i == 18)
-      s = ":empty key " + std::to_string(i);
-    else if (i == 19)
-      s = "key-empty-value-" + std::to_string(i) + ":";
-    else if (i == 20)
-      s = "clé-ü:Grüße, 世界 ✓ € \xF0\x9F\x98\x80 " + std::to_string(i);
-    else if (i == 21)
-      s = "quotes \"x\" back\\slash\ttab {\"json\":[1]} " + std::to_string(i);
+    if (i == 17) s = "";  // empty value, no key
+    else if (i == 18) s = ":empty key " + std::to_string(i);
+    else if (i == 19) s = "key-empty-value-" + std::to_string(i) + ":";
+    else if (i == 20) s = "clé-ü:Grüße, 世界 ✓ € \xF0\x9F\x98\x80 " + std::to_string(i);
+    else if (i == 21) s = "quotes \"x\" back\\slash\ttab {\"json\":[1]} " + std::to_string(i);
     else if (i % 3 == 0)
-      s = "key-" + std::to_string(i % 40) + ":value " + codec + " " + std::to_string(i) + " " + std::string(i % 50, 'x');
-    else
-      s = "line " + codec + " " + std::to_string(i) + " " + std::string(i % 70, 'a' + static_cast<char>(i % 26));
+      s = "key-" + std::to_string(i % 40) + ":value " + codec + " " + std::to_string(i) + " " +
+          std::string(i % 50, 'x');
+    else s = "line " + codec + " " + std::to_string(i) + " " + std::string(i % 70, 'a' + static_cast<char>(i % 26));
     lines.push_back(std::move(s));
   }
   return lines;
@@ -320,7 +315,8 @@ TEST_F(CodecOnDiskTest, ProducedBatchesCarryTheRequestedCodec) {
     auto topic = unique_topic(std::string("disk-") + codec);
     create_topic(topic, 1);
     std::string input;
-    for (int i = 0; i < 200; ++i) input += "compressible record " + std::to_string(i) + " " + std::string(100, 'z') + "\n";
+    for (int i = 0; i < 200; ++i)
+      input += "compressible record " + std::to_string(i) + " " + std::string(100, 'z') + "\n";
     auto r = run_kwire({"produce", "-b", bootstrap(), "-t", topic, "-z", codec}, input);
     ASSERT_EQ(r.exit_code, 0) << r.describe();
     topic_of[codec] = topic;
@@ -542,7 +538,8 @@ TEST_F(OffsetsTest, EarliestLatestAndByTimestamp) {
   EXPECT_EQ(cli[0], (std::pair<std::int64_t, std::int64_t>{0, 10}));
   EXPECT_EQ(cli[1], (std::pair<std::int64_t, std::int64_t>{0, 0}));
 
-  auto earliest = client.list_offsets({{tp0, kwire::client::kEarliestTimestamp}, {tp1, kwire::client::kEarliestTimestamp}});
+  auto earliest =
+      client.list_offsets({{tp0, kwire::client::kEarliestTimestamp}, {tp1, kwire::client::kEarliestTimestamp}});
   auto latest = client.list_offsets({{tp0, kwire::client::kLatestTimestamp}, {tp1, kwire::client::kLatestTimestamp}});
   EXPECT_EQ(earliest[tp0].offset, 0);
   EXPECT_EQ(latest[tp0].offset, 10);
@@ -555,8 +552,9 @@ TEST_F(OffsetsTest, EarliestLatestAndByTimestamp) {
     std::int64_t offset;
     std::int64_t timestamp;
   };
-  for (const Case& c : {Case{t0 - 5000, 0, t0}, Case{t0, 0, t0}, Case{t0 + 2500, 3, t0 + 3000}, Case{t0 + 3000, 3, t0 + 3000},
-                        Case{t0 + 9000, 9, t0 + 9000}, Case{t0 + 9001, -1, -1}, Case{future, -1, -1}}) {
+  for (const Case& c :
+       {Case{t0 - 5000, 0, t0}, Case{t0, 0, t0}, Case{t0 + 2500, 3, t0 + 3000}, Case{t0 + 3000, 3, t0 + 3000},
+        Case{t0 + 9000, 9, t0 + 9000}, Case{t0 + 9001, -1, -1}, Case{future, -1, -1}}) {
     SCOPED_TRACE("timestamp t0" + std::to_string(c.ts - t0));
     auto r = client.list_offsets({{tp0, c.ts}, {tp1, c.ts}});
     EXPECT_EQ(r[tp0].offset, c.offset);
@@ -669,8 +667,7 @@ TEST_F(InteropTest, ReadsJavaProducerPerformanceRecords) {
     EXPECT_FALSE(r.key.has_value());
     ASSERT_TRUE(r.value.has_value());
     ASSERT_EQ(r.value->size(), 100u);
-    ASSERT_TRUE(std::all_of(r.value->begin(), r.value->end(), [](char c) { return c >= 'A' && c <= 'Z'; }))
-        << *r.value;
+    ASSERT_TRUE(std::all_of(r.value->begin(), r.value->end(), [](char c) { return c >= 'A' && c <= 'Z'; })) << *r.value;
     EXPECT_EQ(r.timestamp_type, 0);
   }
 
@@ -693,10 +690,10 @@ TEST_F(InteropTest, ReadsJavaTransactionalProducerRecords) {
   // log: they take offsets but must never be returned as records.
   const std::string topic = unique_topic("txn");
   create_topic(topic, 3);
-  auto perf = run_kafka_tool({"producer-perf", "--topic", topic, "--num-records", "5000", "--record-size", "50",
-                              "--throughput", "-1", "--transactional-id", unique_topic("txn-id"),
-                              "--transaction-duration-ms", "100", "--producer-props",
-                              "bootstrap.servers=" + bootstrap(), "compression.type=zstd"});
+  auto perf =
+      run_kafka_tool({"producer-perf", "--topic", topic, "--num-records", "5000", "--record-size", "50", "--throughput",
+                      "-1", "--transactional-id", unique_topic("txn-id"), "--transaction-duration-ms", "100",
+                      "--producer-props", "bootstrap.servers=" + bootstrap(), "compression.type=zstd"});
   ASSERT_EQ(perf.exit_code, 0) << perf.describe() << perf.out;
 
   std::int64_t latest_total = 0;
@@ -726,16 +723,11 @@ TEST_F(InteropTest, ReadsJavaConsoleProducerRecordsForEveryCodec) {
   auto lines_for = [](const std::string& codec) {
     std::vector<std::string> lines;
     for (int i = 0; i < 1000; ++i) {
-      if (i == 5)
-        lines.push_back("<NULL>:no key " + std::to_string(i));
-      else if (i == 6)
-        lines.push_back("k-tomb:<NULL>");
-      else if (i == 7)
-        lines.push_back("k-empty:");
-      else if (i == 8)
-        lines.push_back(":empty key");
-      else
-        lines.push_back("k-" + std::to_string(i % 53) + ":" + codec + " value " + std::to_string(i) + " Grüße ✓");
+      if (i == 5) lines.push_back("<NULL>:no key " + std::to_string(i));
+      else if (i == 6) lines.push_back("k-tomb:<NULL>");
+      else if (i == 7) lines.push_back("k-empty:");
+      else if (i == 8) lines.push_back(":empty key");
+      else lines.push_back("k-" + std::to_string(i % 53) + ":" + codec + " value " + std::to_string(i) + " Grüße ✓");
     }
     return lines;
   };
@@ -858,16 +850,16 @@ TEST_F(ErrorsTest, BadPartitionAndOffsetAreRejected) {
 
 TEST_F(ErrorsTest, RefusedConnectionIsReportedQuickly) {
   const std::string addr = "127.0.0.1:" + std::to_string(closed_port());
-  auto r = run_kwire({"metadata", "-b", addr, "-X", "socket.connection.setup.timeout.ms=2000", "-X",
-                      "request.timeout.ms=3000"},
-                     {}, 60);
+  auto r = run_kwire(
+      {"metadata", "-b", addr, "-X", "socket.connection.setup.timeout.ms=2000", "-X", "request.timeout.ms=3000"}, {},
+      60);
   EXPECT_NE(r.exit_code, 0) << r.describe();
   EXPECT_NE(r.exit_code, 124) << "timed out: " << r.describe();
   EXPECT_NE(r.err.find(addr), std::string::npos) << "error should name the broker: " << r.err;
   EXPECT_LT(r.seconds, 15) << r.err;
 
-  auto c = run_kwire({"consume", "-b", addr, "-t", "anything", "-e", "-q", "-X", "socket.connection.setup.timeout.ms=2000",
-                      "-X", "request.timeout.ms=3000"},
+  auto c = run_kwire({"consume", "-b", addr, "-t", "anything", "-e", "-q", "-X",
+                      "socket.connection.setup.timeout.ms=2000", "-X", "request.timeout.ms=3000"},
                      {}, 60);
   EXPECT_NE(c.exit_code, 0) << c.describe();
   EXPECT_NE(c.err.find(addr), std::string::npos) << c.err;

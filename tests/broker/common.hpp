@@ -62,10 +62,8 @@ inline std::string unique_topic(std::string_view prefix) {
 inline std::string shell_quote(std::string_view s) {
   std::string out = "'";
   for (char c : s) {
-    if (c == '\'')
-      out += "'\\''";
-    else
-      out += c;
+    if (c == '\'') out += "'\\''";
+    else out += c;
   }
   out += "'";
   return out;
@@ -170,12 +168,9 @@ inline CommandResult run(const std::string& command, std::string_view input = {}
   auto t0 = std::chrono::steady_clock::now();
   int status = std::system(line.c_str());
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (status == -1)
-    r.exit_code = -1;
-  else if (WIFEXITED(status))
-    r.exit_code = WEXITSTATUS(status);
-  else if (WIFSIGNALED(status))
-    r.exit_code = 128 + WTERMSIG(status);
+  if (status == -1) r.exit_code = -1;
+  else if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
+  else if (WIFSIGNALED(status)) r.exit_code = 128 + WTERMSIG(status);
   r.out = read_file(out);
   r.err = read_file(err);
   return r;

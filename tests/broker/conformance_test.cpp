@@ -55,7 +55,7 @@ class Conformance : public BrokerTest {};
 
 TEST_F(Conformance, EveryDeclaredVersionTheCurrentBrokerOffersWorks) {
   auto rows = conformance(bootstrap());
-  const char* apis[] = {"ApiVersions", "Metadata", "Produce",          "ListOffsets",  "Fetch",
+  const char* apis[] = {"ApiVersions",  "Metadata",     "Produce",          "ListOffsets",  "Fetch",
                         "CreateTopics", "DeleteTopics", "CreatePartitions", "DeleteRecords"};
   for (auto* api : apis) {
     ASSERT_TRUE(rows.count(api)) << api;
@@ -98,8 +98,8 @@ TEST_F(DumpLog, ReadsTheBrokersOwnSegmentFile) {
   auto p = run_kwire({"produce", "-b", bootstrap(), "-t", topic, "-z", "zstd"}, lines);
   ASSERT_EQ(p.exit_code, 0) << p.describe();
   auto port = split_host_port(bootstrap()).second;
-  auto segment = std::filesystem::path(kafka_dir) / std::to_string(port) / "data" / (topic + "-0") /
-                 "00000000000000000000.log";
+  auto segment =
+      std::filesystem::path(kafka_dir) / std::to_string(port) / "data" / (topic + "-0") / "00000000000000000000.log";
   ASSERT_TRUE(std::filesystem::exists(segment)) << segment;
   auto r = run_kwire({"dump-log", "--json", segment.string()});
   ASSERT_EQ(r.exit_code, 0) << r.describe();

@@ -468,9 +468,9 @@ TEST(DataLoss, TopicDeletedPartitionsDeleted) {
 // time the real-broker half is skipped.
 TEST(DataLoss, GapsFromCompactionOrMarkersAreNotLoss) {
   // The reader's rule itself.
-  EXPECT_FALSE(source::is_lost_gap(5, 0));   // earliest below: invisible records
-  EXPECT_FALSE(source::is_lost_gap(5, 5));   // earliest at the offset asked for: still invisible
-  EXPECT_TRUE(source::is_lost_gap(5, 6));    // earliest past it: aged out
+  EXPECT_FALSE(source::is_lost_gap(5, 0));  // earliest below: invisible records
+  EXPECT_FALSE(source::is_lost_gap(5, 5));  // earliest at the offset asked for: still invisible
+  EXPECT_TRUE(source::is_lost_gap(5, 6));   // earliest past it: aged out
   EXPECT_TRUE(source::is_lost_gap(0, 100));
 
   auto topic = unique_name("dl-compacted");
@@ -524,7 +524,8 @@ TEST(DataLoss, GapsFromCompactionOrMarkersAreNotLoss) {
   }
   if (first == 0) GTEST_SKIP() << "the broker's log cleaner did not compact the topic within 45 s";
   ASSERT_EQ(first, 10);
-  ASSERT_EQ(admin().list_offsets({{client::TopicPartition{topic, 0}, client::kEarliestTimestamp}})
+  ASSERT_EQ(admin()
+                .list_offsets({{client::TopicPartition{topic, 0}, client::kEarliestTimestamp}})
                 .at(client::TopicPartition{topic, 0})
                 .offset,
             0);
@@ -561,7 +562,8 @@ TEST(DataLoss, LagFromCheckpointIsZeroWhenDrainedThenGrows) {
   EXPECT_EQ(sum_rows(batches), 60);
 
   auto lag = [&]() {
-    std::string cmd = fmt::format("'{}' lag -b {} --checkpoint '{}' --json", KWIRE_BIN, bootstrap(), (dir / "ck").string());
+    std::string cmd =
+        fmt::format("'{}' lag -b {} --checkpoint '{}' --json", KWIRE_BIN, bootstrap(), (dir / "ck").string());
     FILE* f = popen(cmd.c_str(), "r");
     EXPECT_NE(f, nullptr);
     std::string text;

@@ -118,12 +118,14 @@ TEST_F(SecurityTest, WrongPasswordIsAuthenticationError) {
       EXPECT_NE(what.find(mech), std::string::npos) << what;
       EXPECT_EQ(what.find(bad), std::string::npos) << what;
     }
-    auto r = run_kwire([&] {
-      std::vector<std::string> a = {"consume", "-b", addr("KWIRE_SECURE_SASL_SSL_PORT"), "-t", "none", "-e", "-q"};
-      auto x = as_args(p);
-      a.insert(a.end(), x.begin(), x.end());
-      return a;
-    }(), {}, 60);
+    auto r = run_kwire(
+        [&] {
+          std::vector<std::string> a = {"consume", "-b", addr("KWIRE_SECURE_SASL_SSL_PORT"), "-t", "none", "-e", "-q"};
+          auto x = as_args(p);
+          a.insert(a.end(), x.begin(), x.end());
+          return a;
+        }(),
+        {}, 60);
     EXPECT_NE(r.exit_code, 0);
     EXPECT_TRUE(r.out.empty()) << r.out;
     EXPECT_NE(r.err.find(mech), std::string::npos) << r.err;

@@ -268,8 +268,7 @@ TEST_F(StreamFeatures, ProgressLogJsonProgressAndPrometheusFile) {
   // 36 * 86 / 24 + 24 * 4 = 129 + 96.
   simdjson::dom::element first = parser.parse(logged[0]);
   EXPECT_EQ(std::string_view(first["sources"].at(0)["metrics"]["maxOffsetsBehindLatest"].get_string()), "36");
-  EXPECT_EQ(std::string_view(first["sources"].at(0)["metrics"]["estimatedTotalBytesBehindLatest"].get_string()),
-            "225");
+  EXPECT_EQ(std::string_view(first["sources"].at(0)["metrics"]["estimatedTotalBytesBehindLatest"].get_string()), "225");
   auto text = read_file(prom);
   EXPECT_NE(text.find("kwire_batch_id 2\n"), std::string::npos) << text;
   EXPECT_NE(text.find("kwire_batch_input_rows 20\n"), std::string::npos) << text;
@@ -285,23 +284,20 @@ TEST_F(StreamFeatures, JsonValuesAreDecodedPermissively) {
        {R"({"user_id":"u1","amount":12.5,"action":"purchase","event_ts":1714557600000})", "not json",
         R"({"user_id":"u2","amount":"many"})"});
   TempDir dir;
-  auto r = run_kwire({"stream", "-b", bootstrap(), "-o", "subscribe=" + topic, "-o", "startingOffsets=earliest",
-                      "--checkpoint", (dir / "ck").string(), "--sink", "jsonl:" + (dir / "out").string(),
-                      "--value-format", "json", "--schema",
-                      "user_id STRING, amount DOUBLE, action STRING, event_ts BIGINT", "--kafka-columns",
-                      "partition,offset"});
+  auto r = run_kwire(
+      {"stream", "-b", bootstrap(), "-o", "subscribe=" + topic, "-o", "startingOffsets=earliest", "--checkpoint",
+       (dir / "ck").string(), "--sink", "jsonl:" + (dir / "out").string(), "--value-format", "json", "--schema",
+       "user_id STRING, amount DOUBLE, action STRING, event_ts BIGINT", "--kafka-columns", "partition,offset"});
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   auto lines = sink_lines(dir / "out");
   ASSERT_EQ(lines.size(), 3u);
   EXPECT_EQ(lines[0],
             R"({"user_id":"u1","amount":12.5,"action":"purchase","event_ts":1714557600000,"_corrupt_record":null,)"
             R"("partition":0,"offset":0})");
-  EXPECT_EQ(lines[1],
-            R"({"user_id":null,"amount":null,"action":null,"event_ts":null,"_corrupt_record":"not json",)"
-            R"("partition":0,"offset":1})");
-  EXPECT_EQ(lines[2],
-            R"({"user_id":"u2","amount":null,"action":null,"event_ts":null,)"
-            R"("_corrupt_record":"{\"user_id\":\"u2\",\"amount\":\"many\"}","partition":0,"offset":2})");
+  EXPECT_EQ(lines[1], R"({"user_id":null,"amount":null,"action":null,"event_ts":null,"_corrupt_record":"not json",)"
+                      R"("partition":0,"offset":1})");
+  EXPECT_EQ(lines[2], R"({"user_id":"u2","amount":null,"action":null,"event_ts":null,)"
+                      R"("_corrupt_record":"{\"user_id\":\"u2\",\"amount\":\"many\"}","partition":0,"offset":2})");
 }
 
 TEST_F(StreamFeatures, PlanOnlyPrintsThePlanAndWritesNoCheckpoint) {

@@ -1,7 +1,7 @@
 // Real-broker tests of the streaming source: exactly-once output across stops,
 // restarts, an uncommitted batch and kill -9 of the stream process.
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -37,8 +37,8 @@ std::string bootstrap() {
 
 std::string unique_topic(const std::string& base) {
   static int n = 0;
-  return fmt::format("{}-{}-{}-{}", base, getpid(), std::chrono::steady_clock::now().time_since_epoch().count() % 100000,
-                     n++);
+  return fmt::format("{}-{}-{}-{}", base, getpid(),
+                     std::chrono::steady_clock::now().time_since_epoch().count() % 100000, n++);
 }
 
 fs::path temp_dir(const std::string& name) {

@@ -65,9 +65,10 @@ class Transactions : public BrokerTest, public ::testing::WithParamInterface<con
     auto cp = run(shell_quote(source_dir() + "/scripts/kafka") + " classpath");
     ASSERT_EQ(cp.exit_code, 0) << cp.describe();
     std::string classpath = cp.out.substr(0, cp.out.find('\n'));
-    auto r = run("java -cp " + shell_quote(classpath) + " " + shell_quote(source_dir() + "/tests/java/TxnProducer.java") +
-                     " " + join_quoted({broker(), topic, "txn-" + topic, std::to_string(transactions), std::to_string(per)}),
-                 {}, 180);
+    auto r =
+        run("java -cp " + shell_quote(classpath) + " " + shell_quote(source_dir() + "/tests/java/TxnProducer.java") +
+                " " + join_quoted({broker(), topic, "txn-" + topic, std::to_string(transactions), std::to_string(per)}),
+            {}, 180);
     ASSERT_EQ(r.exit_code, 0) << r.describe();
     ASSERT_NE(r.out.find("committed " + std::to_string(per * (transactions - transactions / 3)) + " aborted"),
               std::string::npos)
@@ -132,7 +133,11 @@ TEST_P(Transactions, StreamUnderReadCommittedEndsWithZeroLag) {
   auto end = progress.back().end_offsets.at(topic);
   auto offsets = run_kwire({"offsets", "-b", broker(), "-t", topic, "--json"});
   ASSERT_EQ(offsets.exit_code, 0) << offsets.describe();
-  for (auto& [p, off] : end) EXPECT_NE(offsets.out.find("\"partition\":" + std::to_string(p) + ",\"earliest\":0,\"latest\":" + std::to_string(off)), std::string::npos) << offsets.out;
+  for (auto& [p, off] : end)
+    EXPECT_NE(
+        offsets.out.find("\"partition\":" + std::to_string(p) + ",\"earliest\":0,\"latest\":" + std::to_string(off)),
+        std::string::npos)
+        << offsets.out;
 }
 
 INSTANTIATE_TEST_SUITE_P(BothMajors, Transactions, ::testing::Values("current", "previous"),

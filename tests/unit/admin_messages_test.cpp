@@ -162,9 +162,9 @@ TEST(AdminMessages, DeleteRecordsRoundTripEveryVersion) {
 }
 
 TEST(AdminMessages, CreatePartitionsRoundTripEveryVersion) {
-  EXPECT_EQ(every_version<CreatePartitionsRequest>(create_partitions_request,
-                                                   request_round_trip<CreatePartitionsRequest>),
-            4);
+  EXPECT_EQ(
+      every_version<CreatePartitionsRequest>(create_partitions_request, request_round_trip<CreatePartitionsRequest>),
+      4);
   EXPECT_EQ(every_version<CreatePartitionsResponse>(create_partitions_response,
                                                     response_round_trip<CreatePartitionsResponse>),
             4);
@@ -176,12 +176,12 @@ TEST(AdminMessages, DeleteRecordsV1Bytes) {
   m.timeout_ms = 1000;
   Bytes body = encode(m, 1);
   Bytes expect = bytes_of({
-      0, 0, 0, 1,              // topics: int32 count
-      0, 1, 't',               // name: int16 length
-      0, 0, 0, 1,              // partitions: int32 count
-      0, 0, 0, 2,              // partition index
-      0, 0, 0, 0, 0, 0, 0, 5,  // offset
-      0, 0, 0x03, 0xe8,        // timeout 1000 ms
+      0, 0, 0,    1,                 // topics: int32 count
+      0, 1, 't',                     // name: int16 length
+      0, 0, 0,    1,                 // partitions: int32 count
+      0, 0, 0,    2,                 // partition index
+      0, 0, 0,    0,    0, 0, 0, 5,  // offset
+      0, 0, 0x03, 0xe8,              // timeout 1000 ms
   });
   EXPECT_EQ(body, expect);
 }
@@ -191,26 +191,26 @@ TEST(AdminMessages, DeleteRecordsV2IsCompact) {
   m.topics.push_back({"t", {{2, 5, {}}}, {}});
   m.timeout_ms = 1000;
   Bytes expect = bytes_of({
-      2,                       // topics: compact count + 1
-      2, 't',                  // name: compact length + 1
-      2,                       // partitions: compact count + 1
-      0, 0, 0, 2,              // partition index
-      0, 0, 0, 0, 0, 0, 0, 5,  // offset
-      0,                       // partition tag block
-      0,                       // topic tag block
-      0, 0, 0x03, 0xe8,        // timeout
-      0,                       // top-level tag block
+      2,                               // topics: compact count + 1
+      2, 't',                          // name: compact length + 1
+      2,                               // partitions: compact count + 1
+      0, 0,   0,    2,                 // partition index
+      0, 0,   0,    0,    0, 0, 0, 5,  // offset
+      0,                               // partition tag block
+      0,                               // topic tag block
+      0, 0,   0x03, 0xe8,              // timeout
+      0,                               // top-level tag block
   });
   EXPECT_EQ(encode(m, 2), expect);
 
   // A v2 response from a broker: one partition, new low watermark 5.
   Bytes resp = bytes_of({
-      0, 0, 0, 0,              // throttle
-      2, 2, 't',               // one topic "t"
-      2, 0, 0, 0, 2,           // one partition, index 2
-      0, 0, 0, 0, 0, 0, 0, 5,  // low watermark
-      0, 0,                    // error code
-      0, 0, 0,                 // tag blocks: partition, topic, top level
+      0, 0, 0,   0,              // throttle
+      2, 2, 't',                 // one topic "t"
+      2, 0, 0,   0, 2,           // one partition, index 2
+      0, 0, 0,   0, 0, 0, 0, 5,  // low watermark
+      0, 0,                      // error code
+      0, 0, 0,                   // tag blocks: partition, topic, top level
   });
   Reader r{ByteSpan(resp)};
   DeleteRecordsResponse back;
@@ -227,12 +227,12 @@ TEST(AdminMessages, CreatePartitionsNullAssignmentsBytes) {
   m.topics.push_back({"t", 4, std::nullopt, {}});
   m.timeout_ms = 1000;
   Bytes v0 = bytes_of({
-      0, 0, 0, 1,        // topics
-      0, 1, 't',         // name
-      0, 0, 0, 4,        // count
+      0,    0,    0,    1,     // topics
+      0,    1,    't',         // name
+      0,    0,    0,    4,     // count
       0xff, 0xff, 0xff, 0xff,  // assignments: null (-1)
-      0, 0, 0x03, 0xe8,  // timeout
-      0,                 // validate only
+      0,    0,    0x03, 0xe8,  // timeout
+      0,                       // validate only
   });
   EXPECT_EQ(encode(m, 0), v0);
   Bytes v3 = bytes_of({

@@ -19,8 +19,7 @@ class TempDir {
  public:
   TempDir() {
     std::random_device rd;
-    path_ = fs::temp_directory_path() /
-            ("kwire_ckpt_test_" + std::to_string(::getpid()) + "_" + std::to_string(rd()));
+    path_ = fs::temp_directory_path() / ("kwire_ckpt_test_" + std::to_string(::getpid()) + "_" + std::to_string(rd()));
     fs::create_directories(path_);
   }
   ~TempDir() {
@@ -75,9 +74,8 @@ TEST(OffsetsJson, WritesSparkShapeSortedAndCompact) {
 }
 
 TEST(OffsetsJson, RoundTrip) {
-  PartitionOffsets o{{"topicA", {{0, 23}, {1, -1}}},
-                     {"topicB", {{0, -2}}},
-                     {"big", {{2147483647, INT64_MAX}, {-5, INT64_MIN}}}};
+  PartitionOffsets o{
+      {"topicA", {{0, 23}, {1, -1}}}, {"topicB", {{0, -2}}}, {"big", {{2147483647, INT64_MAX}, {-5, INT64_MIN}}}};
   EXPECT_EQ(offsets_from_json(offsets_to_json(o)), o);
 }
 
@@ -128,8 +126,12 @@ TEST(OffsetsJson, NeverCrashesOnArbitraryBytes) {
       const auto pos = rng() % (s.size() + 1);
       switch (rng() % 3) {
         case 0: s.insert(pos, 1, static_cast<char>(rng() & 0xff)); break;
-        case 1: if (pos < s.size()) s.erase(pos, 1); break;
-        default: if (pos < s.size()) s[pos] = static_cast<char>(rng() & 0xff); break;
+        case 1:
+          if (pos < s.size()) s.erase(pos, 1);
+          break;
+        default:
+          if (pos < s.size()) s[pos] = static_cast<char>(rng() & 0xff);
+          break;
       }
     }
     try {
@@ -209,8 +211,7 @@ TEST(Checkpoint, InitialOffsetsFormatAndOldFormat) {
   EXPECT_FALSE(c.initial_offsets().has_value());
   PartitionOffsets init{{"t", {{0, 5}, {1, 0}}}};
   c.write_initial_offsets(init);
-  EXPECT_EQ(slurp(dir.path() / "sources" / "0" / "0"),
-            std::string("\0v1\n", 4) + R"({"t":{"0":5,"1":0}})");
+  EXPECT_EQ(slurp(dir.path() / "sources" / "0" / "0"), std::string("\0v1\n", 4) + R"({"t":{"0":5,"1":0}})");
   EXPECT_EQ(c.initial_offsets(), init);
   // Same offsets again: fine. Different: refused, file kept.
   c.write_initial_offsets(init);
@@ -260,8 +261,8 @@ TEST(Checkpoint, WriteOnce) {
   Checkpoint c(dir.path());
   PartitionOffsets end{{"t", {{0, 10}}}};
   c.write_offsets(4, end, 100);
-  c.write_offsets(4, end, 100);   // identical: fine
-  c.write_offsets(4, end, 999);   // same offsets: kept, original timestamp stays
+  c.write_offsets(4, end, 100);  // identical: fine
+  c.write_offsets(4, end, 999);  // same offsets: kept, original timestamp stays
   EXPECT_EQ(c.read_offsets_timestamp(4), 100);
   try {
     c.write_offsets(4, {{"t", {{0, 11}}}}, 100);
@@ -296,9 +297,8 @@ TEST(Checkpoint, CorruptFilesNameTheFile) {
   TempDir dir;
   Checkpoint c(dir.path());
   const fs::path f = dir.path() / "offsets" / "0";
-  for (const std::string bad :
-       {"", "v1", "v2\n{}\n{}", "v1\nnot json\n{\"t\":{\"0\":1}}", "v1\n{}\n{\"t\":{\"0\":x}}",
-        "v1\n{}\n-", "v1\n{}\n{}\n{}"}) {
+  for (const std::string bad : {"", "v1", "v2\n{}\n{}", "v1\nnot json\n{\"t\":{\"0\":1}}", "v1\n{}\n{\"t\":{\"0\":x}}",
+                                "v1\n{}\n-", "v1\n{}\n{}\n{}"}) {
     spit(f, bad);
     try {
       c.read_offsets(0);
@@ -406,8 +406,7 @@ TEST(Resume, MissingStartOfReplayIsAnError) {
     c2.resume();
     FAIL();
   } catch (const CheckpointError& e) {
-    EXPECT_NE(std::string(e.what()).find((dir2.path() / "offsets" / "6").string()),
-              std::string::npos);
+    EXPECT_NE(std::string(e.what()).find((dir2.path() / "offsets" / "6").string()), std::string::npos);
   }
 }
 

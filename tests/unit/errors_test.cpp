@@ -26,25 +26,37 @@ TEST(Errors, NamesOfKnownCodes) {
 
 TEST(Errors, RetriableFlags) {
   // Retriable: transient broker or metadata conditions.
-  for (auto e : {ErrorCode::corrupt_message, ErrorCode::unknown_topic_or_partition, ErrorCode::leader_not_available,
-                 ErrorCode::not_leader_or_follower, ErrorCode::request_timed_out, ErrorCode::replica_not_available,
-                 ErrorCode::network_exception, ErrorCode::coordinator_load_in_progress,
-                 ErrorCode::coordinator_not_available, ErrorCode::not_coordinator, ErrorCode::not_enough_replicas,
-                 ErrorCode::not_enough_replicas_after_append, ErrorCode::not_controller,
-                 ErrorCode::concurrent_transactions, ErrorCode::kafka_storage_error,
-                 ErrorCode::fetch_session_id_not_found, ErrorCode::invalid_fetch_session_epoch,
-                 ErrorCode::fenced_leader_epoch, ErrorCode::unknown_leader_epoch, ErrorCode::offset_not_available,
-                 ErrorCode::throttling_quota_exceeded, ErrorCode::unknown_topic_id,
+  for (auto e : {ErrorCode::corrupt_message,
+                 ErrorCode::unknown_topic_or_partition,
+                 ErrorCode::leader_not_available,
+                 ErrorCode::not_leader_or_follower,
+                 ErrorCode::request_timed_out,
+                 ErrorCode::replica_not_available,
+                 ErrorCode::network_exception,
+                 ErrorCode::coordinator_load_in_progress,
+                 ErrorCode::coordinator_not_available,
+                 ErrorCode::not_coordinator,
+                 ErrorCode::not_enough_replicas,
+                 ErrorCode::not_enough_replicas_after_append,
+                 ErrorCode::not_controller,
+                 ErrorCode::concurrent_transactions,
+                 ErrorCode::kafka_storage_error,
+                 ErrorCode::fetch_session_id_not_found,
+                 ErrorCode::invalid_fetch_session_epoch,
+                 ErrorCode::fenced_leader_epoch,
+                 ErrorCode::unknown_leader_epoch,
+                 ErrorCode::offset_not_available,
+                 ErrorCode::throttling_quota_exceeded,
+                 ErrorCode::unknown_topic_id,
                  ErrorCode::share_session_limit_reached})
     EXPECT_TRUE(is_retriable(e)) << error_name(e);
   // Not retriable: the request itself is wrong, or the client must change state first.
   for (auto e : {ErrorCode::unknown_server_error, ErrorCode::none, ErrorCode::offset_out_of_range,
-                 ErrorCode::broker_not_available, ErrorCode::message_too_large,
-                 ErrorCode::rebalance_in_progress, ErrorCode::topic_authorization_failed,
-                 ErrorCode::unsupported_version, ErrorCode::topic_already_exists, ErrorCode::invalid_request,
-                 ErrorCode::out_of_order_sequence_number, ErrorCode::producer_fenced,
-                 ErrorCode::transaction_abortable, ErrorCode::rebootstrap_required,
-                 ErrorCode::new_leader_elected, ErrorCode::offset_moved_to_tiered_storage})
+                 ErrorCode::broker_not_available, ErrorCode::message_too_large, ErrorCode::rebalance_in_progress,
+                 ErrorCode::topic_authorization_failed, ErrorCode::unsupported_version, ErrorCode::topic_already_exists,
+                 ErrorCode::invalid_request, ErrorCode::out_of_order_sequence_number, ErrorCode::producer_fenced,
+                 ErrorCode::transaction_abortable, ErrorCode::rebootstrap_required, ErrorCode::new_leader_elected,
+                 ErrorCode::offset_moved_to_tiered_storage})
     EXPECT_FALSE(is_retriable(e)) << error_name(e);
 }
 
@@ -95,8 +107,9 @@ TEST(Errors, StdErrorCodeIntegration) {
 
   std::error_code raw = to_error_code(37);
   EXPECT_EQ(raw, ErrorCode::invalid_partitions);
-  EXPECT_EQ(to_error_code(777).message(), "UNKNOWN_ERROR_CODE_777: "
-                                          "The broker returned an error code this client does not know.");
+  EXPECT_EQ(to_error_code(777).message(),
+            "UNKNOWN_ERROR_CODE_777: "
+            "The broker returned an error code this client does not know.");
   EXPECT_EQ(make_error_code(ErrorCode::none).message(), "NONE");
   // A value outside int16 cannot come from the wire but must not misbehave.
   EXPECT_FALSE(std::error_code(70000, kafka_category()).message().empty());

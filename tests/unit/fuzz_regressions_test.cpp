@@ -223,13 +223,13 @@ TEST(FuzzRegressions, RecordHeaderCountDoesNotPreallocate) {
   Bytes record;
   {
     Writer w(record);
-    w.i8(0);          // attributes
-    w.varlong(0);     // timestamp delta
-    w.varint(0);      // offset delta
-    w.varint(-1);     // null key
-    w.varint(-1);     // null value
-    w.varint(100000); // header count
-    w.varint(-5);     // first header key length: invalid
+    w.i8(0);           // attributes
+    w.varlong(0);      // timestamp delta
+    w.varint(0);       // offset delta
+    w.varint(-1);      // null key
+    w.varint(-1);      // null value
+    w.varint(100000);  // header count
+    w.varint(-5);      // first header key length: invalid
     for (int i = 0; i < 200000; ++i) w.i8(0);
   }
   Bytes body;
@@ -247,8 +247,7 @@ TEST(FuzzRegressions, RecordHeaderCountDoesNotPreallocate) {
 // Its failure left the per-thread LZ4 context unusable: the next, valid frame
 // failed with "frameSize_wrong" (so one corrupt batch made later good ones fail).
 TEST(FuzzRegressions, Lz4ContextUsableAfterTruncatedFrame) {
-  const Bytes truncated = {0x04, 0x22, 0x4d, 0x18, 0x68, 0x40, 0x82, 0x82,
-                           0x00, 0x00, 0x00, 0xf6, 0x0c, 0x7b, 0x23};
+  const Bytes truncated = {0x04, 0x22, 0x4d, 0x18, 0x68, 0x40, 0x82, 0x82, 0x00, 0x00, 0x00, 0xf6, 0x0c, 0x7b, 0x23};
   const Bytes text = {'h', 'e', 'l', 'l', 'o', ' ', 'h', 'e', 'l', 'l', 'o'};
   Bytes packed;
   compress(Compression::lz4, ByteSpan(text), packed);

@@ -475,12 +475,11 @@ TEST(Messages, MetadataRoundTripEveryVersion) {
 }
 
 TEST(Messages, ListOffsetsRoundTripEveryVersion) {
-  EXPECT_EQ(round_trip_all_versions<ListOffsetsRequest>(make_list_offsets_request,
-                                                        check_request<ListOffsetsRequest>),
+  EXPECT_EQ(round_trip_all_versions<ListOffsetsRequest>(make_list_offsets_request, check_request<ListOffsetsRequest>),
             12);
-  EXPECT_EQ(round_trip_all_versions<ListOffsetsResponse>(make_list_offsets_response,
-                                                         check_response<ListOffsetsResponse>),
-            12);
+  EXPECT_EQ(
+      round_trip_all_versions<ListOffsetsResponse>(make_list_offsets_response, check_response<ListOffsetsResponse>),
+      12);
 }
 
 TEST(Messages, FetchRoundTripEveryVersion) {
@@ -494,21 +493,19 @@ TEST(Messages, ProduceRoundTripEveryVersion) {
 }
 
 TEST(Messages, CreateTopicsRoundTripEveryVersion) {
-  EXPECT_EQ(round_trip_all_versions<CreateTopicsRequest>(make_create_topics_request,
-                                                         check_request<CreateTopicsRequest>),
-            8);
-  EXPECT_EQ(round_trip_all_versions<CreateTopicsResponse>(make_create_topics_response,
-                                                          check_response<CreateTopicsResponse>),
-            8);
+  EXPECT_EQ(
+      round_trip_all_versions<CreateTopicsRequest>(make_create_topics_request, check_request<CreateTopicsRequest>), 8);
+  EXPECT_EQ(
+      round_trip_all_versions<CreateTopicsResponse>(make_create_topics_response, check_response<CreateTopicsResponse>),
+      8);
 }
 
 TEST(Messages, DeleteTopicsRoundTripEveryVersion) {
-  EXPECT_EQ(round_trip_all_versions<DeleteTopicsRequest>(make_delete_topics_request,
-                                                         check_request<DeleteTopicsRequest>),
-            7);
-  EXPECT_EQ(round_trip_all_versions<DeleteTopicsResponse>(make_delete_topics_response,
-                                                          check_response<DeleteTopicsResponse>),
-            7);
+  EXPECT_EQ(
+      round_trip_all_versions<DeleteTopicsRequest>(make_delete_topics_request, check_request<DeleteTopicsRequest>), 7);
+  EXPECT_EQ(
+      round_trip_all_versions<DeleteTopicsResponse>(make_delete_topics_response, check_response<DeleteTopicsResponse>),
+      7);
 }
 
 TEST(Messages, FieldsAbsentFromAVersionAreNotWritten) {
@@ -551,13 +548,13 @@ TEST(KnownBytes, MetadataV1RequestForOneTopic) {
   m.topics = std::vector<MetadataRequest::MetadataRequestTopic>{{Uuid{}, std::string("t"), {}}};
   Bytes frame = encode_request_frame(m, 1, 1, std::string("c"));
   Bytes expect = hex({
-      0, 0, 0, 18,  // size
-      0, 3,         // api key: Metadata
-      0, 1,         // api version 1
-      0, 0, 0, 1,   // correlation id
-      0, 1, 'c',    // client id (int16 length)
-      0, 0, 0, 1,   // topics: int32 count 1
-      0, 1, 't',    // name (int16 length)
+      0, 0, 0,   18,  // size
+      0, 3,           // api key: Metadata
+      0, 1,           // api version 1
+      0, 0, 0,   1,   // correlation id
+      0, 1, 'c',      // client id (int16 length)
+      0, 0, 0,   1,   // topics: int32 count 1
+      0, 1, 't',      // name (int16 length)
   });
   EXPECT_EQ(frame, expect);
 
@@ -580,16 +577,16 @@ TEST(KnownBytes, ListOffsetsV1Request) {
   m.topics = {{"t", {p}, {}}};
   Bytes frame = encode_request_frame(m, 1, 7, std::nullopt);
   Bytes expect = hex({
-      0,    0,    0,    37,                          // size
-      0,    2,                                       // api key: ListOffsets
-      0,    1,                                       // version 1
-      0,    0,    0,    7,                           // correlation id
-      0xff, 0xff,                                    // null client id
-      0xff, 0xff, 0xff, 0xff,                        // replica id -1
-      0,    0,    0,    1,                           // topics: 1
-      0,    1,    't',                               // name
-      0,    0,    0,    1,                           // partitions: 1
-      0,    0,    0,    0,                           // partition index 0
+      0,    0,    0,    37,                            // size
+      0,    2,                                         // api key: ListOffsets
+      0,    1,                                         // version 1
+      0,    0,    0,    7,                             // correlation id
+      0xff, 0xff,                                      // null client id
+      0xff, 0xff, 0xff, 0xff,                          // replica id -1
+      0,    0,    0,    1,                             // topics: 1
+      0,    1,    't',                                 // name
+      0,    0,    0,    1,                             // partitions: 1
+      0,    0,    0,    0,                             // partition index 0
       0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,  // timestamp -1 (latest)
   });
   EXPECT_EQ(frame, expect);
@@ -607,32 +604,32 @@ TEST(KnownBytes, FetchV12FlexibleRequest) {
   m.topics = {{"t", Uuid{}, {p}, {}}};
   Bytes frame = encode_request_frame(m, 12, 2, std::string("c"));
   Bytes expect = hex({
-      0,    0,    0,    78,                          // size
-      0,    1,    0,    12,                          // Fetch v12
-      0,    0,    0,    2,                           // correlation id
-      0,    1,    'c',                               // client id stays int16-length in header v2
-      0,                                             // header tag block
-      0xff, 0xff, 0xff, 0xff,                        // replica id -1
-      0,    0,    0x01, 0xf4,                        // max wait 500
-      0,    0,    0,    1,                           // min bytes 1
-      0x7f, 0xff, 0xff, 0xff,                        // max bytes (default)
-      1,                                             // isolation: read_committed
-      0,    0,    0,    0,                           // session id 0
-      0xff, 0xff, 0xff, 0xff,                        // session epoch -1
-      2,                                             // topics: compact count 1
-      2,    't',                                     // topic: compact string
-      2,                                             // partitions: compact count 1
-      0,    0,    0,    0,                           // partition 0
-      0xff, 0xff, 0xff, 0xff,                        // current leader epoch -1
-      0,    0,    0,    0,    0,    0,    0,    5,   // fetch offset 5
-      0xff, 0xff, 0xff, 0xff,                        // last fetched epoch -1
+      0,    0,    0,    78,                            // size
+      0,    1,    0,    12,                            // Fetch v12
+      0,    0,    0,    2,                             // correlation id
+      0,    1,    'c',                                 // client id stays int16-length in header v2
+      0,                                               // header tag block
+      0xff, 0xff, 0xff, 0xff,                          // replica id -1
+      0,    0,    0x01, 0xf4,                          // max wait 500
+      0,    0,    0,    1,                             // min bytes 1
+      0x7f, 0xff, 0xff, 0xff,                          // max bytes (default)
+      1,                                               // isolation: read_committed
+      0,    0,    0,    0,                             // session id 0
+      0xff, 0xff, 0xff, 0xff,                          // session epoch -1
+      2,                                               // topics: compact count 1
+      2,    't',                                       // topic: compact string
+      2,                                               // partitions: compact count 1
+      0,    0,    0,    0,                             // partition 0
+      0xff, 0xff, 0xff, 0xff,                          // current leader epoch -1
+      0,    0,    0,    0,    0,    0,    0,    5,     // fetch offset 5
+      0xff, 0xff, 0xff, 0xff,                          // last fetched epoch -1
       0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,  // log start offset -1
-      0,    0x10, 0,    0,                           // partition max bytes 1 MiB
-      0,                                             // partition tag block
-      0,                                             // topic tag block
-      1,                                             // forgotten topics: empty
-      1,                                             // rack id: ""
-      0,                                             // request tag block
+      0,    0x10, 0,    0,                             // partition max bytes 1 MiB
+      0,                                               // partition tag block
+      0,                                               // topic tag block
+      1,                                               // forgotten topics: empty
+      1,                                               // rack id: ""
+      0,                                               // request tag block
   });
   EXPECT_EQ(frame, expect);
 
@@ -645,29 +642,29 @@ TEST(KnownBytes, FetchV12FlexibleRequest) {
 
 TEST(KnownBytes, FetchV12ResponseWithTaggedCurrentLeader) {
   Bytes payload = hex({
-      0,    0,    0,    9,                        // correlation id
-      0,                                          // response header v1 tag block
-      0,    0,    0,    0,                        // throttle time
-      0,    0,                                    // error code
-      0,    0,    0,    0,                        // session id
-      2,                                          // responses: 1
-      2,    't',                                  // topic
-      2,                                          // partitions: 1
-      0,    0,    0,    0,                        // partition index
-      0,    0,                                    // error code
-      0,    0,    0,    0,    0,    0,    0,    10,  // high watermark 10
-      0,    0,    0,    0,    0,    0,    0,    10,  // last stable offset 10
-      0,    0,    0,    0,    0,    0,    0,    0,   // log start offset 0
-      0,                                          // aborted transactions: null
-      0xff, 0xff, 0xff, 0xff,                     // preferred read replica -1
-      0,                                          // records: null
-      1,                                          // partition tags: one field
-      1,    9,                                    // tag 1 (CurrentLeader), 9 bytes
-      0,    0,    0,    5,                        //   leader id 5
-      0,    0,    0,    7,                        //   leader epoch 7
-      0,                                          //   its own tag block
-      0,                                          // topic tag block
-      0,                                          // response tag block
+      0,    0,    0,    9,                  // correlation id
+      0,                                    // response header v1 tag block
+      0,    0,    0,    0,                  // throttle time
+      0,    0,                              // error code
+      0,    0,    0,    0,                  // session id
+      2,                                    // responses: 1
+      2,    't',                            // topic
+      2,                                    // partitions: 1
+      0,    0,    0,    0,                  // partition index
+      0,    0,                              // error code
+      0,    0,    0,    0,    0, 0, 0, 10,  // high watermark 10
+      0,    0,    0,    0,    0, 0, 0, 10,  // last stable offset 10
+      0,    0,    0,    0,    0, 0, 0, 0,   // log start offset 0
+      0,                                    // aborted transactions: null
+      0xff, 0xff, 0xff, 0xff,               // preferred read replica -1
+      0,                                    // records: null
+      1,                                    // partition tags: one field
+      1,    9,                              // tag 1 (CurrentLeader), 9 bytes
+      0,    0,    0,    5,                  //   leader id 5
+      0,    0,    0,    7,                  //   leader epoch 7
+      0,                                    //   its own tag block
+      0,                                    // topic tag block
+      0,                                    // response tag block
   });
   Reader r(payload);
   FetchResponse m;

@@ -67,7 +67,8 @@ std::vector<Got> poll_until(Consumer& c, std::size_t n, std::chrono::millisecond
   return out;
 }
 
-std::vector<Got> expected(const std::string& tp, std::int64_t from, std::int64_t until, const std::string& prefix = "v") {
+std::vector<Got> expected(const std::string& tp, std::int64_t from, std::int64_t until,
+                          const std::string& prefix = "v") {
   std::vector<Got> out;
   for (auto o = from; o < until; ++o) out.push_back({tp, o, prefix + std::to_string(o)});
   return out;

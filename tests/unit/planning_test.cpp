@@ -22,9 +22,7 @@ const TopicPartition tp1{"t1", 1};
 const TopicPartition tp2{"t2", 1};
 const TopicPartition tp3{"t3", 1};
 
-bool contains(const std::string& s, const std::string& sub) {
-  return s.find(sub) != std::string::npos;
-}
+bool contains(const std::string& s, const std::string& sub) { return s.find(sub) != std::string::npos; }
 
 PlanOptions opts(bool fail, bool group_id = false) {
   PlanOptions o;
@@ -86,8 +84,7 @@ TEST(RateLimit, SaturatingAdd) {
 }
 
 TEST(RateLimit, ZeroLimitMakesNoProgress) {
-  EXPECT_EQ(rate_limit(0, {{"t", {{0, 5}}}}, {{"t", {{0, 10}}}}, {}),
-            (PartitionOffsets{{"t", {{0, 5}}}}));
+  EXPECT_EQ(rate_limit(0, {{"t", {{0, 5}}}}, {{"t", {{0, 10}}}}, {}), (PartitionOffsets{{"t", {{0, 5}}}}));
 }
 
 // ---- split_ranges: the reference vectors ----
@@ -104,8 +101,7 @@ TEST(SplitRanges, MinPartitions3OneRange) {
 
 TEST(SplitRanges, MinPartitions4TinyAndLarge) {
   EXPECT_EQ(split_ranges({R(tp1, 1, 2), R(tp2, 1, 1001)}, 4, std::nullopt),
-            (std::vector<OffsetRange>{R(tp1, 1, 2), R(tp2, 1, 334), R(tp2, 334, 667),
-                                      R(tp2, 667, 1001)}));
+            (std::vector<OffsetRange>{R(tp1, 1, 2), R(tp2, 1, 334), R(tp2, 334, 667), R(tp2, 667, 1001)}));
 }
 
 TEST(SplitRanges, MaxRecords20) {
@@ -114,8 +110,7 @@ TEST(SplitRanges, MaxRecords20) {
 }
 
 TEST(SplitRanges, MaxRecords4Splits) {
-  EXPECT_EQ(split_ranges({R(tp1, 1, 6)}, std::nullopt, 4),
-            (std::vector<OffsetRange>{R(tp1, 1, 3), R(tp1, 3, 6)}));
+  EXPECT_EQ(split_ranges({R(tp1, 1, 6)}, std::nullopt, 4), (std::vector<OffsetRange>{R(tp1, 1, 3), R(tp1, 3, 6)}));
 }
 
 TEST(SplitRanges, MaxRecords4Unsplit) {
@@ -167,8 +162,8 @@ TEST(DataLoss, NamesAndMessages) {
   EXPECT_EQ(e.partition(), 3);
   EXPECT_EQ(e.start_offset(), 10);
   EXPECT_EQ(e.end_offset(), 20);
-  EXPECT_TRUE(contains(DataLossError::could_not_read_offset_range({"t", 3}, 1, 2, "g1").what(),
-                       "with consumer group g1."));
+  EXPECT_TRUE(
+      contains(DataLossError::could_not_read_offset_range({"t", 3}, 1, 2, "g1").what(), "with consumer group g1."));
   auto w = data_loss_warning(e);
   EXPECT_TRUE(contains(w, "KAFKA_DATA_LOSS.COULD_NOT_READ_OFFSET_RANGE"));
   EXPECT_TRUE(contains(w, "set the source option \"failOnDataLoss\" to \"true\"."));
@@ -184,8 +179,8 @@ TEST(PlanBatch, PlainRangesSortedAndEmptyDropped) {
 }
 
 TEST(PlanBatch, NewPartitionStartsAtEarliestZero) {
-  auto plan = plan_batch({{"t", {{0, 5}}}}, {{"t", {{0, 10}, {1, 4}}}},
-                         {{"t", {{1, 0}}}, {"other", {{0, 99}}}}, opts(true));
+  auto plan =
+      plan_batch({{"t", {{0, 5}}}}, {{"t", {{0, 10}, {1, 4}}}}, {{"t", {{1, 0}}}, {"other", {{0, 99}}}}, opts(true));
   EXPECT_EQ(plan.ranges, (std::vector<OffsetRange>{R({"t", 0}, 5, 10), R({"t", 1}, 0, 4)}));
   EXPECT_TRUE(plan.warnings.empty());
 }
@@ -197,8 +192,9 @@ TEST(PlanBatch, AddedPartitionNotFromZero) {
     FAIL();
   } catch (const DataLossError& e) {
     EXPECT_EQ(e.kind(), DataLossKind::added_partition_does_not_start_from_offset_zero);
-    EXPECT_TRUE(contains(e.what(), "KAFKA_DATA_LOSS.ADDED_PARTITION_DOES_NOT_START_FROM_OFFSET_ZERO: "
-                                   "Some data may have been lost"));
+    EXPECT_TRUE(contains(e.what(),
+                         "KAFKA_DATA_LOSS.ADDED_PARTITION_DOES_NOT_START_FROM_OFFSET_ZERO: "
+                         "Some data may have been lost"));
     EXPECT_TRUE(contains(e.what(), "Reason: Added partition t-1 starts from 2 instead of 0."));
     EXPECT_EQ(e.start_offset(), 2);
   }
@@ -216,8 +212,9 @@ TEST(PlanBatch, InitialOffsetNotFound) {
   } catch (const DataLossError& e) {
     EXPECT_EQ(e.kind(), DataLossKind::initial_offset_not_found_for_partitions);
     EXPECT_TRUE(contains(e.what(), "KAFKA_DATA_LOSS.INITIAL_OFFSET_NOT_FOUND_FOR_PARTITIONS: "));
-    EXPECT_TRUE(contains(e.what(), "Reason: Cannot find initial offsets for partitions Set(t-1). "
-                                   "They may have been deleted."));
+    EXPECT_TRUE(contains(e.what(),
+                         "Reason: Cannot find initial offsets for partitions Set(t-1). "
+                         "They may have been deleted."));
   }
   auto plan = plan_batch(start, end, {{"t", {{2, 0}}}}, opts(false));
   EXPECT_EQ(plan.ranges, (std::vector<OffsetRange>{R({"t", 0}, 5, 10), R({"t", 2}, 0, 3)}));
@@ -243,8 +240,9 @@ TEST(PlanBatch, PartitionsDeleted) {
   } catch (const DataLossError& e) {
     EXPECT_EQ(e.kind(), DataLossKind::partitions_deleted_and_group_id_config_present);
     EXPECT_TRUE(contains(e.what(), "KAFKA_DATA_LOSS.PARTITIONS_DELETED_AND_GROUP_ID_CONFIG_PRESENT: "));
-    EXPECT_TRUE(contains(e.what(), "have been deleted. Kafka option 'kafka.group.id' has been set on "
-                                   "this query, it is not recommended to set this option."));
+    EXPECT_TRUE(contains(e.what(),
+                         "have been deleted. Kafka option 'kafka.group.id' has been set on "
+                         "this query, it is not recommended to set this option."));
   }
   auto plan = plan_batch(start, end, {}, opts(false));
   EXPECT_EQ(plan.ranges, (std::vector<OffsetRange>{R({"t", 0}, 5, 10)}));

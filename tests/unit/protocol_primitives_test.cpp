@@ -104,7 +104,8 @@ TEST(Header, RequestHeaderV2KeepsClassicClientId) {
   Bytes frame = encode_request_frame(ApiVersionsRequest{"kwire", "0.1", {}}, 3, 7, std::string("c"));
   // size, key 18, version 3, corr 7, client id int16 len 1 'c', header tags 0,
   // body: compact "kwire", compact "0.1", tags 0
-  Bytes expect = hex({0, 0, 0, 23, 0, 18, 0, 3, 0, 0, 0, 7, 0, 1, 'c', 0, 6, 'k', 'w', 'i', 'r', 'e', 4, '0', '.', '1', 0});
+  Bytes expect =
+      hex({0, 0, 0, 23, 0, 18, 0, 3, 0, 0, 0, 7, 0, 1, 'c', 0, 6, 'k', 'w', 'i', 'r', 'e', 4, '0', '.', '1', 0});
   EXPECT_EQ(frame, expect);
 }
 
@@ -130,6 +131,4 @@ TEST(Message, ApiVersionsRoundTripEveryVersion) {
   }
 }
 
-TEST(Message, UndeclaredVersionThrows) {
-  EXPECT_THROW(encode(ApiVersionsRequest{}, 9), ProtocolError);
-}
+TEST(Message, UndeclaredVersionThrows) { EXPECT_THROW(encode(ApiVersionsRequest{}, 9), ProtocolError); }

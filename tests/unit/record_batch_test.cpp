@@ -116,19 +116,19 @@ void legacy_message(Bytes& out, std::int64_t offset, std::int8_t magic, std::int
 TEST(RecordBatch, HandMadeKnownBytes) {
   Bytes b;
   Writer w(b);
-  w.i64(42);      // baseOffset
-  w.i32(72);      // batchLength: 4 + 1 + 4 + 63
-  w.i32(3);       // partitionLeaderEpoch
-  w.i8(2);        // magic
+  w.i64(42);           // baseOffset
+  w.i32(72);           // batchLength: 4 + 1 + 4 + 63
+  w.i32(3);            // partitionLeaderEpoch
+  w.i8(2);             // magic
   w.u32(0x6AE843A0u);  // crc
-  w.i16(0);       // attributes
-  w.i32(1);       // lastOffsetDelta
-  w.i64(1000);    // baseTimestamp
-  w.i64(1005);    // maxTimestamp
-  w.i64(99);      // producerId
-  w.i16(2);       // producerEpoch
-  w.i32(7);       // baseSequence
-  w.i32(2);       // records
+  w.i16(0);            // attributes
+  w.i32(1);            // lastOffsetDelta
+  w.i64(1000);         // baseTimestamp
+  w.i64(1005);         // maxTimestamp
+  w.i64(99);           // producerId
+  w.i16(2);            // producerEpoch
+  w.i32(7);            // baseSequence
+  w.i32(2);            // records
   // record 0: len 12, attrs 0, tsDelta 0, offsetDelta 0, key "k", value "hello", 0 headers
   const Bytes r0 = {0x18, 0x00, 0x00, 0x00, 0x02, 'k', 0x0a, 'h', 'e', 'l', 'l', 'o', 0x00};
   // record 1: len 9, attrs 0, tsDelta 5, offsetDelta 1, key null, value empty, 1 header ("h", null)
@@ -197,7 +197,7 @@ TEST(RecordBatch, RoundTripEveryCodec) {
     // Header fields.
     EXPECT_EQ(b[16], 2);
     EXPECT_EQ(load_be16(b.data() + 21) & 7, static_cast<int>(c));
-    EXPECT_EQ(load_be32(b.data() + 23), 3u);                           // lastOffsetDelta
+    EXPECT_EQ(load_be32(b.data() + 23), 3u);                               // lastOffsetDelta
     EXPECT_EQ(static_cast<std::int64_t>(load_be64(b.data() + 27)), 1000);  // baseTimestamp
     EXPECT_EQ(static_cast<std::int64_t>(load_be64(b.data() + 35)), 1500);  // maxTimestamp
     EXPECT_EQ(load_be32(b.data() + 57), 4u);
@@ -262,8 +262,8 @@ TEST(RecordBatch, TransactionalAttributeAndLeaderEpoch) {
 TEST(RecordBatch, SeveralBatchesAndBufferReuse) {
   BatchOptions gz;
   gz.compression = Compression::gzip;
-  const Bytes data = concat({batch(0, {rec("a", "1"), rec("b", "2")}, gz), batch(2, {rec("c", "3")}),
-                             batch(3, {rec("d", "4")}, gz)});
+  const Bytes data =
+      concat({batch(0, {rec("a", "1"), rec("b", "2")}, gz), batch(2, {rec("c", "3")}), batch(3, {rec("d", "4")}, gz)});
   DecodedRecords d;
   decode_records(data, 0, {}, d);
   EXPECT_EQ(offsets(d), (std::vector<std::int64_t>{0, 1, 2, 3}));
@@ -435,10 +435,8 @@ TEST(RecordBatch, TruncatedTailKeepsCompleteBatches) {
     EXPECT_TRUE(d.truncated_tail) << cut;
     EXPECT_EQ(d.next_offset, 2) << cut;
     EXPECT_EQ(d.batches, 1u);
-    if (cut - first.size() >= 12)
-      EXPECT_EQ(d.truncated_batch_size, second.size()) << cut;
-    else
-      EXPECT_EQ(d.truncated_batch_size, 0u) << cut;
+    if (cut - first.size() >= 12) EXPECT_EQ(d.truncated_batch_size, second.size()) << cut;
+    else EXPECT_EQ(d.truncated_batch_size, 0u) << cut;
   }
   const auto whole = decode(data, 0);
   EXPECT_FALSE(whole.truncated_tail);

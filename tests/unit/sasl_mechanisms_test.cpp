@@ -46,8 +46,7 @@ TEST(SaslMechanisms, ScramSha512SameInputs) {
   EXPECT_EQ(*final_msg,
             "c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,"
             "p=gMGXRcevScNtxZ6/8lQYpGtnsNAc3mGcmNomv+xnoOMw+3R2xNJdMNnzMlTN8PPC6wdp6dybEmDYXYTxwnYPJQ==");
-  EXPECT_FALSE(m->step(
-      "v=ZQnYEgWQMFmmsM8aQMF0nDDCy/AgCzkwk8CmMZYcMg0vSVlKDanekLtifDSeVGT4+5ZxXnJq199RVG2rR7N7Zw=="));
+  EXPECT_FALSE(m->step("v=ZQnYEgWQMFmmsM8aQMF0nDDCy/AgCzkwk8CmMZYcMg0vSVlKDanekLtifDSeVGT4+5ZxXnJq199RVG2rR7N7Zw=="));
 }
 
 TEST(SaslMechanisms, ScramRejectsWrongServerSignature) {
@@ -95,7 +94,9 @@ TEST(SaslMechanisms, PlainAndOAuthBearerTokens) {
   oauth.mechanism = "OAUTHBEARER";
   oauth.oauth_token = "tok.en";
   auto o = make_sasl_mechanism(oauth);
-  EXPECT_EQ(o->initial(), "n,,\x01" "auth=Bearer tok.en\x01\x01");
+  EXPECT_EQ(o->initial(),
+            "n,,\x01"
+            "auth=Bearer tok.en\x01\x01");
   EXPECT_FALSE(o->step(""));
   SaslCredentials unknown;
   unknown.mechanism = "DIGEST-MD5";
@@ -105,8 +106,8 @@ TEST(SaslMechanisms, PlainAndOAuthBearerTokens) {
 TEST(SaslMechanisms, JaasConfig) {
   std::string u, pw;
   parse_jaas_config(
-      "org.apache.kafka.common.security.plain.PlainLoginModule required username=\"alice\" password=\"s3 cr;et\";",
-      u, pw);
+      "org.apache.kafka.common.security.plain.PlainLoginModule required username=\"alice\" password=\"s3 cr;et\";", u,
+      pw);
   EXPECT_EQ(u, "alice");
   EXPECT_EQ(pw, "s3 cr;et");
   parse_jaas_config("org.apache.kafka.common.security.scram.ScramLoginModule required username=bob password=pw;", u,

@@ -109,8 +109,7 @@ TEST(SaslMessages, HandshakeV1Bytes) {
   EXPECT_EQ(encode(rq, 1), bytes_of({0x00, 0x05, 'P', 'L', 'A', 'I', 'N'}));
   SaslHandshakeResponse rs;
   rs.mechanisms = {"PLAIN"};
-  EXPECT_EQ(encode(rs, 1),
-            bytes_of({0x00, 0x00, 0x00, 0x00, 0x00, 0x01, 0x00, 0x05, 'P', 'L', 'A', 'I', 'N'}));
+  EXPECT_EQ(encode(rs, 1), bytes_of({0x00, 0x00, 0x00, 0x00, 0x00, 0x01, 0x00, 0x05, 'P', 'L', 'A', 'I', 'N'}));
 }
 
 TEST(SaslMessages, AuthenticateClassicAndCompactBytes) {
@@ -124,9 +123,8 @@ TEST(SaslMessages, AuthenticateClassicAndCompactBytes) {
   rs.session_lifetime_ms = 0x0102;
   // v0: no lifetime; null message is a classic NULLABLE_STRING (-1).
   EXPECT_EQ(encode(rs, 0), bytes_of({0x00, 0x00, 0xff, 0xff, 0x00, 0x00, 0x00, 0x01, 0xaa}));
-  EXPECT_EQ(encode(rs, 1), bytes_of({0x00, 0x00, 0xff, 0xff, 0x00, 0x00, 0x00, 0x01, 0xaa,
-                                     0, 0, 0, 0, 0, 0, 0x01, 0x02}));
+  EXPECT_EQ(encode(rs, 1),
+            bytes_of({0x00, 0x00, 0xff, 0xff, 0x00, 0x00, 0x00, 0x01, 0xaa, 0, 0, 0, 0, 0, 0, 0x01, 0x02}));
   // v2: compact null string (0), compact bytes (len+1), tagged-field block.
-  EXPECT_EQ(encode(rs, 2), bytes_of({0x00, 0x00, 0x00, 0x02, 0xaa,
-                                     0, 0, 0, 0, 0, 0, 0x01, 0x02, 0x00}));
+  EXPECT_EQ(encode(rs, 2), bytes_of({0x00, 0x00, 0x00, 0x02, 0xaa, 0, 0, 0, 0, 0, 0, 0x01, 0x02, 0x00}));
 }

@@ -25,9 +25,9 @@ std::string error_of(const Opts& o, QueryMode mode = QueryMode::streaming) {
   return "<no error>";
 }
 
-#define EXPECT_ERROR(opts, mode, substring)                                  \
-  do {                                                                       \
-    const std::string msg_ = error_of(opts, mode);                           \
+#define EXPECT_ERROR(opts, mode, substring)                                    \
+  do {                                                                         \
+    const std::string msg_ = error_of(opts, mode);                             \
     EXPECT_NE(msg_.find(substring), std::string::npos) << "message: " << msg_; \
   } while (0)
 
@@ -65,8 +65,7 @@ TEST(SourceOptions, Subscribe) {
 }
 
 TEST(SourceOptions, SubscribePattern) {
-  auto s = parse_source_options(
-      Opts{{"kafka.bootstrap.servers", "x"}, {"SubscribePattern", "  topic-.*  "}}, S);
+  auto s = parse_source_options(Opts{{"kafka.bootstrap.servers", "x"}, {"SubscribePattern", "  topic-.*  "}}, S);
   ASSERT_TRUE(std::holds_alternative<SubscribePattern>(s.strategy));
   EXPECT_EQ(std::get<SubscribePattern>(s.strategy).pattern, "topic-.*");
   EXPECT_EQ(s.description(), "KafkaV2[SubscribePattern[topic-.*]]");
@@ -76,8 +75,7 @@ TEST(SourceOptions, SubscribePattern) {
 }
 
 TEST(SourceOptions, Assign) {
-  auto s = parse_source_options(
-      Opts{{"kafka.bootstrap.servers", "x"}, {"ASSIGN", R"({"b":[1,0],"a":[2]})"}}, S);
+  auto s = parse_source_options(Opts{{"kafka.bootstrap.servers", "x"}, {"ASSIGN", R"({"b":[1,0],"a":[2]})"}}, S);
   ASSERT_TRUE(std::holds_alternative<Assign>(s.strategy));
   const auto& a = std::get<Assign>(s.strategy);
   EXPECT_EQ(a.partitions.at("b"), (std::vector<std::int32_t>{1, 0}));
@@ -110,10 +108,8 @@ TEST(SourceOptions, ForbiddenKafkaOptionsInSparkOrder) {
   EXPECT_ERROR(base({{"kafka.value.deserializer", "x"}}), S,
                "Kafka option 'value.deserializer' is not supported as values are deserialized as "
                "byte arrays with ByteArrayDeserializer");
-  EXPECT_ERROR(base({{"kafka.enable.auto.commit", "true"}}), S,
-               "Kafka option 'enable.auto.commit' is not supported");
-  EXPECT_ERROR(base({{"kafka.interceptor.classes", "x"}}), S,
-               "Kafka option 'interceptor.classes' is not supported");
+  EXPECT_ERROR(base({{"kafka.enable.auto.commit", "true"}}), S, "Kafka option 'enable.auto.commit' is not supported");
+  EXPECT_ERROR(base({{"kafka.interceptor.classes", "x"}}), S, "Kafka option 'interceptor.classes' is not supported");
   // Order: auto.offset.reset before the deserializers before the others.
   Opts all = base({{"kafka.interceptor.classes", "x"},
                    {"kafka.enable.auto.commit", "x"},
@@ -131,34 +127,28 @@ TEST(SourceOptions, ForbiddenKafkaOptionsInSparkOrder) {
   EXPECT_ERROR(all, S, "'interceptor.classes'");
   // Checked after the strategy and before bootstrap servers.
   EXPECT_ERROR((Opts{{"kafka.auto.offset.reset", "x"}}), S, "One of the following options");
-  EXPECT_ERROR((Opts{{"subscribe", "t"}, {"kafka.auto.offset.reset", "x"}}), S,
-               "'auto.offset.reset' is not supported");
+  EXPECT_ERROR((Opts{{"subscribe", "t"}, {"kafka.auto.offset.reset", "x"}}), S, "'auto.offset.reset' is not supported");
   // Checked after minPartitions.
-  EXPECT_ERROR(base({{"kafka.auto.offset.reset", "x"}, {"minPartitions", "0"}}), S,
-               "minPartitions must be positive");
+  EXPECT_ERROR(base({{"kafka.auto.offset.reset", "x"}, {"minPartitions", "0"}}), S, "minPartitions must be positive");
 }
 
 TEST(SourceOptions, UnprefixedKafkaClientOptionRejectedWithHint) {
   EXPECT_ERROR(base({{"security.protocol", "SSL"}}), S,
                "Option 'security.protocol' is a Kafka client option; pass it as "
                "'kafka.security.protocol'");
-  for (const char* name :
-       {"bootstrap.servers", "sasl.mechanism", "sasl.jaas.config", "isolation.level", "group.id",
-        "client.id", "ssl.truststore.location", "fetch.max.bytes", "max.partition.fetch.bytes",
-        "session.timeout.ms", "ssl.endpoint.identification.algorithm"}) {
+  for (const char* name : {"bootstrap.servers", "sasl.mechanism", "sasl.jaas.config", "isolation.level", "group.id",
+                           "client.id", "ssl.truststore.location", "fetch.max.bytes", "max.partition.fetch.bytes",
+                           "session.timeout.ms", "ssl.endpoint.identification.algorithm"}) {
     EXPECT_ERROR(base({{name, "v"}}), S,
-                 std::string("Option '") + name + "' is a Kafka client option; pass it as 'kafka." +
-                     name + "'");
+                 std::string("Option '") + name + "' is a Kafka client option; pass it as 'kafka." + name + "'");
   }
   // Original case kept in the hint.
   EXPECT_ERROR(base({{"Isolation.Level", "read_committed"}}), B,
                "Option 'Isolation.Level' is a Kafka client option; pass it as 'kafka.Isolation.Level'");
   // The user forgot the prefix on bootstrap.servers: the hint beats "must be specified".
-  EXPECT_ERROR((Opts{{"subscribe", "t"}, {"bootstrap.servers", "h:1"}}), S,
-               "pass it as 'kafka.bootstrap.servers'");
+  EXPECT_ERROR((Opts{{"subscribe", "t"}, {"bootstrap.servers", "h:1"}}), S, "pass it as 'kafka.bootstrap.servers'");
   // Options Spark refuses anyway get Spark's refusal.
-  EXPECT_ERROR(base({{"auto.offset.reset", "earliest"}}), S,
-               "Kafka option 'auto.offset.reset' is not supported");
+  EXPECT_ERROR(base({{"auto.offset.reset", "earliest"}}), S, "Kafka option 'auto.offset.reset' is not supported");
   // Unknown non-Kafka options are ignored, as Spark does.
   EXPECT_NO_THROW(parse_source_options(base({{"someRandomOption", "1"}, {"topic", "x"}}), S));
   EXPECT_TRUE(is_kafka_client_option("SASL.MECHANISM"));
@@ -181,10 +171,12 @@ TEST(SourceOptions, KafkaParamsKeepOriginalCaseOfName) {
 TEST(SourceOptions, GroupIdWarnings) {
   auto s = parse_source_options(base({{"kafka.group.id", "g"}, {"groupIdPrefix", "p"}}), S);
   EXPECT_TRUE(s.group_id_set());
-  EXPECT_TRUE(has_warning(s, "Kafka option 'kafka.group.id' has been set on this query, it is not "
-                             "recommended to set this option."));
-  EXPECT_TRUE(has_warning(s, "Option groupIdPrefix will be ignored as option kafka.group.id has "
-                             "been set."));
+  EXPECT_TRUE(has_warning(s,
+                          "Kafka option 'kafka.group.id' has been set on this query, it is not "
+                          "recommended to set this option."));
+  EXPECT_TRUE(has_warning(s,
+                          "Option groupIdPrefix will be ignored as option kafka.group.id has "
+                          "been set."));
   auto plain = parse_source_options(base(), S);
   EXPECT_FALSE(plain.group_id_set());
   EXPECT_TRUE(plain.warnings.empty());
@@ -216,8 +208,7 @@ TEST(SourceOptions, MinPartitionsAndMaxRecordsPerPartition) {
 
 TEST(SourceOptions, RateOptionsStreaming) {
   auto s = parse_source_options(
-      base({{"maxOffsetsPerTrigger", "100"}, {"minOffsetsPerTrigger", "10"}, {"maxTriggerDelay", "30s"}}),
-      S);
+      base({{"maxOffsetsPerTrigger", "100"}, {"minOffsetsPerTrigger", "10"}, {"maxTriggerDelay", "30s"}}), S);
   EXPECT_EQ(s.max_offsets_per_trigger, 100);
   EXPECT_EQ(s.min_offsets_per_trigger, 10);
   EXPECT_EQ(s.max_trigger_delay_ms, 30000);
@@ -236,8 +227,7 @@ TEST(SourceOptions, RateOptionsStreaming) {
 
 TEST(SourceOptions, RateOptionsIgnoredWithWarningInBatch) {
   auto s = parse_source_options(
-      base({{"maxOffsetsPerTrigger", "100"}, {"minOffsetsPerTrigger", "10"}, {"maxTriggerDelay", "5m"}}),
-      B);
+      base({{"maxOffsetsPerTrigger", "100"}, {"minOffsetsPerTrigger", "10"}, {"maxTriggerDelay", "5m"}}), B);
   EXPECT_TRUE(has_warning(s, "maxOffsetsPerTrigger option ignored in batch queries"));
   EXPECT_TRUE(has_warning(s, "minOffsetsPerTrigger option ignored in batch queries"));
   EXPECT_TRUE(has_warning(s, "maxTriggerDelay option ignored in batch queries"));
@@ -282,11 +272,9 @@ TEST(SourceOptions, StartingParseErrors) {
 
 TEST(SourceOptions, TimestampStrategy) {
   EXPECT_EQ(parse_source_options(base(), S).timestamp_strategy, TimestampStrategy::error);
-  EXPECT_EQ(parse_source_options(base({{"startingOffsetsByTimestampStrategy", "LATEST"}}), S)
-                .timestamp_strategy,
+  EXPECT_EQ(parse_source_options(base({{"startingOffsetsByTimestampStrategy", "LATEST"}}), S).timestamp_strategy,
             TimestampStrategy::latest);
-  EXPECT_EQ(parse_source_options(base({{"startingOffsetsByTimestampStrategy", "Error"}}), B)
-                .timestamp_strategy,
+  EXPECT_EQ(parse_source_options(base({{"startingOffsetsByTimestampStrategy", "Error"}}), B).timestamp_strategy,
             TimestampStrategy::error);
   EXPECT_ERROR(base({{"startingOffsetsByTimestampStrategy", "earliest"}}), S,
                "'startingOffsetsByTimestampStrategy' must be 'error' or 'latest', got 'earliest'");
@@ -303,29 +291,25 @@ TEST(SourceOptions, EndingOptionsRejectedInStreaming) {
 }
 
 TEST(SourceOptions, BatchRejectsLatestStartAndEarliestEnd) {
-  EXPECT_ERROR(base({{"startingOffsets", "latest"}}), B,
-               "starting offset can't be latest for batch queries on Kafka");
+  EXPECT_ERROR(base({{"startingOffsets", "latest"}}), B, "starting offset can't be latest for batch queries on Kafka");
   EXPECT_ERROR(base({{"startingOffsets", R"({"t":{"0":5,"1":-1}})"}}), B,
                "startingOffsets for t-1 can't be latest for batch queries on Kafka");
-  EXPECT_ERROR(base({{"endingOffsets", "earliest"}}), B,
-               "ending offset can't be earliest for batch queries on Kafka");
+  EXPECT_ERROR(base({{"endingOffsets", "earliest"}}), B, "ending offset can't be earliest for batch queries on Kafka");
   EXPECT_ERROR(base({{"endingOffsets", R"({"t":{"0":-2,"1":-1}})"}}), B,
                "ending offset for t-0 can't be earliest for batch queries on Kafka");
   // Batch offset checks run before the general ones (Spark's order).
   EXPECT_ERROR((Opts{{"startingOffsets", "latest"}}), B, "starting offset can't be latest");
   // Allowed: -2 start, -1 end, timestamps.
-  auto ok = parse_source_options(base({{"startingOffsets", R"({"t":{"0":-2}})"},
-                                       {"endingOffsets", R"({"t":{"0":-1}})"}}),
-                                 B);
+  auto ok =
+      parse_source_options(base({{"startingOffsets", R"({"t":{"0":-2}})"}, {"endingOffsets", R"({"t":{"0":-1}})"}}), B);
   EXPECT_TRUE(std::holds_alternative<SpecificOffsets>(ok.ending));
   EXPECT_NO_THROW(parse_source_options(base({{"startingTimestamp", "1"}, {"endingTimestamp", "2"}}), B));
 }
 
 TEST(SourceOptions, BatchEndingPrecedence) {
-  auto s = parse_source_options(base({{"endingOffsets", "latest"},
-                                      {"endingOffsetsByTimestamp", R"({"t":{"0":7}})"},
-                                      {"endingTimestamp", "9"}}),
-                                B);
+  auto s = parse_source_options(
+      base({{"endingOffsets", "latest"}, {"endingOffsetsByTimestamp", R"({"t":{"0":7}})"}, {"endingTimestamp", "9"}}),
+      B);
   ASSERT_TRUE(std::holds_alternative<GlobalTimestamp>(s.ending));
   EXPECT_EQ(std::get<GlobalTimestamp>(s.ending).timestamp_ms, 9);
   EXPECT_ERROR(base({{"endingTimestamp", "x"}}), B, "Expected a single long value, got x");
@@ -384,8 +368,8 @@ TEST(ParseDuration, SparkStyleStrings) {
   EXPECT_EQ(parse_duration_ms("1 day"), 86400000);
   EXPECT_EQ(parse_duration_ms("2500us"), 2);
   EXPECT_EQ(parse_duration_ms("0"), 0);
-  for (const char* bad : {"", "m", "-5s", "1.5s", "10 parsecs", "5 s s", "99999999999999999999",
-                          "9223372036854775807d"}) {
+  for (const char* bad :
+       {"", "m", "-5s", "1.5s", "10 parsecs", "5 s s", "99999999999999999999", "9223372036854775807d"}) {
     EXPECT_THROW(parse_duration_ms(bad), SourceOptionError) << bad;
   }
 }

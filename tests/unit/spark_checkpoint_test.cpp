@@ -45,7 +45,8 @@ class SparkCheckpoint : public ::testing::Test {
             "\"spark.sql.streaming.statefulOperator.useStrictDistribution\":\"true\","
             "\"spark.sql.streaming.flatMapGroupsWithState.stateFormatVersion\":\"2\","
             "\"spark.sql.streaming.multipleWatermarkPolicy\":\"min\","
-            "\"spark.sql.streaming.aggregation.stateFormatVersion\":\"2\",\"spark.sql.shuffle.partitions\":\"200\"}}\n" +
+            "\"spark.sql.streaming.aggregation.stateFormatVersion\":\"2\",\"spark.sql.shuffle.partitions\":\"200\"}}"
+            "\n" +
             source_json);
     put(fs::path("offsets") / crc_name(batch), std::string("crc\0\0\0\x01", 7));
   }

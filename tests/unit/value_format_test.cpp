@@ -22,8 +22,9 @@ std::string members(JsonValueDecoder& d, std::optional<std::string_view> text) {
 }  // namespace
 
 TEST(ValueFormat, ParsesSparkDdl) {
-  auto s = Schema::parse_ddl(" user_id STRING, amount double ,`odd name` INTEGER, n LONG NOT NULL, ts: TIMESTAMP, "
-                             "f FLOAT COMMENT 'x, y', b BOOLEAN, t TINYINT, sm SMALLINT");
+  auto s = Schema::parse_ddl(
+      " user_id STRING, amount double ,`odd name` INTEGER, n LONG NOT NULL, ts: TIMESTAMP, "
+      "f FLOAT COMMENT 'x, y', b BOOLEAN, t TINYINT, sm SMALLINT");
   ASSERT_EQ(s.columns.size(), 9u);
   EXPECT_EQ(s.columns[0], (Column{"user_id", ColumnType::string}));
   EXPECT_EQ(s.columns[1], (Column{"amount", ColumnType::float64}));

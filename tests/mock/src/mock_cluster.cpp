@@ -274,23 +274,21 @@ struct MockCluster::State {
       std::vector<std::pair<std::string, std::int32_t>> matched;
       if (f.topic) {
         for (auto& p : parts)
-          if (p.topic == *f.topic && (!f.partition || *f.partition == p.partition)) matched.push_back({p.topic, p.partition});
+          if (p.topic == *f.topic && (!f.partition || *f.partition == p.partition))
+            matched.push_back({p.topic, p.partition});
         if (matched.empty()) continue;
       }
       seen.insert(key);
       --f.times;
       e.any = true;
       if (f.error_code) {
-        if (!f.topic)
-          e.all_error = f.error_code;
-        else if (!f.partition)
-          e.topic_errors[*f.topic] = f.error_code;
+        if (!f.topic) e.all_error = f.error_code;
+        else if (!f.partition) e.topic_errors[*f.topic] = f.error_code;
         else
           for (auto& m : matched) e.errors[m] = f.error_code;
       }
       if (f.truncate_last_batch) {
-        if (!f.topic)
-          e.truncate_all = true;
+        if (!f.topic) e.truncate_all = true;
         else
           for (auto& m : matched) e.truncate.insert(m);
       }
@@ -397,10 +395,8 @@ struct MockCluster::State {
       for (auto& [n, _] : topics) names.push_back(n);
     } else {
       for (auto& t : *req.topics) {
-        if (t.name)
-          names.push_back(*t.name);
-        else if (auto* n = name_for_id(t.topic_id))
-          names.push_back(*n);
+        if (t.name) names.push_back(*t.name);
+        else if (auto* n = name_for_id(t.topic_id)) names.push_back(*n);
       }
     }
     rec.topics = names;
@@ -411,7 +407,8 @@ struct MockCluster::State {
         parts.push_back({n, -1, -1});
         continue;
       }
-      for (std::int32_t p = 0; p < static_cast<std::int32_t>(it->second.partitions.size()); ++p) parts.push_back({n, p, -1});
+      for (std::int32_t p = 0; p < static_cast<std::int32_t>(it->second.partitions.size()); ++p)
+        parts.push_back({n, p, -1});
     }
     auto e = take_faults(ApiKey::metadata, node, parts);
     MetadataResponse resp;
@@ -508,10 +505,8 @@ struct MockCluster::State {
           else if (p.timestamp == ListOffsetsRequest::kTimestampLatest ||
                    p.timestamp == ListOffsetsRequest::kTimestampLatestTiered)
             found = {pl->hwm, -1};
-          else if (p.timestamp == ListOffsetsRequest::kTimestampMax)
-            found = max_timestamp_offset(*pl);
-          else
-            found = offset_for_time(*pl, p.timestamp);
+          else if (p.timestamp == ListOffsetsRequest::kTimestampMax) found = max_timestamp_offset(*pl);
+          else found = offset_for_time(*pl, p.timestamp);
           rp.offset = found.first;
           rp.timestamp = found.second;
           rp.leader_epoch = pl->epoch;
@@ -635,8 +630,8 @@ struct MockCluster::State {
       }
     req.topics.clear();
     for (auto& [key, val] : st->partitions) {
-      if (req.topics.empty() || (version >= 13 ? req.topics.back().topic_id != st->ids[key]
-                                                : req.topics.back().topic != key.first)) {
+      if (req.topics.empty() ||
+          (version >= 13 ? req.topics.back().topic_id != st->ids[key] : req.topics.back().topic != key.first)) {
         FetchRequest::FetchTopic ft;
         ft.topic = key.first;
         ft.topic_id = st->ids[key];
@@ -768,8 +763,7 @@ struct MockCluster::State {
       if (!r.error_code) {
         r.num_partitions = n;
         r.replication_factor = 1;
-        if (!req.validate_only)
-          r.topic_id = create(t.name, n, {});
+        if (!req.validate_only) r.topic_id = create(t.name, n, {});
       }
       resp.topics.push_back(std::move(r));
     }
@@ -889,9 +883,7 @@ MockCluster::MockCluster(int brokers) : state_(std::make_unique<State>()) {
   auto& st = *state_;
   // Versions the mock speaks: kwire's declared ranges, with the floors a
   // Kafka 4 broker has where kwire cannot use older formats anyway.
-  auto add = [&](ApiKey k, std::int16_t lo, std::int16_t hi) {
-    st.versions[static_cast<std::int16_t>(k)] = {lo, hi};
-  };
+  auto add = [&](ApiKey k, std::int16_t lo, std::int16_t hi) { st.versions[static_cast<std::int16_t>(k)] = {lo, hi}; };
   add(ApiKey::produce, 3, ProduceRequest::max_version);
   add(ApiKey::fetch, 4, FetchRequest::max_version);
   add(ApiKey::list_offsets, 1, ListOffsetsRequest::max_version);
@@ -1039,10 +1031,8 @@ void MockCluster::move_leader(const std::string& topic, std::int32_t partition, 
 
 void MockCluster::set_broker_down(std::int32_t node_id, bool down) {
   std::lock_guard lock(state_->mu);
-  if (down)
-    state_->down.insert(node_id);
-  else
-    state_->down.erase(node_id);
+  if (down) state_->down.insert(node_id);
+  else state_->down.erase(node_id);
 }
 
 std::int32_t MockCluster::leader(const std::string& topic, std::int32_t partition) const {

@@ -89,8 +89,7 @@ class Checkpoint {
   /// the OS reason (e.g. a parent that is a regular file: "Not a directory").
   /// `min_batches_to_retain` (>= 1, as Spark's spark.sql.streaming.minBatchesToRetain):
   /// after writing batch N, offsets and commits files of batches < N - min are deleted.
-  explicit Checkpoint(std::filesystem::path root,
-                      int min_batches_to_retain = kDefaultMinBatchesToRetain);
+  explicit Checkpoint(std::filesystem::path root, int min_batches_to_retain = kDefaultMinBatchesToRetain);
 
   const std::filesystem::path& root() const { return root_; }
 
@@ -121,8 +120,7 @@ class Checkpoint {
   /// already exists with the same offsets it is left untouched (its original
   /// batchTimestampMs stays authoritative, as on a Spark replay); if it holds
   /// different offsets, throws CheckpointError. Then purges old batches.
-  void write_offsets(std::int64_t batch, const PartitionOffsets& end,
-                     std::int64_t batch_timestamp_ms);
+  void write_offsets(std::int64_t batch, const PartitionOffsets& end, std::int64_t batch_timestamp_ms);
 
   /// True if commits/N exists. Throws CheckpointError if it exists but is corrupt.
   bool has_commit(std::int64_t batch) const;

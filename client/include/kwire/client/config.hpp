@@ -24,57 +24,57 @@ struct BrokerAddress {
 std::vector<BrokerAddress> parse_bootstrap_servers(const std::string& list);
 
 struct ClientConfig {
-  std::vector<BrokerAddress> bootstrap_servers;     // bootstrap.servers (metadata.broker.list)
-  std::string client_id = "kwire";                  // client.id
-  std::string group_id;                             // group.id (kept for reference; no group protocol yet)
-  std::string security_protocol = "PLAINTEXT";      // security.protocol
+  std::vector<BrokerAddress> bootstrap_servers;  // bootstrap.servers (metadata.broker.list)
+  std::string client_id = "kwire";               // client.id
+  std::string group_id;                          // group.id (kept for reference; no group protocol yet)
+  std::string security_protocol = "PLAINTEXT";   // security.protocol
   // TLS (security.protocol SSL / SASL_SSL); files are PEM.
-  std::string ssl_ca_location;                      // ssl.truststore.location / ssl.ca.location (empty: system store)
-  std::string ssl_certificate_location;             // ssl.keystore.location / ssl.certificate.location (mTLS)
-  std::string ssl_key_location;                     // ssl.key.location (defaults to the keystore file)
-  std::string ssl_key_password;                     // ssl.key.password (ssl.keystore.password)
+  std::string ssl_ca_location;           // ssl.truststore.location / ssl.ca.location (empty: system store)
+  std::string ssl_certificate_location;  // ssl.keystore.location / ssl.certificate.location (mTLS)
+  std::string ssl_key_location;          // ssl.key.location (defaults to the keystore file)
+  std::string ssl_key_password;          // ssl.key.password (ssl.keystore.password)
   // The same material as PEM text instead of files (Java's PEM keystore
   // configs; librdkafka's *.pem aliases).
-  std::string ssl_truststore_certificates;          // ssl.truststore.certificates / ssl.ca.pem
-  std::string ssl_keystore_certificate_chain;       // ssl.keystore.certificate.chain / ssl.certificate.pem
-  std::string ssl_keystore_key;                     // ssl.keystore.key / ssl.key.pem
+  std::string ssl_truststore_certificates;                      // ssl.truststore.certificates / ssl.ca.pem
+  std::string ssl_keystore_certificate_chain;                   // ssl.keystore.certificate.chain / ssl.certificate.pem
+  std::string ssl_keystore_key;                                 // ssl.keystore.key / ssl.key.pem
   std::string ssl_endpoint_identification_algorithm = "https";  // "" turns host name verification off
   // SASL (security.protocol SASL_PLAINTEXT / SASL_SSL)
-  std::string sasl_mechanism;                       // sasl.mechanism / sasl.mechanisms
-  std::string sasl_username;                        // sasl.username, or from sasl.jaas.config
-  std::string sasl_password;                        // sasl.password, or from sasl.jaas.config
-  std::string sasl_oauthbearer_token;               // sasl.oauthbearer.token (static OAUTHBEARER token)
+  std::string sasl_mechanism;                                    // sasl.mechanism / sasl.mechanisms
+  std::string sasl_username;                                     // sasl.username, or from sasl.jaas.config
+  std::string sasl_password;                                     // sasl.password, or from sasl.jaas.config
+  std::string sasl_oauthbearer_token;                            // sasl.oauthbearer.token (static OAUTHBEARER token)
   std::function<std::string()> sasl_oauthbearer_token_callback;  // library only: fresh token per authentication
   // GSSAPI (Kerberos through Cyrus SASL; krb5.conf from KRB5_CONFIG or /etc/krb5.conf)
   std::string sasl_kerberos_service_name = "kafka";  // sasl.kerberos.service.name (broker principal SERVICE/HOST)
-  std::string sasl_kerberos_keytab;                 // sasl.kerberos.keytab, or keyTab from sasl.jaas.config
-  std::string sasl_kerberos_principal;              // sasl.kerberos.principal, or principal from sasl.jaas.config
-  std::int32_t request_timeout_ms = 30000;          // request.timeout.ms (one attempt)
-  std::int32_t default_api_timeout_ms = 60000;      // default.api.timeout.ms (a whole call, retries included)
+  std::string sasl_kerberos_keytab;                  // sasl.kerberos.keytab, or keyTab from sasl.jaas.config
+  std::string sasl_kerberos_principal;               // sasl.kerberos.principal, or principal from sasl.jaas.config
+  std::int32_t request_timeout_ms = 30000;           // request.timeout.ms (one attempt)
+  std::int32_t default_api_timeout_ms = 60000;       // default.api.timeout.ms (a whole call, retries included)
   std::int32_t socket_connection_setup_timeout_ms = 10000;  // socket.connection.setup.timeout.ms
-  std::int32_t metadata_max_age_ms = 300000;        // metadata.max.age.ms
-  std::int32_t retries = 5;                         // retries (per request, for retriable errors)
-  std::int32_t retry_backoff_ms = 100;              // retry.backoff.ms
+  std::int32_t metadata_max_age_ms = 300000;                // metadata.max.age.ms
+  std::int32_t retries = 5;                                 // retries (per request, for retriable errors)
+  std::int32_t retry_backoff_ms = 100;                      // retry.backoff.ms
   // receive.buffer.bytes (-1 = OS default). Default -1, as librdkafka's
   // socket.receive.buffer.bytes=0: the kernel then sizes the TCP window itself;
   // Java's fixed 65536 holds a fast consumer back (64 KiB reads, small window).
   std::int32_t receive_buffer_bytes = -1;
-  std::int32_t send_buffer_bytes = 131072;          // send.buffer.bytes (-1 = OS default)
+  std::int32_t send_buffer_bytes = 131072;  // send.buffer.bytes (-1 = OS default)
   // Consumer
-  std::int32_t fetch_min_bytes = 1;                 // fetch.min.bytes
-  std::int32_t fetch_max_bytes = 52428800;          // fetch.max.bytes
-  std::int32_t fetch_max_wait_ms = 500;             // fetch.max.wait.ms
-  std::int32_t max_partition_fetch_bytes = 1048576; // max.partition.fetch.bytes
-  std::int8_t isolation_level = 0;                  // isolation.level: 0 read_uncommitted, 1 read_committed
-  bool check_crcs = true;                           // check.crcs
-  std::int32_t max_poll_records = 500;              // max.poll.records
+  std::int32_t fetch_min_bytes = 1;                  // fetch.min.bytes
+  std::int32_t fetch_max_bytes = 52428800;           // fetch.max.bytes
+  std::int32_t fetch_max_wait_ms = 500;              // fetch.max.wait.ms
+  std::int32_t max_partition_fetch_bytes = 1048576;  // max.partition.fetch.bytes
+  std::int8_t isolation_level = 0;                   // isolation.level: 0 read_uncommitted, 1 read_committed
+  bool check_crcs = true;                            // check.crcs
+  std::int32_t max_poll_records = 500;               // max.poll.records
   // Producer
-  std::int16_t acks = -1;                           // acks: all/-1, 0, 1
+  std::int16_t acks = -1;                                                // acks: all/-1, 0, 1
   protocol::Compression compression_type = protocol::Compression::none;  // compression.type
-  std::int32_t batch_size = 16384;                  // batch.size (bytes per partition batch)
-  std::int32_t linger_ms = 5;                       // linger.ms
-  std::int32_t max_request_size = 1048576;          // max.request.size
-  std::int32_t delivery_timeout_ms = 120000;        // delivery.timeout.ms
+  std::int32_t batch_size = 16384;                                       // batch.size (bytes per partition batch)
+  std::int32_t linger_ms = 5;                                            // linger.ms
+  std::int32_t max_request_size = 1048576;                               // max.request.size
+  std::int32_t delivery_timeout_ms = 120000;                             // delivery.timeout.ms
 
   /// Keys that were given but are not used by kwire (reported, not fatal, as
   /// the Java client logs unknown configs).

@@ -127,8 +127,8 @@ class Connection {
   template <protocol::Message M>
   std::int32_t send(const M& request, std::int16_t version, bool expect_response = true) {
     std::int32_t corr = next_correlation_id_++;
-    auto frame = std::make_shared<protocol::Bytes>(
-        protocol::encode_request_frame(request, version, corr, opts_.client_id));
+    auto frame =
+        std::make_shared<protocol::Bytes>(protocol::encode_request_frame(request, version, corr, opts_.client_id));
     enqueue(corr, static_cast<std::int16_t>(M::api_key), version, std::move(frame), expect_response);
     return corr;
   }

@@ -44,7 +44,7 @@ struct ConsumerRecord {
   std::int32_t partition = 0;
   std::int64_t offset = 0;
   std::int64_t timestamp = -1;
-  std::int8_t timestamp_type = -1;  // -1 none, 0 CreateTime, 1 LogAppendTime
+  std::int8_t timestamp_type = -1;          // -1 none, 0 CreateTime, 1 LogAppendTime
   std::optional<protocol::ByteSpan> key;    // nullopt = null key
   std::optional<protocol::ByteSpan> value;  // nullopt = null value (tombstone)
   const std::vector<protocol::RecordHeader>* headers = nullptr;
@@ -54,8 +54,7 @@ struct ConsumerRecord {
     return key ? std::string_view(reinterpret_cast<const char*>(key->data()), key->size()) : std::string_view();
   }
   std::string_view value_view() const {
-    return value ? std::string_view(reinterpret_cast<const char*>(value->data()), value->size())
-                 : std::string_view();
+    return value ? std::string_view(reinterpret_cast<const char*>(value->data()), value->size()) : std::string_view();
   }
 };
 

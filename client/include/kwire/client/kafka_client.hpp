@@ -275,8 +275,8 @@ class KafkaClient {
   // that opened it, a request lists only partitions whose fetch offset or
   // max bytes changed, and names the ones to drop in forgotten_topics_data.
   struct FetchSession {
-    std::int32_t id = 0;     // 0: none yet (the next fetch asks for one)
-    std::int32_t epoch = 0;  // epoch of the next request
+    std::int32_t id = 0;                                                   // 0: none yet (the next fetch asks for one)
+    std::int32_t epoch = 0;                                                // epoch of the next request
     std::map<TopicPartition, std::pair<std::int64_t, std::int32_t>> sent;  // offset, max bytes
   };
   std::map<std::int32_t, FetchSession> sessions_;  // by broker node id

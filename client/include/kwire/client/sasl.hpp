@@ -53,9 +53,9 @@ struct SaslCredentials {
   std::string oauth_token;  // OAUTHBEARER
   // GSSAPI (Kerberos V5 through Cyrus SASL's GSSAPI plugin, RFC 4752):
   std::string kerberos_service_name = "kafka";  // first part of the broker's principal, SERVICE/HOST@REALM
-  std::string kerberos_keytab;     // client keytab; empty: the ticket cache (kinit) or KRB5_CLIENT_KTNAME
-  std::string kerberos_principal;  // client principal; empty: the keytab's first one / the cache's
-  std::string broker_host;         // HOST of the broker's principal (the Connection sets its host name)
+  std::string kerberos_keytab;                  // client keytab; empty: the ticket cache (kinit) or KRB5_CLIENT_KTNAME
+  std::string kerberos_principal;               // client principal; empty: the keytab's first one / the cache's
+  std::string broker_host;                      // HOST of the broker's principal (the Connection sets its host name)
 };
 
 /// Throws ConfigError for an unknown mechanism.

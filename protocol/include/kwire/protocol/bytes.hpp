@@ -202,8 +202,7 @@ std::size_t varint_size(std::int64_t v) noexcept;
 
 // Big-endian helpers for fixed offsets inside buffers.
 inline std::uint32_t load_be32(const std::uint8_t* p) noexcept {
-  return (std::uint32_t(p[0]) << 24) | (std::uint32_t(p[1]) << 16) | (std::uint32_t(p[2]) << 8) |
-         std::uint32_t(p[3]);
+  return (std::uint32_t(p[0]) << 24) | (std::uint32_t(p[1]) << 16) | (std::uint32_t(p[2]) << 8) | std::uint32_t(p[3]);
 }
 inline std::uint16_t load_be16(const std::uint8_t* p) noexcept {
   return std::uint16_t((std::uint16_t(p[0]) << 8) | std::uint16_t(p[1]));

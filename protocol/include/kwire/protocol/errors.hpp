@@ -185,13 +185,9 @@ inline std::string_view error_description(ErrorCode code) noexcept {
 /// The std::error_category for Kafka error codes; name() is "kafka".
 const std::error_category& kafka_category() noexcept;
 
-inline std::error_code make_error_code(ErrorCode e) noexcept {
-  return {static_cast<int>(e), kafka_category()};
-}
+inline std::error_code make_error_code(ErrorCode e) noexcept { return {static_cast<int>(e), kafka_category()}; }
 /// Wrap a raw error_code field from a response (known or not).
-inline std::error_code to_error_code(std::int16_t code) noexcept {
-  return {static_cast<int>(code), kafka_category()};
-}
+inline std::error_code to_error_code(std::int16_t code) noexcept { return {static_cast<int>(code), kafka_category()}; }
 
 }  // namespace kwire::protocol
 

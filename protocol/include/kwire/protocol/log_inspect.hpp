@@ -25,8 +25,8 @@ struct InspectedRecord {
 };
 
 struct InspectedBatch {
-  std::size_t position = 0;      // byte offset of the entry in the input
-  std::size_t size = 0;          // whole entry, log overhead included
+  std::size_t position = 0;  // byte offset of the entry in the input
+  std::size_t size = 0;      // whole entry, log overhead included
   std::int8_t magic = 0;
   std::int64_t base_offset = 0;  // magic 0/1: the message's offset
   std::int32_t last_offset_delta = 0;

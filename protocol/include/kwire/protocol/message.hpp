@@ -102,15 +102,15 @@ struct VisitorBase {
 
   template <class T>
   void since(std::int16_t lo, T& x) {
-    if (ctx.version >= lo) static_cast<Derived&>(*this)(x);
+    if (ctx.version >= lo) static_cast<Derived&> (*this)(x);
   }
   template <class T>
   void until(std::int16_t hi, T& x) {
-    if (ctx.version <= hi) static_cast<Derived&>(*this)(x);
+    if (ctx.version <= hi) static_cast<Derived&> (*this)(x);
   }
   template <class T>
   void range(std::int16_t lo, std::int16_t hi, T& x) {
-    if (ctx.version >= lo && ctx.version <= hi) static_cast<Derived&>(*this)(x);
+    if (ctx.version >= lo && ctx.version <= hi) static_cast<Derived&> (*this)(x);
   }
 };
 
@@ -170,10 +170,8 @@ void encode_value(Writer& w, const T& x, const CodecContext& ctx) {
   } else if constexpr (std::is_same_v<T, Bytes>) {
     w.bytes(ByteSpan(x), c);
   } else if constexpr (std::is_same_v<T, std::optional<Bytes>>) {
-    if (x)
-      w.bytes(ByteSpan(*x), c);
-    else
-      w.nullable_bytes(std::nullopt, c);
+    if (x) w.bytes(ByteSpan(*x), c);
+    else w.nullable_bytes(std::nullopt, c);
   } else if constexpr (std::is_same_v<T, Records>) {
     w.nullable_bytes(x.data, c);
   } else if constexpr (detail::is_vector<T>::value) {

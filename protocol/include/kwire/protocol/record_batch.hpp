@@ -37,12 +37,12 @@
 
 namespace kwire::protocol {
 
-inline constexpr std::size_t kLogOverhead = 12;             // offset + size
-inline constexpr std::size_t kRecordBatchHeaderSize = 61;   // magic-2 header
-inline constexpr std::size_t kLegacyOverheadV0 = 14;        // crc..value length, magic 0
-inline constexpr std::size_t kLegacyOverheadV1 = 22;        // plus the timestamp
+inline constexpr std::size_t kLogOverhead = 12;            // offset + size
+inline constexpr std::size_t kRecordBatchHeaderSize = 61;  // magic-2 header
+inline constexpr std::size_t kLegacyOverheadV0 = 14;       // crc..value length, magic 0
+inline constexpr std::size_t kLegacyOverheadV1 = 22;       // plus the timestamp
 
-inline constexpr std::int8_t kTimestampNone = -1;           // magic 0: no timestamps
+inline constexpr std::int8_t kTimestampNone = -1;  // magic 0: no timestamps
 inline constexpr std::int8_t kTimestampCreateTime = 0;
 inline constexpr std::int8_t kTimestampLogAppendTime = 1;
 
@@ -137,8 +137,7 @@ class CorruptRecordError : public ProtocolError {
 /// below `fetch_offset` are dropped. A corrupt complete batch throws
 /// CorruptRecordError and contributes nothing; records of earlier batches stay
 /// in `out` and out.next_offset points at the corrupt batch.
-void decode_records(ByteSpan records, std::int64_t fetch_offset, const DecodeOptions& options,
-                    DecodedRecords& out);
+void decode_records(ByteSpan records, std::int64_t fetch_offset, const DecodeOptions& options, DecodedRecords& out);
 
 // ----------------------------------------------------------------- encoding
 

@@ -66,8 +66,7 @@ struct SpecificTimestamps {
 struct GlobalTimestamp {
   std::int64_t timestamp_ms = 0;
 };
-using OffsetSpec =
-    std::variant<EarliestOffsets, LatestOffsets, SpecificOffsets, SpecificTimestamps, GlobalTimestamp>;
+using OffsetSpec = std::variant<EarliestOffsets, LatestOffsets, SpecificOffsets, SpecificTimestamps, GlobalTimestamp>;
 
 /// startingOffsetsByTimestampStrategy: what to do when no offset matches a timestamp.
 enum class TimestampStrategy { error, latest };
@@ -117,8 +116,7 @@ struct SourceOptions {
 
 /// Parses and validates `options` for `mode`, in Spark's order and with
 /// Spark's messages. Throws SourceOptionError.
-SourceOptions parse_source_options(const std::map<std::string, std::string>& options,
-                                   QueryMode mode);
+SourceOptions parse_source_options(const std::map<std::string, std::string>& options, QueryMode mode);
 
 /// Spark-style duration: "15m", "10 seconds", "500ms", "1h", "2d", "250us";
 /// a plain number is milliseconds. Case-insensitive, surrounding blanks ignored.

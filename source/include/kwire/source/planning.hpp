@@ -52,8 +52,7 @@ struct OffsetRange {
 ///  - partitions with size <= 0 or without a known begin keep `until`;
 ///  - total backlog < 1: returns `until` unchanged.
 /// The result may exceed `limit` in total (no partition is starved).
-PartitionOffsets rate_limit(std::int64_t limit, const PartitionOffsets& from,
-                            const PartitionOffsets& until,
+PartitionOffsets rate_limit(std::int64_t limit, const PartitionOffsets& from, const PartitionOffsets& until,
                             const PartitionOffsets& earliest_for_new);
 
 /// Spark's KafkaOffsetRangeCalculator.getRanges (no executor locations):
@@ -65,8 +64,7 @@ PartitionOffsets rate_limit(std::int64_t limit, const PartitionOffsets& from,
 ///  - part i of n gets remaining / (n - i) offsets; the last absorbs rounding.
 /// Output keeps input order, with each range's parts in offset order.
 /// Throws std::invalid_argument if a given limit is not positive.
-std::vector<OffsetRange> split_ranges(std::vector<OffsetRange> ranges,
-                                      std::optional<std::int32_t> min_partitions,
+std::vector<OffsetRange> split_ranges(std::vector<OffsetRange> ranges, std::optional<std::int32_t> min_partitions,
                                       std::optional<std::int64_t> max_records_per_partition);
 
 // ---- Data loss ----
@@ -88,22 +86,18 @@ std::string_view data_loss_name(DataLossKind kind);
 class DataLossError : public std::runtime_error {
  public:
   /// PARTITIONS_DELETED(_AND_GROUP_ID_CONFIG_PRESENT).
-  static DataLossError partitions_deleted(const std::set<TopicPartition>& partitions,
-                                          bool group_id_set);
+  static DataLossError partitions_deleted(const std::set<TopicPartition>& partitions, bool group_id_set);
   /// INITIAL_OFFSET_NOT_FOUND_FOR_PARTITIONS.
   static DataLossError initial_offset_not_found(const std::set<TopicPartition>& partitions);
   /// ADDED_PARTITION_DOES_NOT_START_FROM_OFFSET_ZERO.
-  static DataLossError added_partition_not_from_zero(const TopicPartition& tp,
-                                                     std::int64_t start_offset);
+  static DataLossError added_partition_not_from_zero(const TopicPartition& tp, std::int64_t start_offset);
   /// PARTITION_OFFSET_CHANGED (start = previous offset, end = new offset).
   static DataLossError partition_offset_changed(const TopicPartition& tp, std::int64_t prev_offset,
                                                 std::int64_t new_offset);
   /// COULD_NOT_READ_OFFSET_RANGE, raised by the reader for [start, end);
   /// group_id nullopt prints as "null".
-  static DataLossError could_not_read_offset_range(const TopicPartition& tp,
-                                                   std::int64_t start_offset,
-                                                   std::int64_t end_offset,
-                                                   const std::optional<std::string>& group_id);
+  static DataLossError could_not_read_offset_range(const TopicPartition& tp, std::int64_t start_offset,
+                                                   std::int64_t end_offset, const std::optional<std::string>& group_id);
 
   DataLossKind kind() const { return kind_; }
   /// The sub-condition text after "Reason: ".
@@ -194,7 +188,6 @@ struct LagMetrics {
 /// (offsets fetched when the batch was planned), behind = latest - consumed_end.
 /// Partitions of `latest` absent from `consumed_end` are skipped. nullopt when
 /// no partition qualifies.
-std::optional<LagMetrics> offsets_behind_latest(const PartitionOffsets& latest,
-                                                const PartitionOffsets& consumed_end);
+std::optional<LagMetrics> offsets_behind_latest(const PartitionOffsets& latest, const PartitionOffsets& consumed_end);
 
 }  // namespace kwire::source

@@ -61,8 +61,7 @@ struct Row {
     return key ? std::string_view(reinterpret_cast<const char*>(key->data()), key->size()) : std::string_view();
   }
   std::string_view value_string() const {
-    return value ? std::string_view(reinterpret_cast<const char*>(value->data()), value->size())
-                 : std::string_view();
+    return value ? std::string_view(reinterpret_cast<const char*>(value->data()), value->size()) : std::string_view();
   }
 };
 
@@ -149,8 +148,8 @@ struct BatchProgress {
   std::vector<std::string> warnings;
 
   // Spark-like progress fields.
-  std::string query_id;          // the checkpoint's metadata id
-  std::string run_id;            // new for every StreamingQuery object
+  std::string query_id;           // the checkpoint's metadata id
+  std::string run_id;             // new for every StreamingQuery object
   std::int64_t timestamp_ms = 0;  // wall clock when the trigger started
   std::string sink_description;
   /// Spark's durationMs: addBatch, latestOffset, queryPlanning, walCommit,
@@ -186,8 +185,8 @@ class StreamingQuery {
  public:
   /// `options`: Spark's source options (kafka.bootstrap.servers and one of
   /// subscribe/subscribePattern/assign required). Throws SourceOptionError.
-  StreamingQuery(const std::map<std::string, std::string>& options, std::filesystem::path checkpoint_dir,
-                 Sink& sink, Trigger trigger = {});
+  StreamingQuery(const std::map<std::string, std::string>& options, std::filesystem::path checkpoint_dir, Sink& sink,
+                 Trigger trigger = {});
   ~StreamingQuery();
 
   /// Run batches until the trigger says stop (AvailableNow / Once: backlog

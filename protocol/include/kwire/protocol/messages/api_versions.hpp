@@ -71,11 +71,11 @@ struct ApiVersionsResponse {
 
   std::int16_t error_code = 0;
   std::vector<ApiVersion> api_keys;
-  std::int32_t throttle_time_ms = 0;                       // v1+
-  std::vector<SupportedFeatureKey> supported_features;     // tag 0, v3+
-  std::int64_t finalized_features_epoch = -1;              // tag 1, v3+
-  std::vector<FinalizedFeatureKey> finalized_features;     // tag 2, v3+
-  bool zk_migration_ready = false;                         // tag 3, v3+
+  std::int32_t throttle_time_ms = 0;                    // v1+
+  std::vector<SupportedFeatureKey> supported_features;  // tag 0, v3+
+  std::int64_t finalized_features_epoch = -1;           // tag 1, v3+
+  std::vector<FinalizedFeatureKey> finalized_features;  // tag 2, v3+
+  bool zk_migration_ready = false;                      // tag 3, v3+
   TaggedFields unknown_tagged_fields;
 
   template <class V>

@@ -33,7 +33,7 @@ struct CreatePartitionsRequest {
 
   struct CreatePartitionsTopic {
     std::string name;
-    std::int32_t count = 0;  // the new total partition count
+    std::int32_t count = 0;                                              // the new total partition count
     std::optional<std::vector<CreatePartitionsAssignment>> assignments;  // nullable
     TaggedFields unknown_tagged_fields;
     template <class V>

@@ -103,10 +103,10 @@ struct CreateTopicsResponse {
     std::string name;
     Uuid topic_id;  // v7+
     std::int16_t error_code = 0;
-    std::optional<std::string> error_message;  // v1+, nullable
-    std::int16_t topic_config_error_code = 0;  // tag 0, v5+
-    std::int32_t num_partitions = -1;          // v5+
-    std::int16_t replication_factor = -1;      // v5+
+    std::optional<std::string> error_message;                   // v1+, nullable
+    std::int16_t topic_config_error_code = 0;                   // tag 0, v5+
+    std::int32_t num_partitions = -1;                           // v5+
+    std::int16_t replication_factor = -1;                       // v5+
     std::optional<std::vector<CreatableTopicConfigs>> configs;  // v5+, nullable
     TaggedFields unknown_tagged_fields;
     template <class V>

@@ -45,7 +45,7 @@ struct FetchRequest {
     std::int32_t last_fetched_epoch = -1;  // v12+
     std::int64_t log_start_offset = -1;    // v5+ (followers only)
     std::int32_t partition_max_bytes = 0;
-    Uuid replica_directory_id;                                             // tag 0, v17+
+    Uuid replica_directory_id;                                               // tag 0, v17+
     std::int64_t high_watermark = std::numeric_limits<std::int64_t>::max();  // tag 1, v18+
     TaggedFields unknown_tagged_fields;
     template <class V>
@@ -178,11 +178,11 @@ struct FetchResponse {
     std::int32_t partition_index = 0;
     std::int16_t error_code = 0;
     std::int64_t high_watermark = 0;
-    std::int64_t last_stable_offset = -1;  // v4+
-    std::int64_t log_start_offset = -1;    // v5+
-    EpochEndOffset diverging_epoch;        // tag 0, v12+
-    LeaderIdAndEpoch current_leader;       // tag 1, v12+
-    SnapshotId snapshot_id;                // tag 2, v12+
+    std::int64_t last_stable_offset = -1;                                 // v4+
+    std::int64_t log_start_offset = -1;                                   // v5+
+    EpochEndOffset diverging_epoch;                                       // tag 0, v12+
+    LeaderIdAndEpoch current_leader;                                      // tag 1, v12+
+    SnapshotId snapshot_id;                                               // tag 2, v12+
     std::optional<std::vector<AbortedTransaction>> aborted_transactions;  // v4+, nullable
     std::int32_t preferred_read_replica = -1;                             // v11+
     Records records;

@@ -55,7 +55,7 @@ struct ListOffsetsRequest {
     friend bool operator==(const ListOffsetsTopic&, const ListOffsetsTopic&) = default;
   };
 
-  std::int32_t replica_id = 0;  // consumers send -1
+  std::int32_t replica_id = 0;      // consumers send -1
   std::int8_t isolation_level = 0;  // v2+: 0 read_uncommitted, 1 read_committed
   std::vector<ListOffsetsTopic> topics;
   std::int32_t timeout_ms = 0;  // v10+

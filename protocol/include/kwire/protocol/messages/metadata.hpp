@@ -39,9 +39,9 @@ struct MetadataRequest {
   };
 
   std::optional<std::vector<MetadataRequestTopic>> topics;  // nullable from v1
-  bool allow_auto_topic_creation = true;                     // v4+
-  bool include_cluster_authorized_operations = false;        // v8-10
-  bool include_topic_authorized_operations = false;          // v8+
+  bool allow_auto_topic_creation = true;                    // v4+
+  bool include_cluster_authorized_operations = false;       // v8-10
+  bool include_topic_authorized_operations = false;         // v8+
   TaggedFields unknown_tagged_fields;
 
   template <class V>
@@ -124,7 +124,7 @@ struct MetadataResponse {
   std::int32_t controller_id = -1;        // v1+
   std::vector<MetadataResponseTopic> topics;
   std::int32_t cluster_authorized_operations = kAuthorizedOperationsOmitted;  // v8-10
-  std::int16_t error_code = 0;                                                 // v13+
+  std::int16_t error_code = 0;                                                // v13+
   TaggedFields unknown_tagged_fields;
 
   template <class V>

@@ -96,8 +96,8 @@ struct ProduceResponse {
     std::int32_t index = 0;
     std::int16_t error_code = 0;
     std::int64_t base_offset = 0;
-    std::int64_t log_append_time_ms = -1;  // v2+
-    std::int64_t log_start_offset = -1;    // v5+
+    std::int64_t log_append_time_ms = -1;                  // v2+
+    std::int64_t log_start_offset = -1;                    // v5+
     std::vector<BatchIndexAndErrorMessage> record_errors;  // v8+
     std::optional<std::string> error_message;              // v8+, nullable
     LeaderIdAndEpoch current_leader;                       // tag 0, v10+

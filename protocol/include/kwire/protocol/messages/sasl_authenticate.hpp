@@ -26,10 +26,10 @@ struct SaslAuthenticateResponse {
   static constexpr ApiKey api_key = ApiKey::sasl_authenticate;
   static constexpr std::int16_t min_version = 0, max_version = 2, flexible_since = 2;
 
-  std::int16_t error_code = 0;                // SASL_AUTHENTICATION_FAILED (58) etc.
-  std::optional<std::string> error_message;   // null when there is no error
-  Bytes auth_bytes;                           // the server's SASL token
-  std::int64_t session_lifetime_ms = 0;       // v1+; 0 = no re-authentication needed
+  std::int16_t error_code = 0;               // SASL_AUTHENTICATION_FAILED (58) etc.
+  std::optional<std::string> error_message;  // null when there is no error
+  Bytes auth_bytes;                          // the server's SASL token
+  std::int64_t session_lifetime_ms = 0;      // v1+; 0 = no re-authentication needed
   TaggedFields unknown_tagged_fields;
 
   template <class V>

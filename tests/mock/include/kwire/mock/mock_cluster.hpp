@@ -50,7 +50,7 @@ struct RequestRecord {
   std::int32_t correlation_id = 0;
   bool by_topic_id = false;  // Fetch/Produce v13+: topics named by id
   std::vector<RequestedPartition> partitions;
-  std::vector<std::string> topics;  // Metadata/CreateTopics/DeleteTopics: topic names asked for
+  std::vector<std::string> topics;        // Metadata/CreateTopics/DeleteTopics: topic names asked for
   std::vector<protocol::Uuid> topic_ids;  // Fetch/Produce v13+: the ids sent, one per topic
   MockClock::time_point received;
   bool mentions(const std::string& topic, std::int32_t partition) const;
@@ -105,8 +105,7 @@ class MockCluster {
 
   /// Create a topic; partition p's leader is leaders[p] when given, else node
   /// ids round-robin. Returns the topic id.
-  protocol::Uuid create_topic(const std::string& name, std::int32_t partitions,
-                              std::vector<std::int32_t> leaders = {});
+  protocol::Uuid create_topic(const std::string& name, std::int32_t partitions, std::vector<std::int32_t> leaders = {});
   void delete_topic(const std::string& name);
   /// Delete and create again with a new id and empty logs.
   protocol::Uuid recreate_topic(const std::string& name, std::int32_t partitions);
