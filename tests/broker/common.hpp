@@ -21,6 +21,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <optional>
 #include <random>
 #include <sstream>
@@ -30,6 +31,9 @@
 
 #include <gtest/gtest.h>
 #include <simdjson.h>
+
+#include "../temp_dir.hpp"
+#include "kwire/client/producer.hpp"
 
 #ifndef KWIRE_BIN
 #error "KWIRE_BIN must name the kwire binary"
@@ -106,28 +110,6 @@ inline bool tcp_reachable(const std::string& host_port, std::chrono::millisecond
   ::freeaddrinfo(res);
   return ok;
 }
-
-/// A temporary directory removed when the object goes away.
-class TempDir {
- public:
-  TempDir() {
-    auto base = std::filesystem::temp_directory_path() / "kwire-test-XXXXXX";
-    std::string tmpl = base.string();
-    if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::filesystem::path& path() const { return path_; }
-  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
-
- private:
-  std::filesystem::path path_;
-};
 
 inline std::string read_file(const std::filesystem::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -268,6 +250,60 @@ class BrokerTest : public ::testing::Test {
     EXPECT_EQ(r.exit_code, 0) << r.describe();
     return parse_json_records(r.out);
   }
+};
+
+/// Produces values "<prefix><i>" for i in [from, to) with kwire's producer,
+/// keyed by i so that they spread over the partitions; `props` adds client
+/// properties (compression.type, acks, ...). Returns after the last is acked.
+inline void produce_numbered(const std::string& servers, const std::string& topic, int from, int to,
+                             const std::string& prefix = "v-", std::map<std::string, std::string> props = {}) {
+  props["bootstrap.servers"] = servers;
+  kwire::client::Producer p(props);
+  for (int i = from; i < to; ++i) {
+    std::string k = std::to_string(i), v = prefix + k;
+    kwire::client::ProducerMessage m;
+    m.topic = topic;
+    m.key = kwire::protocol::Bytes(k.begin(), k.end());
+    m.value = kwire::protocol::Bytes(v.begin(), v.end());
+    p.send(std::move(m));
+  }
+  p.flush();
+}
+
+/// A BrokerTest that also uses the broker's secured listeners, which
+/// `scripts/kafka start --secure` describes in the KEY=VALUE file named by
+/// KWIRE_SECURE_ENV (ports, CA, users, client certificates, Kerberos).
+/// Skips when KWIRE_SECURE_ENV is not set.
+class SecureBrokerTest : public BrokerTest {
+ protected:
+  void SetUp() override {
+    const char* path = std::getenv("KWIRE_SECURE_ENV");
+    if (!path || !*path) GTEST_SKIP() << "KWIRE_SECURE_ENV not set (start the broker with scripts/kafka --secure)";
+    std::ifstream in(path);
+    ASSERT_TRUE(in) << "cannot read " << path;
+    std::string line;
+    while (std::getline(in, line))
+      if (auto eq = line.find('='); eq != std::string::npos) env_[line.substr(0, eq)] = line.substr(eq + 1);
+    BrokerTest::SetUp();
+  }
+
+  /// host:port of the listener whose port is under `port_key` in the env file.
+  std::string addr(const std::string& port_key, const std::string& host = "") const {
+    return (host.empty() ? env_.at("KWIRE_SECURE_HOST") : host) + ":" + env_.at(port_key);
+  }
+
+  /// Client properties as `-X key=value` arguments for the CLI (bootstrap.servers left out).
+  static std::vector<std::string> as_args(const std::map<std::string, std::string>& p) {
+    std::vector<std::string> a;
+    for (auto& [k, v] : p) {
+      if (k == "bootstrap.servers") continue;
+      a.push_back("-X");
+      a.push_back(k + "=" + v);
+    }
+    return a;
+  }
+
+  std::map<std::string, std::string> env_;
 };
 
 }  // namespace kwire_test

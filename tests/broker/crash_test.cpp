@@ -56,16 +56,7 @@ void create_topic_at(const std::string& servers, const std::string& topic, int p
 
 // Values "v-<i>" for i in [from, to), keyed by i so they spread over the partitions.
 void produce_at(const std::string& servers, const std::string& topic, int from, int to) {
-  client::Producer p({{"bootstrap.servers", servers}, {"acks", "all"}});
-  for (int i = from; i < to; ++i) {
-    std::string k = std::to_string(i), v = "v-" + k;
-    client::ProducerMessage m;
-    m.topic = topic;
-    m.key = protocol::Bytes(k.begin(), k.end());
-    m.value = protocol::Bytes(v.begin(), v.end());
-    p.send(std::move(m));
-  }
-  p.flush();
+  produce_numbered(servers, topic, from, to, "v-", {{"acks", "all"}});
 }
 
 // The whole topic as the broker has it: position -> value.

@@ -24,29 +24,21 @@ using kwire::client::AuthenticationError;
 using kwire::client::KafkaClient;
 using kwire::client::TopicPartition;
 
-class KerberosTest : public BrokerTest {
+class KerberosTest : public SecureBrokerTest {
  protected:
   void SetUp() override {
-    const char* path = std::getenv("KWIRE_SECURE_ENV");
-    if (!path || !*path)
-      GTEST_SKIP() << "KWIRE_SECURE_ENV not set (start the broker with "
-                      "scripts/kafka --secure)";
-    std::ifstream in(path);
-    ASSERT_TRUE(in) << "cannot read " << path;
-    std::string line;
-    while (std::getline(in, line))
-      if (auto eq = line.find('='); eq != std::string::npos) env_[line.substr(0, eq)] = line.substr(eq + 1);
+    SecureBrokerTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
     if (!env_.count("KWIRE_SECURE_GSSAPI_PORT"))
       GTEST_SKIP() << "no KDC: the broker was started without --kerberos "
                       "(scripts/kdc start, then scripts/kafka "
                       "start --secure --kerberos DIR/kdc.env)";
-    BrokerTest::SetUp();
     // MIT Kerberos (in this process and in the kwire children) reads the
     // test realm's krb5.conf from here.
     ::setenv("KRB5_CONFIG", env_.at("KWIRE_SECURE_KRB5_CONFIG").c_str(), 1);
   }
 
-  std::string gssapi_addr() const { return env_.at("KWIRE_SECURE_HOST") + ":" + env_.at("KWIRE_SECURE_GSSAPI_PORT"); }
+  std::string gssapi_addr() const { return addr("KWIRE_SECURE_GSSAPI_PORT"); }
 
   std::map<std::string, std::string> props(const std::string& keytab, const std::string& principal) const {
     return {{"bootstrap.servers", gssapi_addr()},
@@ -63,11 +55,8 @@ class KerberosTest : public BrokerTest {
 
   static std::vector<std::string> with_props(std::vector<std::string> args,
                                              const std::map<std::string, std::string>& p) {
-    for (auto& [k, v] : p) {
-      if (k == "bootstrap.servers") continue;
-      args.push_back("-X");
-      args.push_back(k + "=" + v);
-    }
+    auto x = as_args(p);
+    args.insert(args.end(), x.begin(), x.end());
     return args;
   }
 
@@ -101,8 +90,6 @@ class KerberosTest : public BrokerTest {
     EXPECT_NE(r.err.find("GSSAPI"), std::string::npos) << r.err;
     EXPECT_NE(r.err.find(expected), std::string::npos) << r.err;
   }
-
-  std::map<std::string, std::string> env_;
 };
 
 TEST_F(KerberosTest, GssapiProduceConsumeRoundTrip) {

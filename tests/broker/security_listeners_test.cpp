@@ -55,21 +55,14 @@ std::string unsecured_jwt(const std::string& sub, std::int64_t iat, std::int64_t
 
 std::int64_t now_s() { return static_cast<std::int64_t>(std::time(nullptr)); }
 
-class SecureListenersTest : public BrokerTest {
+class SecureListenersTest : public SecureBrokerTest {
  protected:
   void SetUp() override {
-    const char* path = std::getenv("KWIRE_SECURE_ENV");
-    if (!path || !*path) GTEST_SKIP() << "KWIRE_SECURE_ENV not set (start the broker with scripts/kafka --secure)";
-    BrokerTest::SetUp();
-    std::ifstream in(path);
-    ASSERT_TRUE(in) << "cannot read " << path;
-    std::string line;
-    while (std::getline(in, line))
-      if (auto eq = line.find('='); eq != std::string::npos) env_[line.substr(0, eq)] = line.substr(eq + 1);
+    SecureBrokerTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
     if (!env_.count("KWIRE_SECURE_MTLS_PORT"))
       GTEST_SKIP() << "the broker was started without the MTLS/REAUTH listeners (older scripts/kafka)";
   }
-  std::string addr(const std::string& port_key) const { return env_.at("KWIRE_SECURE_HOST") + ":" + env_.at(port_key); }
   Props base(const std::string& protocol) const {
     return {{"security.protocol", protocol},
             {"ssl.ca.location", env_.at("KWIRE_SECURE_CA")},
@@ -93,14 +86,6 @@ class SecureListenersTest : public BrokerTest {
     p["ssl.keystore.type"] = "PEM";
     p["ssl.keystore.location"] = env_.at("KWIRE_SECURE_CLIENT_KEYSTORE");
     return p;
-  }
-  static std::vector<std::string> as_args(const Props& p) {
-    std::vector<std::string> a;
-    for (auto& [k, v] : p) {
-      a.push_back("-X");
-      a.push_back(k + "=" + v);
-    }
-    return a;
   }
   CommandResult kwire_with(std::vector<std::string> args, const Props& p, std::string_view input = {}) {
     auto x = as_args(p);
@@ -147,7 +132,6 @@ class SecureListenersTest : public BrokerTest {
       for (auto& r : consumer.poll(std::chrono::milliseconds(500))) got.emplace_back(r.value_view());
     EXPECT_EQ(got, (std::vector<std::string>{"v0", "v1", "v2"}));
   }
-  std::map<std::string, std::string> env_;
 };
 
 // ---------------------------------------------------------------- OAUTHBEARER

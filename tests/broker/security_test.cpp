@@ -20,21 +20,8 @@ using kwire::client::AuthenticationError;
 using kwire::client::KafkaClient;
 using kwire::client::TlsError;
 
-class SecurityTest : public BrokerTest {
+class SecurityTest : public SecureBrokerTest {
  protected:
-  void SetUp() override {
-    const char* path = std::getenv("KWIRE_SECURE_ENV");
-    if (!path || !*path) GTEST_SKIP() << "KWIRE_SECURE_ENV not set (start the broker with scripts/kafka --secure)";
-    BrokerTest::SetUp();
-    std::ifstream in(path);
-    ASSERT_TRUE(in) << "cannot read " << path;
-    std::string line;
-    while (std::getline(in, line))
-      if (auto eq = line.find('='); eq != std::string::npos) env_[line.substr(0, eq)] = line.substr(eq + 1);
-  }
-  std::string addr(const std::string& port_key, const std::string& host = "") const {
-    return (host.empty() ? env_.at("KWIRE_SECURE_HOST") : host) + ":" + env_.at(port_key);
-  }
   std::map<std::string, std::string> props(const std::string& protocol, const std::string& mechanism,
                                            const std::string& password = "") const {
     std::map<std::string, std::string> p{{"security.protocol", protocol},
@@ -48,14 +35,6 @@ class SecurityTest : public BrokerTest {
       p["sasl.password"] = password.empty() ? env_.at("KWIRE_SECURE_PASSWORD") : password;
     }
     return p;
-  }
-  static std::vector<std::string> as_args(const std::map<std::string, std::string>& p) {
-    std::vector<std::string> a;
-    for (auto& [k, v] : p) {
-      a.push_back("-X");
-      a.push_back(k + "=" + v);
-    }
-    return a;
   }
   // Produce two lines and read them back with the CLI over one listener.
   void cli_round_trip(const std::string& bootstrap_addr, const std::map<std::string, std::string>& p) {
@@ -73,7 +52,6 @@ class SecurityTest : public BrokerTest {
     auto recs = parse_json_records(c.out);
     ASSERT_EQ(recs.size(), 2u) << c.out;
   }
-  std::map<std::string, std::string> env_;
 };
 
 TEST_F(SecurityTest, SslRoundTrip) {

@@ -20,6 +20,7 @@
 #include <fmt/format.h>
 #include <simdjson.h>
 
+#include "common.hpp"
 #include "kwire/client/producer.hpp"
 #include "kwire/source/stream.hpp"
 
@@ -56,16 +57,7 @@ void create_topic(const std::string& topic, int partitions) {
 // Produces values "<prefix><i>" for i in [from, to), keyed by i so they spread
 // over the partitions.
 void produce(const std::string& topic, int from, int to, const std::string& prefix = "v-") {
-  client::Producer p({{"bootstrap.servers", bootstrap()}, {"compression.type", "lz4"}});
-  for (int i = from; i < to; ++i) {
-    std::string k = std::to_string(i), v = prefix + k;
-    client::ProducerMessage m;
-    m.topic = topic;
-    m.key = protocol::Bytes(k.begin(), k.end());
-    m.value = protocol::Bytes(v.begin(), v.end());
-    p.send(std::move(m));
-  }
-  p.flush();
+  kwire_test::produce_numbered(bootstrap(), topic, from, to, prefix, {{"compression.type", "lz4"}});
 }
 
 struct SinkContents {

@@ -21,6 +21,7 @@
 
 #include <gtest/gtest.h>
 
+#include "../temp_dir.hpp"
 #include "kwire/checkpoint/checkpoint.hpp"
 
 namespace fs = std::filesystem;
@@ -28,22 +29,7 @@ using namespace kwire::checkpoint;
 
 namespace {
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "kwire-ckcrash-XXXXXX").string();
-    if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
+using kwire_test::TempDir;
 
 // Lowers this process's RLIMIT_FSIZE soft limit to `bytes` for its lifetime,
 // with SIGXFSZ ignored so writes past it fail with EFBIG.

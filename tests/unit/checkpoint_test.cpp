@@ -8,6 +8,7 @@
 #include <sstream>
 #include <string>
 
+#include "../temp_dir.hpp"
 #include "kwire/checkpoint/checkpoint.hpp"
 
 using namespace kwire::checkpoint;
@@ -15,22 +16,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-class TempDir {
- public:
-  TempDir() {
-    std::random_device rd;
-    path_ = fs::temp_directory_path() / ("kwire_ckpt_test_" + std::to_string(::getpid()) + "_" + std::to_string(rd()));
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
+using kwire_test::TempDir;
 
 std::string slurp(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);

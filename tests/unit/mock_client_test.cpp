@@ -15,6 +15,7 @@
 #include "kwire/client/producer.hpp"
 #include "kwire/mock/mock_cluster.hpp"
 #include "kwire/protocol/messages.hpp"
+#include "mock_consumer_support.hpp"
 
 using namespace std::chrono_literals;
 using kwire::client::ClientError;
@@ -31,59 +32,9 @@ using kwire::mock::MockCluster;
 using kwire::mock::RequestRecord;
 using kwire::protocol::ApiKey;
 using kwire::protocol::ErrorCode;
+using namespace kwire::mock_support;
 
 namespace {
-
-using Props = std::map<std::string, std::string>;
-
-Props props(const MockCluster& c, Props extra = {}) {
-  Props p{{"bootstrap.servers", c.bootstrap_servers()},
-          {"fetch.max.wait.ms", "20"},
-          {"retry.backoff.ms", "20"},
-          {"request.timeout.ms", "3000"},
-          {"socket.connection.setup.timeout.ms", "2000"}};
-  for (auto& [k, v] : extra) p[k] = v;
-  return p;
-}
-
-struct Got {
-  std::string tp;
-  std::int64_t offset;
-  std::string value;
-  friend bool operator==(const Got&, const Got&) = default;
-  friend bool operator<(const Got& a, const Got& b) { return std::tie(a.tp, a.offset) < std::tie(b.tp, b.offset); }
-};
-
-void PrintTo(const Got& g, std::ostream* os) { *os << g.tp << "@" << g.offset << "=" << g.value; }
-
-std::vector<Got> poll_until(Consumer& c, std::size_t n, std::chrono::milliseconds timeout = 5000ms) {
-  std::vector<Got> out;
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (out.size() < n && std::chrono::steady_clock::now() < deadline) {
-    auto recs = c.poll(100ms);
-    for (auto& r : recs)
-      out.push_back({*r.topic + "-" + std::to_string(r.partition), r.offset, std::string(r.value_view())});
-  }
-  return out;
-}
-
-std::vector<Got> expected(const std::string& tp, std::int64_t from, std::int64_t until,
-                          const std::string& prefix = "v") {
-  std::vector<Got> out;
-  for (auto o = from; o < until; ++o) out.push_back({tp, o, prefix + std::to_string(o)});
-  return out;
-}
-
-std::vector<Got> sorted(std::vector<Got> v) {
-  std::sort(v.begin(), v.end());
-  return v;
-}
-
-std::string dump(const std::vector<RequestRecord>& reqs) {
-  std::string out;
-  for (auto& r : reqs) out += "  " + kwire::mock::describe(r) + "\n";
-  return out;
-}
 
 // Index in `reqs` of every request of `api` that names topic-partition.
 std::vector<std::size_t> indexes(const std::vector<RequestRecord>& reqs, ApiKey api, const std::string& topic,

@@ -15,6 +15,7 @@
 #include "kwire/client/consumer.hpp"
 #include "kwire/mock/mock_cluster.hpp"
 #include "kwire/protocol/messages.hpp"
+#include "mock_consumer_support.hpp"
 
 using namespace std::chrono_literals;
 using kwire::client::Consumer;
@@ -25,63 +26,15 @@ using kwire::mock::MockCluster;
 using kwire::mock::RequestRecord;
 using kwire::protocol::ApiKey;
 using kwire::protocol::ErrorCode;
+using namespace kwire::mock_support;
 
 namespace {
 
-using Props = std::map<std::string, std::string>;
-
-Props props(const MockCluster& c, Props extra = {}) {
-  Props p{{"bootstrap.servers", c.bootstrap_servers()},
-          {"fetch.max.wait.ms", "20"},
-          {"retry.backoff.ms", "20"},
-          {"request.timeout.ms", "3000"},
-          // One 5-record batch (111 bytes) per partition and fetch.
-          {"max.partition.fetch.bytes", "150"}};
-  for (auto& [k, v] : extra) p[k] = v;
-  return p;
-}
-
-struct Got {
-  std::string tp;
-  std::int64_t offset;
-  std::string value;
-  friend bool operator==(const Got&, const Got&) = default;
-  friend bool operator<(const Got& a, const Got& b) { return std::tie(a.tp, a.offset) < std::tie(b.tp, b.offset); }
-};
-
-void PrintTo(const Got& g, std::ostream* os) { *os << g.tp << "@" << g.offset << "=" << g.value; }
-
-void take(const kwire::client::ConsumerRecords& recs, std::vector<Got>& out) {
-  for (auto& r : recs)
-    out.push_back({*r.topic + "-" + std::to_string(r.partition), r.offset, std::string(r.value_view())});
-}
-
-std::vector<Got> poll_until(Consumer& c, std::size_t n, std::chrono::milliseconds timeout = 5000ms) {
-  std::vector<Got> out;
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (out.size() < n && std::chrono::steady_clock::now() < deadline) take(c.poll(100ms), out);
-  return out;
-}
-
-std::vector<Got> expected(const std::string& tp, std::int64_t from, std::int64_t until) {
-  std::vector<Got> out;
-  for (auto o = from; o < until; ++o) {
-    std::string value = "v";
-    value += std::to_string(o);
-    out.push_back({tp, o, value});
-  }
-  return out;
-}
-
-std::vector<Got> sorted(std::vector<Got> v) {
-  std::sort(v.begin(), v.end());
-  return v;
-}
-
-std::string dump(const std::vector<RequestRecord>& reqs) {
-  std::string out;
-  for (auto& r : reqs) out += "  " + kwire::mock::describe(r) + "\n";
-  return out;
+// One 5-record batch (111 bytes) per partition and fetch.
+Props prefetch_props(const MockCluster& c, const Props& extra) {
+  Props p = extra;
+  p.emplace("max.partition.fetch.bytes", "150");
+  return props(c, p);
 }
 
 // Whether a Fetch asked for topic-partition at `offset` (waiting up to 2 s for
@@ -106,7 +59,7 @@ TEST(MockPrefetch, NextFetchStartsAfterTheRecordsJustReceived) {
   MockCluster c;
   c.create_topic("t", 1);
   c.append_values("t", 0, 20, 5);  // batches [0-4] [5-9] [10-14] [15-19]
-  Consumer cons(props(c, {{"auto.offset.reset", "earliest"}, {"max.poll.records", "2"}}));
+  Consumer cons(prefetch_props(c, {{"auto.offset.reset", "earliest"}, {"max.poll.records", "2"}}));
   cons.assign({t0});
   auto first = cons.poll(2000ms);
   ASSERT_EQ(first.size(), 2u);
@@ -124,7 +77,7 @@ TEST(MockPrefetch, SeekWhileAFetchIsInFlightReturnsRecordsFromTheNewPositionOnly
   MockCluster c;
   c.create_topic("t", 1);
   c.append_values("t", 0, 20, 5);
-  Consumer cons(props(c, {{"auto.offset.reset", "earliest"}, {"max.poll.records", "2"}}));
+  Consumer cons(prefetch_props(c, {{"auto.offset.reset", "earliest"}, {"max.poll.records", "2"}}));
   cons.assign({t0});
   ASSERT_EQ(cons.poll(2000ms).size(), 2u);
   ASSERT_TRUE(fetched_at(c, "t", 0, 5)) << dump(c.requests());  // in flight: records 5-9
@@ -141,7 +94,7 @@ TEST(MockPrefetch, PauseWhileAFetchIsInFlightDropsNothing) {
   c.create_topic("t", 2);
   c.append_values("t", 0, 10, 5);
   c.append_values("t", 1, 10, 5);
-  Consumer cons(props(c, {{"auto.offset.reset", "earliest"}, {"max.poll.records", "2"}}));
+  Consumer cons(prefetch_props(c, {{"auto.offset.reset", "earliest"}, {"max.poll.records", "2"}}));
   cons.assign({t0, t1});
   std::vector<Got> got;
   take(cons.poll(2000ms), got);
@@ -177,7 +130,7 @@ TEST(MockPrefetch, OffsetOutOfRangeForAFetchInFlightThrowsAfterTheRecordsBeforeI
   Fault oor = pass;
   oor.error_code = static_cast<std::int16_t>(ErrorCode::offset_out_of_range);
   c.inject(oor);
-  Consumer cons(props(c, {{"auto.offset.reset", "none"}, {"max.poll.records", "2"}}));
+  Consumer cons(prefetch_props(c, {{"auto.offset.reset", "none"}, {"max.poll.records", "2"}}));
   cons.assign({t0});
   cons.seek(t0, 0);
   std::vector<Got> got;

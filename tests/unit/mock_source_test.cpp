@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "../temp_dir.hpp"
 #include "kwire/mock/mock_cluster.hpp"
 #include "kwire/source/planning.hpp"
 #include "kwire/source/stream.hpp"
@@ -51,22 +52,7 @@ class CollectSink : public kwire::source::Sink {
   std::vector<std::string> current_;
 };
 
-class TempDir {
- public:
-  TempDir() {
-    std::random_device rd;
-    path_ = fs::temp_directory_path() / ("kwire-mock-source-" + std::to_string(rd()) + std::to_string(rd()));
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
+using kwire_test::TempDir;
 
 std::map<std::string, std::string> options(const MockCluster& c, std::map<std::string, std::string> extra = {}) {
   std::map<std::string, std::string> o{{"kafka.bootstrap.servers", c.bootstrap_servers()},

@@ -69,38 +69,41 @@ class Reader {
   bool boolean() noexcept;
   Uuid uuid() noexcept;
 
+ private:
+  // The inline part of uvarint()/uvarlong(): a one- or two-byte value at the
+  // current position is read into `out`; false leaves everything else
+  // (longer values, the end of input, a sticky error) to the checked path.
+  template <class U>
+  bool short_uvar(U& out) noexcept {
+    if (error_ != nullptr || pos_ >= data_.size()) [[unlikely]]
+      return false;
+    const std::uint8_t* p = data_.data() + pos_;
+    if (p[0] < 0x80) {
+      ++pos_;
+      out = p[0];
+      return true;
+    }
+    if (data_.size() - pos_ >= 2 && p[1] < 0x80) {
+      pos_ += 2;
+      out = (U(p[0]) & 0x7f) | (U(p[1]) << 7);
+      return true;
+    }
+    return false;
+  }
+
+ public:
   // Varints: one- and two-byte values (the usual lengths, deltas and counts
   // of record batches) decode inline; longer ones out of line.
 
   /// Unsigned LEB128 varint of at most 5 bytes (32 bits).
   std::uint32_t uvarint() noexcept {
-    if (error_ == nullptr && pos_ < data_.size()) [[likely]] {
-      const std::uint8_t* p = data_.data() + pos_;
-      if (p[0] < 0x80) {
-        ++pos_;
-        return p[0];
-      }
-      if (data_.size() - pos_ >= 2 && p[1] < 0x80) {
-        pos_ += 2;
-        return (std::uint32_t(p[0]) & 0x7f) | (std::uint32_t(p[1]) << 7);
-      }
-    }
-    return uvarint_long();
+    std::uint32_t v;
+    return short_uvar(v) ? v : uvarint_long();
   }
   /// Unsigned LEB128 of at most 10 bytes (64 bits).
   std::uint64_t uvarlong() noexcept {
-    if (error_ == nullptr && pos_ < data_.size()) [[likely]] {
-      const std::uint8_t* p = data_.data() + pos_;
-      if (p[0] < 0x80) {
-        ++pos_;
-        return p[0];
-      }
-      if (data_.size() - pos_ >= 2 && p[1] < 0x80) {
-        pos_ += 2;
-        return (std::uint64_t(p[0]) & 0x7f) | (std::uint64_t(p[1]) << 7);
-      }
-    }
-    return uvarlong_long();
+    std::uint64_t v;
+    return short_uvar(v) ? v : uvarlong_long();
   }
   /// Zig-zag signed varint (int32) and varlong (int64).
   std::int32_t varint() noexcept {

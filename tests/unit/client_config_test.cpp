@@ -1,0 +1,71 @@
+// ClientConfig::from_properties: which keys are used, which are known Java /
+// librdkafka keys kwire accepts without using, which are unknown (reported in
+// warnings by name, never by value), and settings that have no effect.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "kwire/client/config.hpp"
+
+using namespace kwire::client;
+
+namespace {
+
+ClientConfig parse(std::map<std::string, std::string> props) {
+  props.emplace("bootstrap.servers", "broker.example:9092");
+  return ClientConfig::from_properties(props);
+}
+
+}  // namespace
+
+TEST(ClientConfigTest, UnknownKeyIsReportedByNameWithoutItsValue) {
+  auto c = parse({{"foo.bar", "s3cret-value"}, {"request.timeout.ms", "1000"}});
+  EXPECT_EQ(c.unknown_keys, std::vector<std::string>{"foo.bar"});
+  EXPECT_EQ(c.ignored_keys, std::vector<std::string>{"foo.bar"});
+  ASSERT_EQ(c.warnings.size(), 1u);
+  EXPECT_EQ(c.warnings[0], "The configuration 'foo.bar' was supplied but isn't a known config");
+  EXPECT_EQ(c.warnings[0].find("s3cret"), std::string::npos);
+}
+
+TEST(ClientConfigTest, MisspelledKnownKeyIsUnknown) {
+  auto c = parse({{"request.timout.ms", "1000"}, {"ssl.ca.locaton", "/x.pem"}});
+  EXPECT_EQ(c.unknown_keys, (std::vector<std::string>{"request.timout.ms", "ssl.ca.locaton"}));
+  EXPECT_EQ(c.warnings.size(), 2u);
+}
+
+TEST(ClientConfigTest, KnownButUnusedKeysAreIgnoredWithoutWarning) {
+  auto c = parse({{"group.id", "g"},
+                  {"client.id", "me"},
+                  {"debug", "all"},
+                  {"enable.auto.commit", "false"},
+                  {"auto.offset.reset", "earliest"},
+                  {"key.deserializer", "org.apache.kafka.common.serialization.ByteArrayDeserializer"},
+                  {"session.timeout.ms", "45000"},
+                  {"enable.idempotence", "true"},
+                  {"metrics.num.samples", "2"}});
+  EXPECT_TRUE(c.unknown_keys.empty());
+  EXPECT_TRUE(c.warnings.empty());
+  EXPECT_EQ(c.group_id, "g");
+  EXPECT_EQ(c.client_id, "me");
+  EXPECT_EQ(c.ignored_keys.size(), 7u);  // group.id and client.id are kept
+  EXPECT_TRUE(is_known_client_config("enable.auto.commit"));
+  EXPECT_FALSE(is_known_client_config("foo.bar"));
+}
+
+TEST(ClientConfigTest, SaslSettingsWithoutSaslProtocolWarn) {
+  auto c = parse({{"sasl.mechanism", "PLAIN"}, {"sasl.username", "alice"}, {"sasl.password", "pw-secret"}});
+  ASSERT_EQ(c.warnings.size(), 1u);
+  EXPECT_EQ(c.warnings[0],
+            "SASL settings (sasl.mechanism, sasl.password, sasl.username) are ignored: security.protocol is "
+            "PLAINTEXT; set it to SASL_PLAINTEXT or SASL_SSL to authenticate");
+  EXPECT_EQ(c.warnings[0].find("pw-secret"), std::string::npos);
+
+  auto ssl = parse({{"security.protocol", "SSL"}, {"sasl.mechanism", "PLAIN"}});
+  ASSERT_EQ(ssl.warnings.size(), 1u);
+  EXPECT_NE(ssl.warnings[0].find("security.protocol is SSL"), std::string::npos);
+
+  auto sasl = parse({{"security.protocol", "SASL_SSL"}, {"sasl.mechanism", "PLAIN"}, {"sasl.username", "a"}});
+  EXPECT_TRUE(sasl.warnings.empty());
+}
