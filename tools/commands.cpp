@@ -1,5 +1,6 @@
 #include "commands.hpp"
 
+#include <charconv>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -30,6 +31,41 @@ std::string as_string(const std::optional<protocol::ByteSpan>& b) {
   return std::string(reinterpret_cast<const char*>(b->data()), b->size());
 }
 }  // namespace
+
+std::int64_t parse_offset_number(const std::string& text, const std::string& option, const std::string& whole,
+                                 const char* expected) {
+  std::int64_t v = 0;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc() || ptr != text.data() + text.size())
+    throw std::invalid_argument(fmt::format("invalid {} '{}': {}", option, whole, expected));
+  return v;
+}
+
+void print_config_warnings(const CommonOptions& common) {
+  std::map<std::string, std::string> props;
+  for (auto& kv : common.properties) {
+    auto eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) return;  // reported by the command itself
+    props[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  if (!common.brokers.empty()) props["bootstrap.servers"] = common.brokers;
+  if (!props.count("bootstrap.servers") && !props.count("metadata.broker.list"))
+    props["bootstrap.servers"] = "localhost";  // only to check the other keys
+  try {
+    for (auto& w : ClientConfig::from_properties(props).warnings)
+      std::fprintf(stderr, "kwire: warning: %s\n", w.c_str());
+  } catch (const std::exception&) {
+    // A bad value: the command reports it when it builds its client.
+  }
+}
+
+void check_timestamp(std::int64_t ts, const char* option) {
+  if (ts < 0 && ts != kLatestTimestamp && ts != kEarliestTimestamp && ts != kMaxTimestamp)
+    throw std::invalid_argument(
+        fmt::format("invalid {} {}: a timestamp is milliseconds since the epoch (>= 0), or -1 (latest), "
+                    "-2 (earliest) or -3 (max-timestamp)",
+                    option, ts));
+}
 
 std::pair<std::string, std::string> split_key_value(const std::string& kv, const char* what) {
   auto eq = kv.find('=');
@@ -104,6 +140,7 @@ int cmd_metadata(const CommonOptions& common, const MetadataArgs& args) {
 }
 
 int cmd_offsets(const CommonOptions& common, const OffsetsArgs& args) {
+  if (args.timestamp) check_timestamp(*args.timestamp, "--timestamp");
   KafkaClient client(common.client_properties());
   std::int32_t n = client.partition_count(args.topic);
   std::vector<TopicPartition> tps;
@@ -187,6 +224,32 @@ int cmd_create_partitions(const CommonOptions& common, const CreatePartitionsArg
   client.create_partitions(args.topic, args.count);
   fmt::print(stderr, "topic '{}' now has {} partitions\n", args.topic, args.count);
   return 0;
+}
+
+void check_read_range(const CommonOptions& common, const ReadRangeArgs& args) {
+  if (args.from < 0) throw std::invalid_argument(fmt::format("invalid --from {}: must be 0 or more", args.from));
+  if (args.until < args.from)
+    throw std::invalid_argument(fmt::format("--until {} is below --from {}", args.until, args.from));
+  if (common.brokers.empty()) {
+    bool any = false;
+    for (auto& kv : common.properties)
+      any = any || kv.rfind("bootstrap.servers=", 0) == 0 || kv.rfind("metadata.broker.list=", 0) == 0;
+    if (!any) return;  // brokers come from -o kafka.bootstrap.servers: the reader checks the range
+  }
+  KafkaClient client(common.client_properties());
+  TopicPartition tp{args.topic, args.partition};
+  auto n = client.partition_count(args.topic);
+  if (args.partition < 0 || args.partition >= n)
+    throw std::invalid_argument(
+        fmt::format("partition {} does not exist in '{}' ({} partitions)", args.partition, args.topic, n));
+  auto earliest = client.list_offsets({{tp, kEarliestTimestamp}})[tp].offset;
+  auto latest = client.list_offsets({{tp, kLatestTimestamp}})[tp].offset;
+  // As Spark's batch read of a range that is not available: an error, at once.
+  if (args.until > latest)
+    throw std::invalid_argument(
+        fmt::format("offset range [{}, {}) of {} is not available: --until {} is past the "
+                    "latest offset {} (earliest {})",
+                    args.from, args.until, to_string(tp), args.until, latest, earliest));
 }
 
 int cmd_produce(const CommonOptions& common, const ProduceArgs& args) {
@@ -301,6 +364,8 @@ std::string record_json(const ConsumerRecord& r) {
 }  // namespace
 
 int cmd_consume(const CommonOptions& common, const ConsumeArgs& args) {
+  if (args.count && *args.count < 0)
+    throw std::invalid_argument(fmt::format("invalid --count {}: must be 0 or more", *args.count));
   auto props = common.client_properties();
   props["auto.offset.reset"] = "none";
   Consumer consumer(props);
@@ -320,30 +385,30 @@ int cmd_consume(const CommonOptions& common, const ConsumeArgs& args) {
   auto begin = consumer.beginning_offsets(tps);
   auto end = consumer.end_offsets(tps);
   const std::string& o = args.offset;
+  // Parse before any seek so that a bad --offset fails alone.
+  std::optional<std::int64_t> ts, v;
+  if (o.rfind("s@", 0) == 0) {
+    ts = parse_offset_number(o.substr(2), "offset", o, "expected a number (milliseconds since the epoch) after s@");
+    if (*ts < 0)
+      throw std::invalid_argument(fmt::format("invalid offset '{}': the timestamp after s@ must be 0 or more", o));
+  } else if (o != "beginning" && o != "end") {
+    v = parse_offset_number(o, "offset", o, "expected beginning, end, OFFSET, -N or s@TIMESTAMP_MS");
+  }
   if (o == "beginning") {
     for (auto& tp : tps) consumer.seek(tp, begin[tp]);
   } else if (o == "end") {
     for (auto& tp : tps) consumer.seek(tp, end[tp]);
-  } else if (o.rfind("s@", 0) == 0) {
-    std::int64_t ts = std::stoll(o.substr(2));
+  } else if (ts) {
     std::map<TopicPartition, std::int64_t> req;
-    for (auto& tp : tps) req[tp] = ts;
+    for (auto& tp : tps) req[tp] = *ts;
     for (auto& [tp, lo] : consumer.offsets_for_times(req)) consumer.seek(tp, lo ? lo->offset : end[tp]);
   } else {
-    std::size_t used = 0;
-    std::int64_t v = 0;
-    try {
-      v = std::stoll(o, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != o.size() || o.empty())
-      throw std::invalid_argument(fmt::format("invalid offset '{}': expected beginning, end, OFFSET, -N or s@TS", o));
     for (auto& tp : tps) {
-      std::int64_t pos = v >= 0 ? v : std::max(begin[tp], end[tp] + v);
-      if (v >= 0 && (pos < begin[tp] || pos > end[tp]))
+      // -N: N before the end, clamped to the beginning (no overflow for huge N).
+      std::int64_t pos = *v >= 0 ? *v : (*v < begin[tp] - end[tp] ? begin[tp] : end[tp] + *v);
+      if (*v >= 0 && (pos < begin[tp] || pos > end[tp]))
         throw std::invalid_argument(
-            fmt::format("offset {} is outside [{}, {}] for {}", v, begin[tp], end[tp], to_string(tp)));
+            fmt::format("offset {} is outside [{}, {}] for {}", *v, begin[tp], end[tp], to_string(tp)));
       consumer.seek(tp, pos);
     }
   }

@@ -96,6 +96,20 @@ struct LagArgs {
 /// Split "KEY=VALUE"; throws std::invalid_argument naming `what` when there is no '='.
 std::pair<std::string, std::string> split_key_value(const std::string& kv, const char* what);
 
+/// Parse a whole string as a decimal int64 (std::from_chars); throws
+/// std::invalid_argument "invalid OPTION 'WHOLE': EXPECTED" otherwise.
+std::int64_t parse_offset_number(const std::string& text, const std::string& option, const std::string& whole,
+                                 const char* expected);
+/// Print ClientConfig's warnings for the -X settings (unknown keys, SASL
+/// settings without a SASL protocol) on stderr. Never throws for bad values.
+void print_config_warnings(const CommonOptions& common);
+/// Throws std::invalid_argument for a timestamp below 0 other than -1
+/// (latest), -2 (earliest) and -3 (max-timestamp), ListOffsets' special values.
+void check_timestamp(std::int64_t ts, const char* option);
+/// read-range's checks before reading: from >= 0, until >= from, the partition
+/// exists and until is at most its latest offset. Throws std::invalid_argument.
+void check_read_range(const CommonOptions& common, const ReadRangeArgs& args);
+
 int cmd_metadata(const CommonOptions&, const MetadataArgs&);
 int cmd_offsets(const CommonOptions&, const OffsetsArgs&);
 int cmd_create_topic(const CommonOptions&, const CreateTopicArgs&);

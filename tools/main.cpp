@@ -1,4 +1,5 @@
 // kwire: a kcat-like command line for Kafka, on kwire's own protocol code.
+#include <charconv>
 #include <csignal>
 #include <cstdio>
 #include <iostream>
@@ -16,6 +17,22 @@
 #include "kwire/protocol/message.hpp"
 
 using namespace kwire::tools;
+
+namespace {
+// An integer option's lower bound, with a short message (CLI::PositiveNumber
+// and CLI::NonNegativeNumber print a double's 300-digit maximum).
+CLI::Validator at_least(long long lo) {
+  return CLI::Validator(
+      [lo](std::string& in) -> std::string {
+        long long v = 0;
+        auto [ptr, ec] = std::from_chars(in.data(), in.data() + in.size(), v);
+        if (ec != std::errc() || ptr != in.data() + in.size()) return {};  // the type conversion reports it
+        if (v < lo) return fmt::format("{} is not allowed: must be {} or more", in, lo);
+        return {};
+      },
+      fmt::format("INT>={}", lo));
+}
+}  // namespace
 
 int main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);
@@ -41,8 +58,10 @@ int main(int argc, char** argv) {
   auto* o = app.add_subcommand("offsets", "Earliest and latest offset of each partition");
   add_common(o);
   o->add_option("-t,--topic", off.topic, "Topic")->required();
-  o->add_option("-p,--partition", off.partition, "Only this partition");
-  o->add_option("--timestamp", off.timestamp, "Also look up the first offset at or after this timestamp (ms)");
+  o->add_option("-p,--partition", off.partition, "Only this partition")->check(at_least(0));
+  o->add_option("--timestamp", off.timestamp,
+                "Also look up the first offset at or after this timestamp (ms since the epoch; -1 latest, -2 "
+                "earliest, -3 max-timestamp)");
   o->add_flag("--json", off.json, "Print JSON");
 
   // create-topic
@@ -66,7 +85,8 @@ int main(int argc, char** argv) {
   auto* dre = app.add_subcommand("delete-records", "Delete the records of partitions below an offset");
   add_common(dre);
   dre->add_option("-t,--topic", dr.topic, "Topic")->required();
-  dre->add_option("-p,--partition", dr.partitions, "Partition (repeatable; default: every partition)");
+  dre->add_option("-p,--partition", dr.partitions, "Partition (repeatable; default: every partition)")
+      ->check(at_least(0));
   dre->add_option("--before", dr.before, "New log start offset; -1 for the high watermark")->required();
 
   // create-partitions
@@ -74,7 +94,7 @@ int main(int argc, char** argv) {
   auto* cpa = app.add_subcommand("create-partitions", "Raise a topic's partition count");
   add_common(cpa);
   cpa->add_option("-t,--topic", cp.topic, "Topic")->required();
-  cpa->add_option("--count", cp.count, "New total partition count")->required()->check(CLI::PositiveNumber);
+  cpa->add_option("--count", cp.count, "New total partition count")->required()->check(at_least(1));
 
   // produce
   ProduceArgs pr;
@@ -93,11 +113,11 @@ int main(int argc, char** argv) {
   auto* k = app.add_subcommand("consume", "Print records of a topic");
   add_common(k);
   k->add_option("-t,--topic", co.topic, "Topic")->required();
-  k->add_option("-p,--partition", co.partitions, "Only these partitions (repeatable)");
+  k->add_option("-p,--partition", co.partitions, "Only these partitions (repeatable)")->check(at_least(0));
   k->add_option("-o,--offset", co.offset, "beginning | end | OFFSET | -N (N before end) | s@TIMESTAMP_MS")
       ->default_val("beginning");
   k->add_flag("-e,--exit", co.exit_at_end, "Exit once the end of every partition (as of start) is reached");
-  k->add_option("-c,--count", co.count, "Exit after this many records");
+  k->add_option("-c,--count", co.count, "Exit after this many records")->check(at_least(0));
   k->add_flag("--json", co.json, "One JSON object per record");
   k->add_option("-f,--format", co.format,
                 "Output format: %t topic, %p partition, %o offset, %T timestamp, %k key, %s value, %S value "
@@ -114,7 +134,7 @@ int main(int argc, char** argv) {
   s->add_option("--sink", st.sink, "jsonl:DIR | console")->default_val("console");
   s->add_option("--trigger", st.trigger, "available-now | once | processing-time=DURATION")
       ->default_val("available-now");
-  s->add_option("--max-batches", st.max_batches, "Stop after this many batches (processing-time)");
+  s->add_option("--max-batches", st.max_batches, "Stop after this many batches (processing-time)")->check(at_least(1));
   s->add_flag("--json-progress", st.json_progress,
               "Print each batch's progress JSON (also appended to CHECKPOINT/progress.jsonl) on stderr");
   s->add_option("--prometheus", st.prometheus,
@@ -133,9 +153,11 @@ int main(int argc, char** argv) {
       app.add_subcommand("read-range", "Read one offset range [from, until) of one partition with the stream reader");
   add_common(r);
   r->add_option("-t,--topic", rr.topic, "Topic")->required();
-  r->add_option("-p,--partition", rr.partition, "Partition")->required();
-  r->add_option("--from", rr.from, "First offset (inclusive)")->required();
-  r->add_option("--until", rr.until, "End offset (exclusive)")->required();
+  r->add_option("-p,--partition", rr.partition, "Partition")->required()->check(at_least(0));
+  r->add_option("--from", rr.from, "First offset (inclusive)")->required()->check(at_least(0));
+  r->add_option("--until", rr.until, "End offset (exclusive; at most the partition's latest offset)")
+      ->required()
+      ->check(at_least(0));
   r->add_option("--sink", rr.sink, "jsonl:DIR | console")->default_val("console");
   r->add_option("-o,--option", rr.options, "Source option KEY=VALUE (failOnDataLoss, kafka.*, ...)");
   r->add_option("--value-format", rr.value_format, "raw | json")->check(CLI::IsMember({"raw", "json"}));
@@ -171,6 +193,7 @@ int main(int argc, char** argv) {
   }
 
   try {
+    if (!*dump) print_config_warnings(common);
     if (*dump) return cmd_dump_log(dl);
     if (*conf) return cmd_conformance(common.client_properties(), conf_json);
     if (*m) return cmd_metadata(common, md);
@@ -183,7 +206,10 @@ int main(int argc, char** argv) {
     if (*k) return cmd_consume(common, co);
     if (*s) return cmd_stream(common, st);
     if (*l) return cmd_lag(common, lg);
-    if (*r) return cmd_read_range(common, rr);
+    if (*r) {
+      check_read_range(common, rr);
+      return cmd_read_range(common, rr);
+    }
   } catch (const std::exception& e) {
     // std::fprintf, not fmt::print: reporting must not throw when stderr
     // itself cannot be written (a full disk under a redirected log).

@@ -6,6 +6,7 @@
 #include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "kwire/client/errors.hpp"
 
@@ -79,7 +80,57 @@ std::string lower(std::string s) {
   return s;
 }
 
+// Java client (producer, consumer, admin) and librdkafka keys that kwire
+// accepts without using. Prefix entries end in '.'.
+const std::set<std::string_view>& known_unused_keys() {
+  static const std::set<std::string_view> keys = {
+      // Java consumer
+      "allow.auto.create.topics", "auto.commit.interval.ms", "auto.include.jmx.reporter", "auto.offset.reset",
+      "client.dns.lookup", "client.rack", "connections.max.idle.ms", "enable.auto.commit", "enable.metrics.push",
+      "exclude.internal.topics", "group.instance.id", "group.protocol", "group.remote.assignor",
+      "heartbeat.interval.ms", "interceptor.classes", "key.deserializer", "max.poll.interval.ms",
+      "metadata.recovery.strategy", "metadata.recovery.rebootstrap.trigger.ms", "metric.reporters",
+      "metrics.num.samples", "metrics.recording.level", "metrics.sample.window.ms", "partition.assignment.strategy",
+      "reconnect.backoff.max.ms", "reconnect.backoff.ms", "retry.backoff.max.ms", "session.timeout.ms",
+      "socket.connection.setup.timeout.max.ms", "value.deserializer", "security.providers",
+      // Java producer
+      "buffer.memory", "enable.idempotence", "key.serializer", "max.block.ms", "max.in.flight.requests.per.connection",
+      "metadata.max.idle.ms", "partitioner.class", "partitioner.ignore.keys",
+      "partitioner.adaptive.partitioning.enable", "partitioner.availability.timeout.ms", "transaction.timeout.ms",
+      "transactional.id", "value.serializer", "compression.gzip.level", "compression.lz4.level",
+      "compression.zstd.level",
+      // Java TLS / SASL settings kwire leaves to OpenSSL / its own mechanisms
+      "ssl.protocol", "ssl.enabled.protocols", "ssl.cipher.suites", "ssl.keymanager.algorithm",
+      "ssl.trustmanager.algorithm", "ssl.secure.random.implementation", "ssl.provider", "ssl.engine.factory.class",
+      "sasl.client.callback.handler.class", "sasl.login.callback.handler.class", "sasl.login.class",
+      "sasl.kerberos.kinit.cmd", "sasl.kerberos.min.time.before.relogin", "sasl.kerberos.ticket.renew.jitter",
+      "sasl.kerberos.ticket.renew.window.factor",
+      // librdkafka
+      "debug", "log_level", "log.connection.close", "api.version.request", "api.version.fallback.ms",
+      "broker.version.fallback", "statistics.interval.ms", "socket.keepalive.enable", "socket.nagle.disable",
+      "topic.metadata.refresh.interval.ms", "enable.partition.eof", "enable.auto.offset.store", "queued.min.messages",
+      "queued.max.messages.kbytes", "enable.ssl.certificate.verification", "queue.buffering.max.messages",
+      "queue.buffering.max.kbytes", "batch.num.messages", "message.send.max.retries", "partitioner",
+      "sticky.partitioning.linger.ms", "builtin.features", "client.software.name", "client.software.version",
+      "broker.address.family", "enable.sasl.oauthbearer.unsecure.jwt", "sasl.oauthbearer.config",
+      "sasl.oauthbearer.method", "sasl.oauthbearer.client.id", "sasl.oauthbearer.client.secret",
+      "sasl.oauthbearer.scope", "sasl.oauthbearer.extensions", "sasl.oauthbearer.token.endpoint.url",
+      "sasl.oauthbearer.jwks.endpoint.url", "sasl.oauthbearer.scope.claim.name", "sasl.oauthbearer.sub.claim.name",
+      "sasl.oauthbearer.expected.audience", "sasl.oauthbearer.expected.issuer", "reconnect.backoff.jitter.ms",
+      "topic.metadata.refresh.sparse", "internal.termination.signal"};
+  return keys;
+}
+
+constexpr std::string_view kKnownUnusedPrefixes[] = {"metrics.", "sasl.login."};
+
 }  // namespace
+
+bool is_known_client_config(std::string_view key) {
+  if (known_unused_keys().count(key)) return true;
+  for (auto p : kKnownUnusedPrefixes)
+    if (key.substr(0, p.size()) == p) return true;
+  return false;
+}
 
 ClientConfig ClientConfig::from_properties(const std::map<std::string, std::string>& props) {
   ClientConfig c;
@@ -221,9 +272,24 @@ ClientConfig ClientConfig::from_properties(const std::map<std::string, std::stri
       c.delivery_timeout_ms = static_cast<std::int32_t>(parse_int(key, value, 1, kMaxInt));
     } else {
       c.ignored_keys.push_back(key);
+      if (!is_known_client_config(key)) {
+        c.unknown_keys.push_back(key);
+        c.warnings.push_back(fmt::format("The configuration '{}' was supplied but isn't a known config", key));
+      }
     }
   }
   if (!have_bootstrap) throw ConfigError("bootstrap.servers must be set");
+  if (c.security_protocol.rfind("SASL_", 0) != 0) {
+    // Java and librdkafka ignore sasl.* unless the protocol authenticates.
+    std::vector<std::string> sasl_keys;
+    for (const auto& kv : props)
+      if (kv.first.rfind("sasl.", 0) == 0) sasl_keys.push_back(kv.first);
+    if (!sasl_keys.empty())
+      c.warnings.push_back(
+          fmt::format("SASL settings ({}) are ignored: security.protocol is {}; set it to SASL_PLAINTEXT or SASL_SSL "
+                      "to authenticate",
+                      fmt::join(sasl_keys, ", "), c.security_protocol));
+  }
   if (c.security_protocol.rfind("SASL_", 0) == 0 && c.sasl_mechanism.empty())
     throw ConfigError(
         fmt::format("security.protocol={} needs sasl.mechanism (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, "

@@ -10,8 +10,13 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <random>
 
 #include <fmt/format.h>
@@ -109,6 +114,10 @@ void Connection::run_until(const std::function<bool()>& done, Deadline deadline,
   while (!done()) {
     if (error_) {
       auto msg = fmt::format("connection to {} failed: {}", endpoint(), *error_);
+      // Closed during the ApiVersions exchange or right after it (before any
+      // other answer): the usual cause is a listener of another protocol.
+      if (!tls_failure_ && responses_ <= handshake_responses_)
+        msg += " (is security.protocol right? the broker may expect SSL or SASL on this port)";
       if (tls_failure_) throw TlsError(msg);
       throw ConnectionError(msg);
     }
@@ -179,8 +188,11 @@ void Connection::connect(Deadline deadline) {
   try {
     if (opts_.tls.enabled) start_tls(deadline);
     start_read();
+    responses_ = 0;
+    handshake_responses_ = std::numeric_limits<std::uint64_t>::max();
     negotiate(deadline);
     if (opts_.sasl.enabled) authenticate(deadline);
+    handshake_responses_ = responses_;
   } catch (...) {
     // Never leave a connection that looks open without negotiated versions
     // (or authentication): the next use must connect again.
@@ -237,6 +249,10 @@ void Connection::start_tls(Deadline deadline) {
     ctx->add_verify_path(t.ca_location, ec);
     if (ec) tls_fail(fmt::format("cannot use CA directory '{}': {}", t.ca_location, ec.message()));
   } else {
+    // OpenSSL's own error for a missing file is only "asio.ssl error".
+    if (::access(t.ca_location.c_str(), R_OK) != 0)
+      tls_fail(fmt::format("cannot load CA file '{}' (ssl.ca.location / ssl.truststore.location): {}", t.ca_location,
+                           std::strerror(errno)));
     ctx->load_verify_file(t.ca_location, ec);
     if (ec) tls_fail(fmt::format("cannot load CA file '{}': {}", t.ca_location, ec.message()));
   }
@@ -531,6 +547,7 @@ void Connection::read_body() {
         return;
       }
       it->second.response = std::move(read_buf_);
+      ++responses_;
       start_read();
     });
   });

@@ -893,5 +893,139 @@ TEST_F(ErrorsTest, SilentBrokerTimesOut) {
   EXPECT_LT(r.seconds, 10.0) << r.err;
 }
 
+TEST_F(ErrorsTest, UnknownClientPropertyIsWarnedAboutByName) {
+  auto r = run_kwire({"metadata", "-b", bootstrap(), "-X", "foo.bar=s3cret", "-X", "group.id=g", "-X", "debug=all",
+                      "-X", "enable.auto.commit=false"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_NE(r.err.find("kwire: warning: The configuration 'foo.bar' was supplied but isn't a known config"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("s3cret"), std::string::npos) << "the value must not be printed: " << r.err;
+  EXPECT_EQ(r.err.find("group.id"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("debug"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("enable.auto.commit"), std::string::npos) << r.err;
+
+  auto clean = run_kwire({"metadata", "-b", bootstrap()});
+  ASSERT_EQ(clean.exit_code, 0) << clean.describe();
+  EXPECT_EQ(clean.err.find("warning"), std::string::npos) << clean.err;
+}
+
+TEST_F(ErrorsTest, OffsetsAndCountsAreParsedStrictly) {
+  const std::string topic = unique_topic("strict-args");
+  create_topic(topic, 1);
+  auto r = run_kwire({"produce", "-b", bootstrap(), "-t", topic, "-p", "0"}, "one\ntwo\n");
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+
+  struct Case {
+    std::string offset, message;
+  };
+  for (const Case& c :
+       {Case{"s@abc", "invalid offset 's@abc': expected a number"},
+        Case{"s@123abc", "invalid offset 's@123abc': expected a number"},
+        Case{"s@", "invalid offset 's@': expected a number"}, Case{"s@-5", "invalid offset 's@-5'"},
+        Case{"12x", "invalid offset '12x'"}, Case{"99999999999999999999", "invalid offset '99999999999999999999'"}}) {
+    auto bad = run_kwire({"consume", "-b", bootstrap(), "-t", topic, "-o", c.offset, "-e", "-q"}, {}, 60);
+    EXPECT_EQ(bad.exit_code, 1) << bad.describe();
+    EXPECT_NE(bad.err.find(c.message), std::string::npos) << bad.err;
+    EXPECT_TRUE(bad.out.empty()) << bad.out;
+  }
+  // -N past the beginning is clamped, not an overflow.
+  auto all = run_kwire({"consume", "-b", bootstrap(), "-t", topic, "-o", "-9223372036854775807", "-e", "-q"});
+  ASSERT_EQ(all.exit_code, 0) << all.describe();
+  EXPECT_EQ(all.out, "one\ntwo\n");
+
+  auto negative = run_kwire({"consume", "-b", bootstrap(), "-t", topic, "-c", "-1", "-e", "-q"});
+  EXPECT_NE(negative.exit_code, 0) << negative.describe();
+  EXPECT_NE(negative.err.find("--count: -1 is not allowed: must be 0 or more"), std::string::npos) << negative.err;
+
+  auto partitions = run_kwire({"create-partitions", "-b", bootstrap(), "-t", topic, "--count", "-2"});
+  EXPECT_NE(partitions.exit_code, 0) << partitions.describe();
+  EXPECT_NE(partitions.err.find("--count: -2 is not allowed: must be 1 or more"), std::string::npos) << partitions.err;
+  EXPECT_LT(partitions.err.size(), 200u) << partitions.err;
+}
+
+TEST_F(OffsetsTest, NegativeTimestampsOtherThanTheSpecialValuesAreRejected) {
+  const std::string topic = unique_topic("neg-ts");
+  create_topic(topic, 1);
+  auto r = run_kwire({"produce", "-b", bootstrap(), "-t", topic, "-p", "0"}, "a\nb\nc\n");
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+
+  auto bad = run_kwire({"offsets", "-b", bootstrap(), "-t", topic, "--timestamp", "-7"});
+  EXPECT_EQ(bad.exit_code, 1) << bad.describe();
+  EXPECT_NE(bad.err.find("invalid --timestamp -7"), std::string::npos) << bad.err;
+  EXPECT_EQ(bad.err.find("UNSUPPORTED_VERSION"), std::string::npos) << bad.err;
+
+  auto latest = run_kwire({"offsets", "-b", bootstrap(), "-t", topic, "--timestamp", "-1"});
+  ASSERT_EQ(latest.exit_code, 0) << latest.describe();
+  EXPECT_EQ(latest.out, topic + " [0] earliest 0 latest 3 at-timestamp 3\n");
+  auto earliest = run_kwire({"offsets", "-b", bootstrap(), "-t", topic, "--timestamp", "-2"});
+  ASSERT_EQ(earliest.exit_code, 0) << earliest.describe();
+  EXPECT_EQ(earliest.out, topic + " [0] earliest 0 latest 3 at-timestamp 0\n");
+}
+
+TEST_F(OffsetsTest, ReadRangePastTheLatestOffsetFailsAtOnce) {
+  const std::string topic = unique_topic("range-past-end");
+  create_topic(topic, 1);
+  std::string input;
+  for (int i = 0; i < 200; ++i) input += std::to_string(i) + "\n";
+  auto r = run_kwire({"produce", "-b", bootstrap(), "-t", topic, "-p", "0"}, input);
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+
+  auto past =
+      run_kwire({"read-range", "-b", bootstrap(), "-t", topic, "-p", "0", "--from", "190", "--until", "500"}, {}, 60);
+  EXPECT_EQ(past.exit_code, 1) << past.describe();
+  EXPECT_NE(past.err.find("--until 500 is past the latest offset 200"), std::string::npos) << past.err;
+  EXPECT_TRUE(past.out.empty()) << past.out;
+  EXPECT_LT(past.seconds, 30) << past.err;
+
+  auto ok = run_kwire({"read-range", "-b", bootstrap(), "-t", topic, "-p", "0", "--from", "197", "--until", "200"});
+  ASSERT_EQ(ok.exit_code, 0) << ok.describe();
+  EXPECT_NE(ok.out.find("\"value\":\"199\""), std::string::npos) << ok.out;
+}
+
+class ClientSecurityErrorsTest : public SecureBrokerTest {};
+
+TEST_F(ClientSecurityErrorsTest, WrongSecurityProtocolGetsAHint) {
+  const std::string hint = "(is security.protocol right? the broker may expect SSL or SASL on this port)";
+  auto ssl = run_kwire({"metadata", "-b", addr("KWIRE_SECURE_SSL_PORT"), "-X", "request.timeout.ms=3000", "-X",
+                        "default.api.timeout.ms=5000", "-X", "retries=0"},
+                       {}, 60);
+  EXPECT_EQ(ssl.exit_code, 1) << ssl.describe();
+  EXPECT_NE(ssl.err.find(hint), std::string::npos) << ssl.err;
+
+  auto sasl = run_kwire(
+      {"metadata", "-b", addr("KWIRE_SECURE_SASL_PLAINTEXT_PORT"), "-X", "sasl.mechanism=PLAIN", "-X",
+       "sasl.username=" + env_.at("KWIRE_SECURE_USER"), "-X", "sasl.password=" + env_.at("KWIRE_SECURE_PASSWORD"), "-X",
+       "default.api.timeout.ms=5000", "-X", "retries=0"},
+      {}, 60);
+  EXPECT_EQ(sasl.exit_code, 1) << sasl.describe();
+  EXPECT_NE(sasl.err.find("kwire: warning: SASL settings (sasl.mechanism, sasl.password, sasl.username) are "
+                          "ignored: security.protocol is PLAINTEXT"),
+            std::string::npos)
+      << sasl.err;
+  EXPECT_NE(sasl.err.find(hint), std::string::npos) << sasl.err;
+  EXPECT_EQ(sasl.err.find(env_.at("KWIRE_SECURE_PASSWORD")), std::string::npos) << sasl.err;
+
+  // The right protocol: no hint, no warning.
+  auto good =
+      run_kwire({"metadata", "-b", addr("KWIRE_SECURE_SASL_PLAINTEXT_PORT"), "-X", "security.protocol=SASL_PLAINTEXT",
+                 "-X", "sasl.mechanism=PLAIN", "-X", "sasl.username=" + env_.at("KWIRE_SECURE_USER"), "-X",
+                 "sasl.password=" + env_.at("KWIRE_SECURE_PASSWORD")});
+  ASSERT_EQ(good.exit_code, 0) << good.describe();
+  EXPECT_EQ(good.err.find("warning"), std::string::npos) << good.err;
+}
+
+TEST_F(ClientSecurityErrorsTest, MissingCaFileIsNamedWithTheSystemError) {
+  auto r = run_kwire({"metadata", "-b", addr("KWIRE_SECURE_SSL_PORT"), "-X", "security.protocol=SSL", "-X",
+                      "ssl.ca.location=/nonexistent-kwire-ca.pem"},
+                     {}, 60);
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find("cannot load CA file '/nonexistent-kwire-ca.pem' (ssl.ca.location / "
+                       "ssl.truststore.location): No such file or directory"),
+            std::string::npos)
+      << r.err;
+  EXPECT_LT(r.seconds, 30) << r.err;
+}
+
 }  // namespace
 }  // namespace kwire_test

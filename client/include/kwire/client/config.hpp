@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "kwire/protocol/compression.hpp"
@@ -22,6 +23,11 @@ struct BrokerAddress {
 
 /// Parse "host:port[,host:port...]" (bracketed IPv6 accepted). Throws ConfigError.
 std::vector<BrokerAddress> parse_bootstrap_servers(const std::string& list);
+
+/// True for a key of the Java producer/consumer/admin configs or librdkafka's
+/// that kwire accepts without using, so that giving it is not reported as
+/// unknown (kwire's own keys are handled by ClientConfig::from_properties).
+bool is_known_client_config(std::string_view key);
 
 struct ClientConfig {
   std::vector<BrokerAddress> bootstrap_servers;  // bootstrap.servers (metadata.broker.list)
@@ -77,8 +83,19 @@ struct ClientConfig {
   std::int32_t delivery_timeout_ms = 120000;                             // delivery.timeout.ms
 
   /// Keys that were given but are not used by kwire (reported, not fatal, as
-  /// the Java client logs unknown configs).
+  /// the Java client logs unknown configs): the unknown_keys plus known Java /
+  /// librdkafka keys kwire accepts without using (group.id's consumer-group
+  /// siblings, serializers, debug, ...; see is_known_client_config).
   std::vector<std::string> ignored_keys;
+  /// The ignored keys that no Java client or librdkafka knows: most likely
+  /// misspelled. Each has an entry in warnings.
+  std::vector<std::string> unknown_keys;
+  /// Human-readable notes on settings that have no effect, one per line,
+  /// naming keys but never values (a value may be a secret): each unknown key
+  /// ("The configuration 'x' was supplied but isn't a known config", the Java
+  /// consumer's log line), and sasl.* settings given with a security.protocol
+  /// that does not authenticate. Not fatal; callers decide where to print them.
+  std::vector<std::string> warnings;
 
   /// Build from properties. Throws ConfigError naming the key for a bad value,
   /// a missing bootstrap.servers, or a security.protocol kwire cannot use yet.

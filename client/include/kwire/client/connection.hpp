@@ -233,6 +233,8 @@ class Connection {
   Clock::time_point reauthenticate_at_ = Clock::time_point::max();
   Clock::time_point session_expires_at_ = Clock::time_point::max();
   std::uint64_t connects_ = 0;
+  std::uint64_t responses_ = 0;            // answers read on this connection
+  std::uint64_t handshake_responses_ = 0;  // answers of ApiVersions (and SASL) at connect
   std::uint64_t reauthentications_ = 0;
   std::optional<std::string> tls_failure_;  // set when error_ comes from the TLS layer
   std::int32_t next_correlation_id_ = 1;
