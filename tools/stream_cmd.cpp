@@ -1,8 +1,13 @@
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <stdexcept>
+#include <system_error>
 
 #include <fmt/format.h>
 
@@ -124,12 +129,35 @@ std::unique_ptr<Sink> make_sink(const std::string& spec, JsonLinesSink::Formatte
     return std::make_unique<JsonLinesSink>(spec.substr(6), std::move(formatter));
   throw std::invalid_argument(fmt::format("invalid --sink '{}': expected jsonl:DIR or console", spec));
 }
+
+// --prometheus FILE is rewritten after each batch: its folder must be
+// writable before the first batch commits anything.
+void check_prometheus_path(const std::string& file) {
+  if (file.empty()) throw std::invalid_argument("--prometheus needs a file name");
+  std::filesystem::path dir = std::filesystem::path(file).parent_path();
+  if (dir.empty()) dir = ".";
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec))
+    throw std::invalid_argument(fmt::format("--prometheus {}: folder {} does not exist", file, dir.string()));
+  if (::access(dir.c_str(), W_OK | X_OK) != 0)
+    throw std::invalid_argument(fmt::format("--prometheus {}: folder {} is not writable: {}", file, dir.string(),
+                                            std::system_category().message(errno)));
+  if (std::filesystem::is_directory(file, ec))
+    throw std::invalid_argument(fmt::format("--prometheus {}: is a folder, expected a file name", file));
+}
 }  // namespace
 
 int cmd_stream(const CommonOptions& common, const StreamArgs& args) {
+  if (args.checkpoint.empty())
+    throw std::invalid_argument("--checkpoint must name a folder (an empty path would write into the current folder)");
+  if (args.max_batches && *args.max_batches <= 0)
+    throw std::invalid_argument(fmt::format("--max-batches must be positive, got {}", *args.max_batches));
+  if (args.prometheus) check_prometheus_path(*args.prometheus);
   auto options = source_options(common, args.options);
   auto sink = make_sink(args.sink, value_formatter(args.value_format, args.schema, args.kafka_columns));
-  StreamingQuery query(options, args.checkpoint, *sink, Trigger::parse(args.trigger));
+  // --plan-only is a read-only view: no file or folder is created in the checkpoint.
+  StreamingQuery query(options, args.checkpoint, *sink, Trigger::parse(args.trigger),
+                       args.plan_only ? checkpoint::Access::read_only : checkpoint::Access::read_write);
   if (args.plan_only) {
     auto plan = query.plan_next_batch();
     if (plan) fmt::print("{}\n", plan->plan_json());
@@ -172,7 +200,9 @@ int cmd_lag(const CommonOptions& common, const LagArgs& args) {
     if (k.rfind("kafka.", 0) == 0) props[k.substr(6)] = v;
   if (!props.count("bootstrap.servers"))
     throw std::invalid_argument("no broker given: use -b HOST:PORT or -o kafka.bootstrap.servers=HOST:PORT");
-  checkpoint::Checkpoint cp(args.checkpoint);
+  if (args.checkpoint.empty()) throw std::invalid_argument("--checkpoint must name a folder");
+  // Read-only: lag works on the checkpoint of a running query.
+  auto cp = checkpoint::Checkpoint::open_read_only(args.checkpoint);
   auto last = cp.latest_commit_batch();
   if (!last) throw std::invalid_argument(fmt::format("checkpoint '{}' has no committed batch", args.checkpoint));
   auto consumed = cp.read_offsets(*last);

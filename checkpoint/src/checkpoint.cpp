@@ -1,6 +1,7 @@
 #include "kwire/checkpoint/checkpoint.hpp"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -255,11 +256,19 @@ void check_version(const fs::path& path, std::string_view line) {
 }
 
 PartitionOffsets parse_offsets_in(const fs::path& path, std::string_view json) {
+  PartitionOffsets out;
   try {
-    return offsets_from_json(trim(json));
+    out = offsets_from_json(trim(json));
   } catch (const CheckpointError& e) {
     corrupt(path, e.what());
   }
+  // Spark only knows -2 (earliest) and -1 (latest) as negative offsets.
+  for (const auto& [topic, parts] : out) {
+    for (const auto& [partition, offset] : parts) {
+      if (offset < -2) corrupt(path, fmt::format("invalid offset {} for {}-{}", offset, topic, partition));
+    }
+  }
+  return out;
 }
 
 struct OffsetsFile {
@@ -433,11 +442,89 @@ void atomic_write_file(const fs::path& path, std::string_view content) {
   fsync_dir(parent_or_dot(path));
 }
 
-Checkpoint::Checkpoint(fs::path root, int min_batches_to_retain)
-    : root_(std::move(root)), min_batches_to_retain_(min_batches_to_retain) {
+namespace {
+
+// Takes the writer lock of `root` (which exists): returns the open lock file.
+int lock_checkpoint(const fs::path& root) {
+  const fs::path path = root / std::string(Checkpoint::kLockFileName);
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) io_error("Cannot open lock file", path, errno);
+  int rc = 0;
+  do {
+    rc = ::flock(fd, LOCK_EX | LOCK_NB);
+  } while (rc != 0 && errno == EINTR);
+  if (rc != 0) {
+    const int err = errno;
+    if (err != EWOULDBLOCK) {
+      ::close(fd);
+      io_error("Cannot lock", path, err);
+    }
+    std::string owner;
+    std::array<char, 32> buf{};
+    const ssize_t n = ::pread(fd, buf.data(), buf.size() - 1, 0);
+    if (n > 0) owner = std::string(trim(std::string_view(buf.data(), static_cast<std::size_t>(n))));
+    ::close(fd);
+    throw CheckpointError(fmt::format("checkpoint {} is in use by another running query (pid {})", root.string(),
+                                      owner.empty() ? std::string("unknown") : owner));
+  }
+  // The pid is only for the message above: failing to record it (a full
+  // disk) does not matter, the lock is what counts.
+  const std::string pid = fmt::format("{}\n", ::getpid());
+  if (::ftruncate(fd, 0) == 0) {
+    [[maybe_unused]] const ssize_t written = ::pwrite(fd, pid.data(), pid.size(), 0);
+  }
+  return fd;
+}
+
+}  // namespace
+
+Checkpoint::Checkpoint(fs::path root, int min_batches_to_retain, Access access)
+    : root_(std::move(root)), min_batches_to_retain_(min_batches_to_retain), access_(access) {
   if (min_batches_to_retain_ < 1) {
     throw CheckpointError(fmt::format("min_batches_to_retain must be positive, got {}", min_batches_to_retain_));
   }
+  if (root_.empty()) throw CheckpointError("Checkpoint path is empty");
+  if (access_ == Access::read_only) {
+    const fs::path meta = root_ / "metadata";
+    if (const auto content = read_file(meta)) {
+      simdjson::dom::parser parser;
+      simdjson::dom::element doc;
+      std::string_view id;
+      const std::string_view text = trim(*content);
+      if (parser.parse(text.data(), text.size()).get(doc) || doc["id"].get_string().get(id) || id.empty()) {
+        corrupt(meta, "expected {\"id\":\"<uuid>\"}");
+      }
+      id_ = std::string(id);
+    }
+    return;
+  }
+  {
+    std::error_code ec;
+    fs::create_directories(root_, ec);
+    if (ec) throw CheckpointError(fmt::format("Cannot create folder {}: {}", root_.string(), ec.message()));
+  }
+  // Locked before anything else is touched: a second writer must not delete
+  // the first one's temp files.
+  lock_fd_ = lock_checkpoint(root_);
+  try {
+    open_layout();
+  } catch (...) {
+    ::close(lock_fd_);
+    throw;
+  }
+}
+
+Checkpoint::~Checkpoint() {
+  if (lock_fd_ >= 0) ::close(lock_fd_);
+}
+
+void Checkpoint::check_writable() const {
+  if (access_ == Access::read_only) {
+    throw CheckpointError(fmt::format("Checkpoint {} is open read-only", root_.string()));
+  }
+}
+
+void Checkpoint::open_layout() {
   for (const fs::path& dir : {root_ / "offsets", root_ / "commits", root_ / "sources" / "0"}) {
     std::error_code ec;
     fs::create_directories(dir, ec);
@@ -479,6 +566,7 @@ std::optional<PartitionOffsets> Checkpoint::initial_offsets() const {
 }
 
 void Checkpoint::write_initial_offsets(const PartitionOffsets& offsets) {
+  check_writable();
   const fs::path path = initial_offsets_path();
   std::string content;
   content.push_back('\0');
@@ -515,6 +603,7 @@ std::int64_t Checkpoint::read_offsets_timestamp(std::int64_t batch) const {
 }
 
 void Checkpoint::write_offsets(std::int64_t batch, const PartitionOffsets& end, std::int64_t batch_timestamp_ms) {
+  check_writable();
   check_batch_id(batch);
   const fs::path path = offsets_path(batch);
   if (!create_file_once(path, offsets_file_content(end, batch_timestamp_ms))) {
@@ -549,6 +638,7 @@ bool Checkpoint::has_commit(std::int64_t batch) const {
 }
 
 void Checkpoint::write_commit(std::int64_t batch) {
+  check_writable();
   check_batch_id(batch);
   std::string content(kLogVersion);
   content.push_back('\n');

@@ -167,6 +167,10 @@ std::map<std::string, std::vector<std::int32_t>> parse_assign_json(const std::st
       if (el.type() != simdjson::dom::element_type::INT64 || el.get_int64().get(p) || p < INT32_MIN || p > INT32_MAX) {
         throw fail();
       }
+      if (p < 0) {
+        throw SourceOptionError(
+            fmt::format("Option 'assign' has a negative partition {} for topic '{}'", p, std::string(field.key)));
+      }
       parts.push_back(static_cast<std::int32_t>(p));
     }
     out[std::string(field.key)] = std::move(parts);
@@ -224,6 +228,21 @@ OffsetSpec offset_range_limit(const Params& params, std::string_view global_ts_k
     return SpecificOffsets{parse_offsets_option(trimmed)};
   }
   return default_spec;
+}
+
+// Specific offsets may only be real offsets (>= 0) or the markers Spark
+// knows: -2 (earliest, starting offsets only) and -1 (latest).
+void check_specific_offsets(const OffsetSpec& spec, std::string_view option, bool allow_earliest) {
+  const auto* s = std::get_if<SpecificOffsets>(&spec);
+  if (!s) return;
+  for (const auto& [topic, parts] : s->offsets) {
+    for (const auto& [p, off] : parts) {
+      if (off >= 0 || off == kLatestOffset || (allow_earliest && off == kEarliestOffset)) continue;
+      throw SourceOptionError(fmt::format("{} for {} has invalid offset {}: an offset must be >= 0, {}", option,
+                                          tp_name(topic, p), off,
+                                          allow_earliest ? "-2 (earliest) or -1 (latest)" : "or -1 (latest)"));
+    }
+  }
 }
 
 // ---- Known Kafka client options (for the missing "kafka." prefix rule) ----
@@ -414,6 +433,7 @@ void check_batch_offsets(const Params& params, SourceOptions& out) {
       }
     }
   }
+  check_specific_offsets(out.starting, "startingOffsets", true);
   out.ending = offset_range_limit(params, kEndingTimestamp, kEndingOffsetsByTimestamp, kEndingOffsets, LatestOffsets{});
   if (std::holds_alternative<EarliestOffsets>(out.ending)) {
     throw SourceOptionError("ending offset can't be earliest for batch queries on Kafka");
@@ -428,6 +448,7 @@ void check_batch_offsets(const Params& params, SourceOptions& out) {
       }
     }
   }
+  check_specific_offsets(out.ending, "endingOffsets", false);
 }
 
 template <typename Map>
@@ -589,13 +610,16 @@ SourceOptions parse_source_options(const std::map<std::string, std::string>& opt
     }
     out.starting =
         offset_range_limit(params, kStartingTimestamp, kStartingOffsetsByTimestamp, kStartingOffsets, LatestOffsets{});
+    check_specific_offsets(out.starting, "startingOffsets", true);
     out.ending = LatestOffsets{};
     // Rate options only matter to streaming queries (batch mode warns and ignores them).
     if (auto v = params.get(kMaxOffsetsPerTrigger)) {
       out.max_offsets_per_trigger = parse_integer_option<std::int64_t>("maxOffsetsPerTrigger", *v);
+      if (*out.max_offsets_per_trigger <= 0) throw SourceOptionError("maxOffsetsPerTrigger must be positive");
     }
     if (auto v = params.get(kMinOffsetsPerTrigger)) {
       out.min_offsets_per_trigger = parse_integer_option<std::int64_t>("minOffsetsPerTrigger", *v);
+      if (*out.min_offsets_per_trigger <= 0) throw SourceOptionError("minOffsetsPerTrigger must be positive");
     }
     if (auto v = params.get(kMaxTriggerDelay)) out.max_trigger_delay_ms = parse_duration_ms(*v);
     if (auto v = params.get(kBytesEstimateWindowLength)) {
@@ -643,12 +667,17 @@ SourceOptions parse_source_options(const std::map<std::string, std::string>& opt
   if (auto v = params.get(kIncludeHeaders)) out.include_headers = parse_bool_option("includeHeaders", *v);
   if (auto v = params.get(kFetchOffsetNumRetries)) {
     out.fetch_offset_num_retries = parse_integer_option<std::int32_t>("fetchOffset.numRetries", *v);
+    if (out.fetch_offset_num_retries < 0) throw SourceOptionError("fetchOffset.numRetries must be non-negative");
   }
   if (auto v = params.get(kFetchOffsetRetryIntervalMs)) {
     out.fetch_offset_retry_interval_ms = parse_integer_option<std::int64_t>("fetchOffset.retryIntervalMs", *v);
+    if (out.fetch_offset_retry_interval_ms < 0) {
+      throw SourceOptionError("fetchOffset.retryIntervalMs must be non-negative");
+    }
   }
   if (auto v = params.get(kPollTimeoutMs)) {
     out.poll_timeout_ms = parse_integer_option<std::int64_t>("kafkaConsumer.pollTimeoutMs", *v);
+    if (out.poll_timeout_ms < 0) throw SourceOptionError("kafkaConsumer.pollTimeoutMs must be non-negative");
   }
 
   // Kafka client parameters: "kafka.X" -> X, X in its original case.

@@ -8,6 +8,7 @@
 #include <random>
 #include <regex>
 #include <set>
+#include <stdexcept>
 #include <thread>
 
 #include <fmt/format.h>
@@ -25,6 +26,9 @@ namespace fs = std::filesystem;
 using client::KafkaClient;
 
 namespace {
+
+// Spark's pollingDelay: the wait after a trigger that found no new data.
+constexpr std::int64_t kNoDataPollingDelayMs = 10;
 
 std::int64_t now_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
@@ -359,9 +363,9 @@ std::string BatchProgress::to_prometheus() const {
 // ------------------------------------------------------------------ query
 
 StreamingQuery::StreamingQuery(const std::map<std::string, std::string>& options, fs::path checkpoint_dir, Sink& sink,
-                               Trigger trigger)
+                               Trigger trigger, checkpoint::Access access)
     : options_(parse_source_options(options, QueryMode::streaming)),
-      checkpoint_(std::move(checkpoint_dir)),
+      checkpoint_(std::move(checkpoint_dir), checkpoint::Checkpoint::kDefaultMinBatchesToRetain, access),
       meter_(std::make_unique<detail::MeteringSink>(sink)),
       sink_(*meter_),
       trigger_(trigger),
@@ -393,7 +397,7 @@ StreamingQuery::StreamingQuery(const std::map<std::string, std::string>& options
       for (auto& w : restart_warnings_) warn(w);
     }
   }
-  drop_partial_last_line(progress_log_path());
+  if (!checkpoint_.read_only()) drop_partial_last_line(progress_log_path());
   admin_ = std::make_unique<KafkaClient>(client_properties());
 }
 
@@ -493,6 +497,18 @@ PartitionOffsets StreamingQuery::latest_offsets(const std::vector<TopicPartition
 
 PartitionOffsets StreamingQuery::resolve_initial_offsets() {
   auto tps = discover_partitions();
+  if (const auto* a = std::get_if<Assign>(&options_.strategy)) {
+    // As Spark, an assigned partition that does not exist is an error, not an
+    // empty stream.
+    std::vector<std::string> missing;
+    for (auto& [topic, parts] : a->partitions)
+      for (auto p : parts)
+        if (!std::binary_search(tps.begin(), tps.end(), TopicPartition{topic, p}))
+          missing.push_back(to_string(TopicPartition{topic, p}));
+    if (!missing.empty())
+      throw SourceOptionError(fmt::format("Assigned topic-partitions do not exist (UNKNOWN_TOPIC_OR_PARTITION): {}",
+                                          fmt::join(missing, ", ")));
+  }
   const auto& spec = options_.starting;
   if (std::holds_alternative<EarliestOffsets>(spec)) return fetch_offsets(tps, client::kEarliestTimestamp);
   if (std::holds_alternative<LatestOffsets>(spec)) return fetch_offsets(tps, client::kLatestTimestamp);
@@ -990,6 +1006,8 @@ BatchProgress read_offset_range(std::map<std::string, std::string> options, cons
 
 void StreamingQuery::run(const std::function<void(const BatchProgress&)>& on_progress,
                          std::optional<std::int64_t> max_batches) {
+  if (max_batches && *max_batches <= 0)
+    throw std::invalid_argument(fmt::format("max_batches must be positive, got {}", *max_batches));
   std::int64_t batches = 0;
   while (!stop_requested_) {
     const std::int64_t started_ms = now_ms();
@@ -1003,6 +1021,11 @@ void StreamingQuery::run(const std::function<void(const BatchProgress&)>& on_pro
       if (trigger_.kind != Trigger::Kind::processing_time) continue;
     } else if (trigger_.kind != Trigger::Kind::processing_time) {
       return;  // backlog drained (available-now / once)
+    } else if (trigger_.interval_ms < kNoDataPollingDelayMs) {
+      // Nothing new: as Spark's pollingDelay, wait a little before asking the
+      // brokers again rather than spinning on ListOffsets.
+      std::this_thread::sleep_for(std::chrono::milliseconds(kNoDataPollingDelayMs));
+      continue;
     }
     // processing-time: wait for the next interval boundary. As Spark's
     // ProcessingTimeExecutor, boundaries are wall-clock multiples of the

@@ -319,9 +319,68 @@ TEST_F(StreamFeatures, PlanOnlyPrintsThePlanAndWritesNoCheckpoint) {
   EXPECT_EQ(std::int64_t(ranges.at(0)["fromOffset"].get_int64()), 0);
   EXPECT_EQ(std::int64_t(ranges.at(0)["untilOffset"].get_int64()), 3);  // 5 * 7/10 = 3.5 -> 3
   EXPECT_EQ(std::int64_t(ranges.at(1)["untilOffset"].get_int64()), 1);  // 5 * 3/10 = 1.5 -> 1
-  EXPECT_FALSE(fs::exists(ck / "sources" / "0" / "0"));
-  EXPECT_FALSE(fs::exists(ck / "offsets" / "0"));
-  EXPECT_FALSE(fs::exists(ck / "progress.jsonl"));
+  // Nothing at all is created: no metadata, no folder.
+  EXPECT_FALSE(fs::exists(ck));
+  fs::create_directory(ck);
+  auto again = run_kwire({"stream", "-b", bootstrap(), "-o", "subscribe=" + topic, "-o", "startingOffsets=earliest",
+                          "--checkpoint", ck.string(), "--plan-only"});
+  ASSERT_EQ(again.exit_code, 0) << again.describe();
+  EXPECT_TRUE(fs::is_empty(ck));
+}
+
+TEST_F(StreamFeatures, StreamRejectsBadArgumentsBeforeWritingAnything) {
+  auto topic = unique_topic("sf-bad-args");
+  make_topic(topic, 2);
+  send(topic, 0, numbered(0, 3));
+  TempDir dir;
+  const auto ck = (dir / "ck").string();
+  const auto out = "jsonl:" + (dir / "out").string();
+  auto stream = [&](std::vector<std::string> extra, const std::string& checkpoint) {
+    std::vector<std::string> args{"stream",       "-b",       bootstrap(), "-o", "subscribe=" + topic,
+                                  "--checkpoint", checkpoint, "--sink",    out};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_kwire(args);
+  };
+  auto empty = run_kwire({"stream", "-b", bootstrap(), "-o", "subscribe=" + topic, "--checkpoint", "", "--sink", out});
+  EXPECT_NE(empty.exit_code, 0) << empty.describe();
+  EXPECT_NE(empty.err.find("--checkpoint must name a folder"), std::string::npos) << empty.err;
+
+  auto negative = stream({"-o", R"(startingOffsets={")" + topic + R"(":{"0":-1,"1":-3}})"}, ck);
+  EXPECT_NE(negative.exit_code, 0) << negative.describe();
+  EXPECT_NE(negative.err.find("startingOffsets for " + topic + "-1 has invalid offset -3"), std::string::npos)
+      << negative.err;
+
+  auto prom = stream({"-o", "startingOffsets=earliest", "--prometheus", (dir / "no" / "such" / "m.prom").string()}, ck);
+  EXPECT_NE(prom.exit_code, 0) << prom.describe();
+  EXPECT_NE(prom.err.find("--prometheus " + (dir / "no" / "such" / "m.prom").string() + ": folder " +
+                          (dir / "no" / "such").string() + " does not exist"),
+            std::string::npos)
+      << prom.err;
+
+  auto max_batches = stream({"--max-batches", "-1"}, ck);
+  EXPECT_NE(max_batches.exit_code, 0) << max_batches.describe();
+  EXPECT_NE(max_batches.err.find("max"), std::string::npos) << max_batches.err;
+
+  // None of them wrote a checkpoint file or a batch.
+  EXPECT_FALSE(fs::exists(dir / "ck" / "offsets" / "0"));
+  EXPECT_FALSE(fs::exists(dir / "ck" / "sources" / "0" / "0"));
+  EXPECT_FALSE(fs::exists(dir / "out" / "part-00000000000000000000.jsonl"));
+}
+
+TEST_F(StreamFeatures, AssignOfAPartitionThatDoesNotExistFails) {
+  auto topic = unique_topic("sf-assign-missing");
+  make_topic(topic, 1);
+  send(topic, 0, numbered(0, 3));
+  TempDir dir;
+  auto r = run_kwire(
+      {"stream", "-b", bootstrap(), "-o", R"(assign={")" + topic + R"(":[0,7],"kwire-no-such-topic":[0]})", "-o",
+       "startingOffsets=earliest", "--checkpoint", (dir / "ck").string(), "--sink", "jsonl:" + (dir / "out").string()});
+  EXPECT_NE(r.exit_code, 0) << r.describe();
+  EXPECT_NE(r.err.find("Assigned topic-partitions do not exist (UNKNOWN_TOPIC_OR_PARTITION): kwire-no-such-topic-0, " +
+                       topic + "-7"),
+            std::string::npos)
+      << r.err;
+  EXPECT_FALSE(fs::exists(dir / "ck" / "sources" / "0" / "0"));
 }
 
 TEST_F(StreamFeatures, ReadRangeReadsExactlyOneRange) {

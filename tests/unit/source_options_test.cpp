@@ -382,3 +382,48 @@ TEST(SourceOptions, BytesEstimateWindowLength) {
   o["bytesEstimateWindowLength"] = "0";
   EXPECT_THROW(parse_source_options(o, QueryMode::streaming), SourceOptionError);
 }
+
+// ---- Values Spark has no meaning for ----
+
+TEST(SourceOptions, SpecificOffsetsOnlyAllowSparksNegativeMarkers) {
+  EXPECT_ERROR(base({{"startingOffsets", R"({"t":{"0":-1,"1":-3}})"}}), S,
+               "startingOffsets for t-1 has invalid offset -3: an offset must be >= 0, -2 (earliest) or -1 (latest)");
+  EXPECT_ERROR(base({{"startingOffsets", R"({"t":{"0":-4}})"}}), B, "startingOffsets for t-0 has invalid offset -4");
+  EXPECT_ERROR(base({{"endingOffsets", R"({"t":{"0":-5}})"}, {"startingOffsets", R"({"t":{"0":0}})"}}), B,
+               "endingOffsets for t-0 has invalid offset -5: an offset must be >= 0, or -1 (latest)");
+  // -2 stays Spark's message for endingOffsets.
+  EXPECT_ERROR(base({{"endingOffsets", R"({"t":{"0":-2}})"}, {"startingOffsets", R"({"t":{"0":0}})"}}), B,
+               "ending offset for t-0 can't be earliest for batch queries on Kafka");
+  auto s = parse_source_options(base({{"startingOffsets", R"({"t":{"0":-1,"1":-2,"2":7}})"}}), S);
+  EXPECT_EQ(std::get<SpecificOffsets>(s.starting).offsets,
+            (PartitionOffsets{{"t", {{0, kLatestOffset}, {1, kEarliestOffset}, {2, 7}}}}));
+  auto b =
+      parse_source_options(base({{"startingOffsets", R"({"t":{"0":-2}})"}, {"endingOffsets", R"({"t":{"0":-1}})"}}), B);
+  EXPECT_EQ(std::get<SpecificOffsets>(b.ending).offsets, (PartitionOffsets{{"t", {{0, kLatestOffset}}}}));
+}
+
+TEST(SourceOptions, AssignRejectsNegativePartitions) {
+  Opts o{{"kafka.bootstrap.servers", "x"}, {"assign", R"({"t":[0,-1]})"}};
+  EXPECT_ERROR(o, S, "Option 'assign' has a negative partition -1 for topic 't'");
+  EXPECT_ERROR(o, B, "Option 'assign' has a negative partition -1 for topic 't'");
+}
+
+TEST(SourceOptions, RateLimitsRetriesAndTimeoutsMustBeInRange) {
+  EXPECT_ERROR(base({{"maxOffsetsPerTrigger", "0"}}), S, "maxOffsetsPerTrigger must be positive");
+  EXPECT_ERROR(base({{"maxOffsetsPerTrigger", "-5"}}), S, "maxOffsetsPerTrigger must be positive");
+  EXPECT_ERROR(base({{"minOffsetsPerTrigger", "0"}}), S, "minOffsetsPerTrigger must be positive");
+  EXPECT_ERROR(base({{"minOffsetsPerTrigger", "-1"}}), S, "minOffsetsPerTrigger must be positive");
+  EXPECT_ERROR(base({{"fetchOffset.numRetries", "-1"}}), S, "fetchOffset.numRetries must be non-negative");
+  EXPECT_ERROR(base({{"fetchOffset.retryIntervalMs", "-1"}}), S, "fetchOffset.retryIntervalMs must be non-negative");
+  EXPECT_ERROR(base({{"kafkaConsumer.pollTimeoutMs", "-1"}}), S, "kafkaConsumer.pollTimeoutMs must be non-negative");
+  EXPECT_ERROR(base({{"kafkaConsumer.pollTimeoutMs", "-1"}}), B, "kafkaConsumer.pollTimeoutMs must be non-negative");
+  auto s = parse_source_options(base({{"maxOffsetsPerTrigger", "1"},
+                                      {"minOffsetsPerTrigger", "1"},
+                                      {"fetchOffset.numRetries", "0"},
+                                      {"kafkaConsumer.pollTimeoutMs", "0"}}),
+                                S);
+  EXPECT_EQ(s.max_offsets_per_trigger, std::optional<std::int64_t>(1));
+  EXPECT_EQ(s.min_offsets_per_trigger, std::optional<std::int64_t>(1));
+  EXPECT_EQ(s.fetch_offset_num_retries, 0);
+  EXPECT_EQ(s.poll_timeout_ms, 0);
+}

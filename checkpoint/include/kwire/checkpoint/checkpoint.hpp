@@ -8,6 +8,8 @@
 //                  (write-ahead log: the END offsets of batch N)
 //   commits/N      v1\n{"nextBatchWatermarkMs":0}           (batch N completed)
 //   sources/0/0    \0v1\n<offsets JSON>                     (initial offsets, written once)
+//   .kwire.lock    pid of the process writing the checkpoint (kwire only;
+//                  a hidden file Spark does not read)
 //
 // Every offset is the NEXT offset to read. Batch N reads [offsets/N-1, offsets/N)
 // (for N == 0 the start is sources/0/0). All files are written atomically
@@ -27,6 +29,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace kwire::checkpoint {
 
@@ -76,20 +79,52 @@ struct ResumePoint {
   std::optional<PartitionOffsets> replay_end;
 };
 
+/// How a Checkpoint opens its folder.
+enum class Access {
+  /// Creates the layout, takes the writer lock, may write files.
+  read_write,
+  /// Creates, locks, deletes and writes nothing (a view of the folder as it
+  /// is; a missing folder reads as a brand-new query). Every write method
+  /// throws CheckpointError.
+  read_only,
+};
+
 /// A checkpoint folder for a query with one Kafka source. Not thread-safe; one
-/// query (one process) owns a checkpoint folder at a time.
+/// query (one process) owns a checkpoint folder at a time: a read_write
+/// Checkpoint holds an exclusive advisory lock (flock(2) LOCK_EX on
+/// <root>/.kwire.lock, which holds the owner's pid) until it is destroyed, so
+/// a second writer, in this or another process, fails at once instead of
+/// racing. The lock goes away with the process, so a killed run never leaves
+/// a stale lock behind.
 class Checkpoint {
  public:
   static constexpr int kDefaultMinBatchesToRetain = 100;
+  /// Name of the lock file in the checkpoint folder.
+  static constexpr std::string_view kLockFileName = ".kwire.lock";
 
-  /// Opens (creating if needed) the folder, its offsets/, commits/ and
-  /// sources/0/ sub-folders and the metadata file with a fresh UUID v4 id,
-  /// and removes temp files a killed writer left there
-  /// (remove_stale_temp_files). Errors: CheckpointError naming the path and
-  /// the OS reason (e.g. a parent that is a regular file: "Not a directory").
+  /// read_write: opens (creating if needed) the folder, takes the writer lock,
+  /// creates its offsets/, commits/ and sources/0/ sub-folders and the
+  /// metadata file with a fresh UUID v4 id, and removes temp files a killed
+  /// writer left there (remove_stale_temp_files).
+  /// read_only: only reads `metadata` if it exists (id() is empty otherwise).
+  /// Errors: CheckpointError for an empty path; naming the path and the OS
+  /// reason (e.g. a parent that is a regular file: "Not a directory"); or
+  ///   checkpoint <root> is in use by another running query (pid N)
+  /// when another read_write Checkpoint holds the lock.
   /// `min_batches_to_retain` (>= 1, as Spark's spark.sql.streaming.minBatchesToRetain):
   /// after writing batch N, offsets and commits files of batches < N - min are deleted.
-  explicit Checkpoint(std::filesystem::path root, int min_batches_to_retain = kDefaultMinBatchesToRetain);
+  explicit Checkpoint(std::filesystem::path root, int min_batches_to_retain = kDefaultMinBatchesToRetain,
+                      Access access = Access::read_write);
+  ~Checkpoint();
+  Checkpoint(const Checkpoint&) = delete;
+  Checkpoint& operator=(const Checkpoint&) = delete;
+
+  /// A read-only view (Access::read_only) of `root`.
+  static Checkpoint open_read_only(std::filesystem::path root) {
+    return Checkpoint(std::move(root), kDefaultMinBatchesToRetain, Access::read_only);
+  }
+
+  bool read_only() const { return access_ == Access::read_only; }
 
   const std::filesystem::path& root() const { return root_; }
 
@@ -112,7 +147,9 @@ class Checkpoint {
   std::optional<std::int64_t> latest_commit_batch() const;
 
   /// End offsets logged for `batch`. Throws CheckpointError (naming the file) if
-  /// missing or corrupt.
+  /// missing or corrupt; an offset below -2 (not a real offset, nor Spark's -2
+  /// earliest / -1 latest) makes the file corrupt. The same rule holds for
+  /// sources/0/0.
   PartitionOffsets read_offsets(std::int64_t batch) const;
   /// batchTimestampMs logged for `batch` (0 when absent from the metadata line).
   std::int64_t read_offsets_timestamp(std::int64_t batch) const;
@@ -140,9 +177,13 @@ class Checkpoint {
   std::filesystem::path commit_path(std::int64_t batch) const;
   std::filesystem::path initial_offsets_path() const;
   void purge(std::int64_t current_batch);
+  void check_writable() const;
+  void open_layout();
 
   std::filesystem::path root_;
   int min_batches_to_retain_;
+  Access access_;
+  int lock_fd_ = -1;  // open while the writer lock is held
   std::string id_;
 };
 

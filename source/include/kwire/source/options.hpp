@@ -82,6 +82,10 @@ struct SourceOptions {
   OffsetSpec ending = LatestOffsets{};
   TimestampStrategy timestamp_strategy = TimestampStrategy::error;
 
+  /// Specific starting offsets are >= 0, -2 (earliest) or -1 (latest);
+  /// specific ending offsets are >= 0 or -1 (latest); assigned partitions are
+  /// >= 0. Anything else is a SourceOptionError naming the topic-partition.
+  /// Rate limits: positive ("maxOffsetsPerTrigger must be positive").
   std::optional<std::int64_t> max_offsets_per_trigger;
   std::optional<std::int64_t> min_offsets_per_trigger;
   std::int64_t max_trigger_delay_ms = 15 * 60 * 1000;
@@ -91,6 +95,8 @@ struct SourceOptions {
   std::optional<std::int32_t> min_partitions;
   std::optional<std::int64_t> max_records_per_partition;
   bool fail_on_data_loss = true;
+  /// fetchOffset.numRetries, fetchOffset.retryIntervalMs and
+  /// kafkaConsumer.pollTimeoutMs must be non-negative.
   int fetch_offset_num_retries = 3;
   std::int64_t fetch_offset_retry_interval_ms = 1000;
   std::int64_t poll_timeout_ms = 120000;

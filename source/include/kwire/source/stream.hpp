@@ -123,7 +123,9 @@ class ConsoleSink : public Sink {
 /// Spark's triggers: AvailableNow (rate-limited batches up to the latest
 /// offsets seen at start, then stop), Once (one batch of everything, limits
 /// ignored with a warning), ProcessingTime (a batch every interval while new
-/// data exists; runs until stop()).
+/// data exists; runs until stop()). A ProcessingTime trigger that found no new
+/// data waits at least 10 ms (Spark's pollingDelay) before the next one, so
+/// an interval of 0 does not spin on ListOffsets.
 struct Trigger {
   enum class Kind { available_now, once, processing_time };
   Kind kind = Kind::available_now;
@@ -185,13 +187,19 @@ class StreamingQuery {
  public:
   /// `options`: Spark's source options (kafka.bootstrap.servers and one of
   /// subscribe/subscribePattern/assign required). Throws SourceOptionError.
+  /// The checkpoint is opened with `access` (checkpoint::Checkpoint): read_write
+  /// takes its writer lock (CheckpointError "... is in use by another running
+  /// query (pid N)" when held); read_only writes nothing and is only good for
+  /// plan_next_batch() and next_batch_id() (running a batch throws CheckpointError).
   StreamingQuery(const std::map<std::string, std::string>& options, std::filesystem::path checkpoint_dir, Sink& sink,
-                 Trigger trigger = {});
+                 Trigger trigger = {}, checkpoint::Access access = checkpoint::Access::read_write);
   ~StreamingQuery();
 
   /// Run batches until the trigger says stop (AvailableNow / Once: backlog
   /// drained; ProcessingTime: stop() or max_batches). Calls `on_progress` after
-  /// each committed batch. Throws DataLossError, client errors, CheckpointError.
+  /// each committed batch. `max_batches`, when set, must be positive
+  /// (std::invalid_argument otherwise). Throws DataLossError, client errors,
+  /// CheckpointError.
   void run(const std::function<void(const BatchProgress&)>& on_progress = {},
            std::optional<std::int64_t> max_batches = std::nullopt);
   /// Ask run() to return after the current batch (safe from another thread or a signal handler).

@@ -1,0 +1,166 @@
+// The streaming source's guards against the in-process mock cluster: assigned
+// partitions that do not exist, --plan-only's read-only checkpoint, the
+// checkpoint lock between two queries, and the polling delay of a
+// processing-time trigger that finds no data.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <span>
+#include <string>
+#include <thread>
+
+#include "../temp_dir.hpp"
+#include "kwire/checkpoint/checkpoint.hpp"
+#include "kwire/mock/mock_cluster.hpp"
+#include "kwire/source/stream.hpp"
+
+using kwire::checkpoint::Access;
+using kwire::checkpoint::CheckpointError;
+using kwire::mock::MockCluster;
+using kwire::protocol::ApiKey;
+using kwire::source::Row;
+using kwire::source::SourceOptionError;
+using kwire::source::StreamingQuery;
+using kwire::source::Trigger;
+using kwire_test::TempDir;
+namespace fs = std::filesystem;
+
+namespace {
+
+class CountSink : public kwire::source::Sink {
+ public:
+  void begin_batch(std::int64_t) override { current_ = 0; }
+  void write(std::span<const Row> r) override { current_ += static_cast<std::int64_t>(r.size()); }
+  std::int64_t commit_batch(std::int64_t) override {
+    rows += current_;
+    return current_;
+  }
+  std::int64_t rows = 0;
+
+ private:
+  std::int64_t current_ = 0;
+};
+
+std::map<std::string, std::string> options(const MockCluster& c, std::map<std::string, std::string> extra) {
+  std::map<std::string, std::string> o{{"kafka.bootstrap.servers", c.bootstrap_servers()},
+                                       {"startingOffsets", "earliest"},
+                                       {"kafka.request.timeout.ms", "3000"},
+                                       {"fetchOffset.retryIntervalMs", "10"},
+                                       {"kafkaConsumer.pollTimeoutMs", "5000"}};
+  for (auto& [k, v] : extra) o[k] = v;
+  return o;
+}
+
+Trigger every_call() {
+  Trigger t;
+  t.kind = Trigger::Kind::processing_time;
+  t.interval_ms = 0;
+  return t;
+}
+
+std::size_t entries_under(const fs::path& dir) {
+  std::size_t n = 0;
+  for ([[maybe_unused]] auto& e : fs::recursive_directory_iterator(dir)) ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST(MockStreamGuards, AssignedPartitionsThatDoNotExistAreAnError) {
+  MockCluster c;
+  c.create_topic("t", 1);
+  c.append_values("t", 0, 3);
+  TempDir dir;
+  CountSink sink;
+  StreamingQuery q(options(c, {{"assign", R"({"nosuch":[0],"t":[0,7]})"}}), dir / "ck", sink, every_call());
+  try {
+    q.run_once_batch();
+    FAIL() << "expected a SourceOptionError";
+  } catch (const SourceOptionError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "Assigned topic-partitions do not exist (UNKNOWN_TOPIC_OR_PARTITION): nosuch-0, t-7");
+  }
+  EXPECT_FALSE(fs::exists(dir / "ck" / "sources" / "0" / "0"));
+  EXPECT_FALSE(fs::exists(dir / "ck" / "offsets" / "0"));
+  EXPECT_EQ(sink.rows, 0);
+
+  // Every assigned partition present: the batch runs.
+  StreamingQuery ok(options(c, {{"assign", R"({"t":[0]})"}}), dir / "ck2", sink, every_call());
+  auto b = ok.run_once_batch();
+  ASSERT_TRUE(b.has_value());
+  EXPECT_EQ(sink.rows, 3);
+}
+
+TEST(MockStreamGuards, PlanOnlyCreatesNothingInAnEmptyCheckpoint) {
+  MockCluster c;
+  c.create_topic("t", 2);
+  c.append_values("t", 0, 4);
+  TempDir dir;
+  const auto empty = dir / "ck";
+  fs::create_directory(empty);
+  CountSink sink;
+  StreamingQuery q(options(c, {{"subscribe", "t"}}), empty, sink, every_call(), Access::read_only);
+  EXPECT_EQ(q.next_batch_id(), 0);
+  auto plan = q.plan_next_batch();
+  ASSERT_TRUE(plan.has_value());
+  EXPECT_EQ(plan->end_offsets, (kwire::checkpoint::PartitionOffsets{{"t", {{0, 4}, {1, 0}}}}));
+  EXPECT_EQ(entries_under(empty), 0u);
+  EXPECT_EQ(sink.rows, 0);
+  // Running a batch on a read-only checkpoint is refused.
+  EXPECT_THROW(q.run_once_batch(), CheckpointError);
+  EXPECT_EQ(entries_under(empty), 0u);
+
+  // A missing folder is not created either.
+  StreamingQuery missing(options(c, {{"subscribe", "t"}}), dir / "none", sink, every_call(), Access::read_only);
+  EXPECT_TRUE(missing.plan_next_batch().has_value());
+  EXPECT_FALSE(fs::exists(dir / "none"));
+}
+
+TEST(MockStreamGuards, SecondQueryOnALockedCheckpointFailsFast) {
+  MockCluster c;
+  c.create_topic("t", 1);
+  TempDir dir;
+  CountSink sink;
+  StreamingQuery first(options(c, {{"subscribe", "t"}}), dir / "ck", sink, every_call());
+  try {
+    StreamingQuery second(options(c, {{"subscribe", "t"}}), dir / "ck", sink, every_call());
+    FAIL() << "expected a CheckpointError";
+  } catch (const CheckpointError& e) {
+    EXPECT_NE(std::string(e.what()).find("is in use by another running query (pid "), std::string::npos) << e.what();
+  }
+  // A read-only planner may look at it meanwhile.
+  StreamingQuery planner(options(c, {{"subscribe", "t"}}), dir / "ck", sink, every_call(), Access::read_only);
+  EXPECT_EQ(planner.next_batch_id(), 0);
+}
+
+TEST(MockStreamGuards, ProcessingTimeZeroWaitsThePollingDelayWhenThereIsNoData) {
+  MockCluster c;
+  c.create_topic("t", 1);
+  TempDir dir;
+  CountSink sink;
+  StreamingQuery q(options(c, {{"subscribe", "t"}}), dir / "ck", sink, every_call());
+  c.clear_requests();
+  std::thread runner([&] { q.run(); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  q.stop();
+  runner.join();
+  // With a 10 ms polling delay 300 ms hold at most ~30 empty triggers (one
+  // ListOffsets each); a loop without the delay sends thousands.
+  const auto list_offsets = c.requests(ApiKey::list_offsets).size();
+  EXPECT_GT(list_offsets, 0u);
+  EXPECT_LT(list_offsets, 100u) << "ListOffsets requests in 300 ms: " << list_offsets;
+  std::printf("ListOffsets requests in 300 ms without data: %zu\n", list_offsets);
+  EXPECT_EQ(sink.rows, 0);
+}
+
+TEST(MockStreamGuards, MaxBatchesMustBePositive) {
+  MockCluster c;
+  c.create_topic("t", 1);
+  TempDir dir;
+  CountSink sink;
+  StreamingQuery q(options(c, {{"subscribe", "t"}}), dir / "ck", sink, every_call());
+  EXPECT_THROW(q.run({}, -1), std::invalid_argument);
+  EXPECT_THROW(q.run({}, 0), std::invalid_argument);
+}
