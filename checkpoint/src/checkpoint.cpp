@@ -249,6 +249,18 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
+// The query id in a checkpoint's `metadata` file: {"id":"<uuid>"}.
+std::string query_id_from(const fs::path& meta, std::string_view content) {
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  std::string_view id;
+  const std::string_view text = trim(content);
+  if (parser.parse(text.data(), text.size()).get(doc) || doc["id"].get_string().get(id) || id.empty()) {
+    corrupt(meta, "expected {\"id\":\"<uuid>\"}");
+  }
+  return std::string(id);
+}
+
 void check_version(const fs::path& path, std::string_view line) {
   if (trim(line) != kLogVersion) {
     corrupt(path, fmt::format("unsupported log version line '{}' (expected '{}')", line, kLogVersion));
@@ -487,14 +499,7 @@ Checkpoint::Checkpoint(fs::path root, int min_batches_to_retain, Access access)
   if (access_ == Access::read_only) {
     const fs::path meta = root_ / "metadata";
     if (const auto content = read_file(meta)) {
-      simdjson::dom::parser parser;
-      simdjson::dom::element doc;
-      std::string_view id;
-      const std::string_view text = trim(*content);
-      if (parser.parse(text.data(), text.size()).get(doc) || doc["id"].get_string().get(id) || id.empty()) {
-        corrupt(meta, "expected {\"id\":\"<uuid>\"}");
-      }
-      id_ = std::string(id);
+      id_ = query_id_from(meta, *content);
     }
     return;
   }
@@ -544,14 +549,7 @@ void Checkpoint::open_layout() {
     content = read_file(meta);
     if (!content) corrupt(meta, "disappeared after creation");
   }
-  simdjson::dom::parser parser;
-  simdjson::dom::element doc;
-  std::string_view id;
-  const std::string_view text = trim(*content);
-  if (parser.parse(text.data(), text.size()).get(doc) || doc["id"].get_string().get(id) || id.empty()) {
-    corrupt(meta, "expected {\"id\":\"<uuid>\"}");
-  }
-  id_ = std::string(id);
+  id_ = query_id_from(meta, *content);
 }
 
 fs::path Checkpoint::offsets_path(std::int64_t batch) const { return root_ / "offsets" / std::to_string(batch); }
