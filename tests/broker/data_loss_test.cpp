@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -293,8 +294,8 @@ TEST(DataLoss, TopicRecreatedOffsetChanged) {
   produce(topic, 0, 0, 100, "old-");
   auto dir = temp_dir("recreated");
   source::JsonLinesSink sink(dir / "out");
-  source::StreamingQuery strict(subscribe(topic, true), dir / "ck", sink, continuous());
-  auto b0 = strict.run_once_batch();
+  auto strict = std::make_unique<source::StreamingQuery>(subscribe(topic, true), dir / "ck", sink, continuous());
+  auto b0 = strict->run_once_batch();
   ASSERT_TRUE(b0);
   EXPECT_EQ(b0->num_input_rows, 100);
 
@@ -302,7 +303,7 @@ TEST(DataLoss, TopicRecreatedOffsetChanged) {
   recreate_topic(topic, 1);
   produce(topic, 0, 0, 30, "new-");
   try {
-    strict.run_once_batch();
+    strict->run_once_batch();
     FAIL() << "expected PARTITION_OFFSET_CHANGED";
   } catch (const DataLossError& e) {
     EXPECT_EQ(e.kind(), DataLossKind::partition_offset_changed);
@@ -314,6 +315,7 @@ TEST(DataLoss, TopicRecreatedOffsetChanged) {
   }
   EXPECT_FALSE(fs::exists(dir / "ck" / "offsets" / "1"));  // nothing was planned
 
+  strict.reset();  // a stopped query gives up the checkpoint
   source::StreamingQuery lenient(subscribe(topic, false), dir / "ck", sink, continuous());
   auto b1 = lenient.run_once_batch();
   ASSERT_TRUE(b1);
@@ -349,8 +351,8 @@ TEST(DataLoss, PartitionsAddedStartFromEarliest) {
   produce(topic, 0, 0, 50, "p0-");
   auto dir = temp_dir("added");
   source::JsonLinesSink sink(dir / "out");
-  source::StreamingQuery strict(subscribe(topic, true), dir / "ck", sink, continuous());
-  auto b0 = strict.run_once_batch();
+  auto strict = std::make_unique<source::StreamingQuery>(subscribe(topic, true), dir / "ck", sink, continuous());
+  auto b0 = strict->run_once_batch();
   ASSERT_TRUE(b0);
   EXPECT_EQ(b0->num_input_rows, 50);
 
@@ -358,7 +360,7 @@ TEST(DataLoss, PartitionsAddedStartFromEarliest) {
   produce(topic, 1, 0, 10, "p1-");
   produce(topic, 2, 0, 10, "p2-");
   produce(topic, 0, 50, 60, "p0-");
-  auto b1 = strict.run_once_batch();
+  auto b1 = strict->run_once_batch();
   ASSERT_TRUE(b1);
   EXPECT_EQ(b1->num_input_rows, 30);
   EXPECT_TRUE(b1->warnings.empty());
@@ -372,7 +374,7 @@ TEST(DataLoss, PartitionsAddedStartFromEarliest) {
   produce(topic, 3, 0, 10, "p3-");
   EXPECT_EQ(delete_records(topic, 3, 4), 4);
   try {
-    strict.run_once_batch();
+    strict->run_once_batch();
     FAIL() << "expected ADDED_PARTITION_DOES_NOT_START_FROM_OFFSET_ZERO";
   } catch (const DataLossError& e) {
     EXPECT_EQ(e.kind(), DataLossKind::added_partition_does_not_start_from_offset_zero);
@@ -383,6 +385,7 @@ TEST(DataLoss, PartitionsAddedStartFromEarliest) {
   }
   EXPECT_FALSE(fs::exists(dir / "ck" / "offsets" / "2"));
 
+  strict.reset();  // a stopped query gives up the checkpoint
   source::StreamingQuery lenient(subscribe(topic, false), dir / "ck", sink, continuous());
   auto b2 = lenient.run_once_batch();
   ASSERT_TRUE(b2);
@@ -421,15 +424,15 @@ TEST(DataLoss, TopicDeletedPartitionsDeleted) {
     return o;
   };
   source::JsonLinesSink sink(dir / "out");
-  source::StreamingQuery strict(options(true), dir / "ck", sink, continuous());
-  auto b0 = strict.run_once_batch();
+  auto strict = std::make_unique<source::StreamingQuery>(options(true), dir / "ck", sink, continuous());
+  auto b0 = strict->run_once_batch();
   ASSERT_TRUE(b0);
   EXPECT_EQ(b0->num_input_rows, 20);
 
   delete_topic(gone);
   produce(keep, 0, 10, 15, "k-");
   try {
-    strict.run_once_batch();
+    strict->run_once_batch();
     FAIL() << "expected PARTITIONS_DELETED";
   } catch (const DataLossError& e) {
     EXPECT_EQ(e.kind(), DataLossKind::partitions_deleted);
@@ -439,19 +442,24 @@ TEST(DataLoss, TopicDeletedPartitionsDeleted) {
   }
   EXPECT_FALSE(fs::exists(dir / "ck" / "offsets" / "1"));
 
-  source::StreamingQuery lenient(options(false), dir / "ck", sink, continuous());
-  auto b1 = lenient.run_once_batch();
+  strict.reset();  // a stopped query gives up the checkpoint
+  auto lenient = std::make_unique<source::StreamingQuery>(options(false), dir / "ck", sink, continuous());
+  auto b1 = lenient->run_once_batch();
   ASSERT_TRUE(b1);
   EXPECT_EQ(b1->num_input_rows, 5);
   ASSERT_EQ(b1->warnings.size(), 1u);
   EXPECT_TRUE(has_warning(*b1, "KAFKA_DATA_LOSS.PARTITIONS_DELETED")) << b1->warnings[0];
   EXPECT_EQ(b1->end_offsets, (source::PartitionOffsets{{keep, {{0, 15}}}}));
-  EXPECT_FALSE(lenient.run_once_batch());  // dropped for good: no second warning
+  EXPECT_FALSE(lenient->run_once_batch());  // dropped for good: no second warning
 
   // Every matching topic gone: an empty listing is no batch, even with true.
   delete_topic(keep);
-  EXPECT_FALSE(strict.run_once_batch());
-  EXPECT_FALSE(lenient.run_once_batch());
+  lenient.reset();
+  strict = std::make_unique<source::StreamingQuery>(options(true), dir / "ck", sink, continuous());
+  EXPECT_FALSE(strict->run_once_batch());
+  strict.reset();
+  lenient = std::make_unique<source::StreamingQuery>(options(false), dir / "ck", sink, continuous());
+  EXPECT_FALSE(lenient->run_once_batch());
   EXPECT_FALSE(fs::exists(dir / "ck" / "offsets" / "2"));
 
   auto out = read_output(dir / "out");
