@@ -8,56 +8,14 @@
 #include <vector>
 
 #include "kwire/protocol/messages.hpp"
+#include "message_round_trip.hpp"
 
 using namespace kwire::protocol;
+using namespace kwire::protocol::testing;
 
 namespace {
 
-Bytes bytes_of(std::initializer_list<int> v) {
-  Bytes b;
-  for (int x : v) b.push_back(static_cast<std::uint8_t>(x));
-  return b;
-}
-
 TaggedFields extra_tag(std::uint32_t tag) { return {{tag, bytes_of({0x5a, 0x01})}}; }
-
-// Request frame -> header + body -> the same message, every byte consumed.
-template <class M>
-void request_round_trip(const M& m, std::int16_t v) {
-  SCOPED_TRACE(std::string(api_name(M::api_key)) + "Request v" + std::to_string(v));
-  Bytes frame = encode_request_frame(m, v, 77, std::string("admin-test"));
-  ASSERT_GE(frame.size(), 4u);
-  EXPECT_EQ(load_be32(frame.data()), frame.size() - 4);
-  Reader r(ByteSpan(frame).subspan(4));
-  RequestHeader h;
-  decode_request_header(r, h, request_header_version(is_flexible<M>(v)));
-  ASSERT_TRUE(r.ok()) << r.error();
-  EXPECT_EQ(h.api_key, static_cast<std::int16_t>(M::api_key));
-  EXPECT_EQ(h.api_version, v);
-  EXPECT_EQ(h.correlation_id, 77);
-  EXPECT_EQ(encoded_size(m, v), r.remaining());
-  M back;
-  decode(r, back, v);
-  ASSERT_TRUE(r.ok()) << r.error() << " at " << r.error_offset();
-  EXPECT_TRUE(r.empty()) << r.remaining() << " bytes left";
-  EXPECT_EQ(back, m);
-  EXPECT_EQ(encode(back, v), encode(m, v));
-}
-
-template <class M>
-void response_round_trip(const M& m, std::int16_t v) {
-  SCOPED_TRACE(std::string(api_name(M::api_key)) + "Response v" + std::to_string(v));
-  Bytes frame = encode_response_frame(m, v, 88);
-  ASSERT_GE(frame.size(), 4u);
-  Reader r(ByteSpan(frame).subspan(4));
-  M back;
-  ResponseHeader h;
-  ASSERT_TRUE(decode_response(r, back, v, &h)) << r.error() << " at " << r.error_offset();
-  EXPECT_EQ(h.correlation_id, 88);
-  EXPECT_TRUE(r.empty()) << r.remaining() << " bytes left";
-  EXPECT_EQ(back, m);
-  EXPECT_EQ(encode(back, v), encode(m, v));
-}
 
 // Builders fill every field; unknown tags only where the version is flexible
 // (a classic version has nowhere to put them).

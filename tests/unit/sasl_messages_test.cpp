@@ -8,51 +8,14 @@
 #include <vector>
 
 #include "kwire/protocol/messages.hpp"
+#include "message_round_trip.hpp"
 
 using namespace kwire::protocol;
+using namespace kwire::protocol::testing;
 
 namespace {
 
-Bytes bytes_of(std::initializer_list<int> v) {
-  Bytes b;
-  for (int x : v) b.push_back(static_cast<std::uint8_t>(x));
-  return b;
-}
-
 TaggedFields extra_tag(std::uint32_t tag) { return {{tag, bytes_of({0x33, 0x07})}}; }
-
-template <class M>
-void request_round_trip(const M& m, std::int16_t v) {
-  SCOPED_TRACE(std::string(api_name(M::api_key)) + "Request v" + std::to_string(v));
-  Bytes frame = encode_request_frame(m, v, 12, std::string("sasl-test"));
-  ASSERT_GE(frame.size(), 4u);
-  EXPECT_EQ(load_be32(frame.data()), frame.size() - 4);
-  Reader r(ByteSpan(frame).subspan(4));
-  RequestHeader h;
-  decode_request_header(r, h, request_header_version(is_flexible<M>(v)));
-  ASSERT_TRUE(r.ok()) << r.error();
-  EXPECT_EQ(h.api_key, static_cast<std::int16_t>(M::api_key));
-  EXPECT_EQ(h.api_version, v);
-  EXPECT_EQ(encoded_size(m, v), r.remaining());
-  M back;
-  decode(r, back, v);
-  ASSERT_TRUE(r.ok()) << r.error() << " at " << r.error_offset();
-  EXPECT_TRUE(r.empty());
-  EXPECT_EQ(back, m);
-}
-
-template <class M>
-void response_round_trip(const M& m, std::int16_t v) {
-  SCOPED_TRACE(std::string(api_name(M::api_key)) + "Response v" + std::to_string(v));
-  Bytes frame = encode_response_frame(m, v, 13);
-  Reader r(ByteSpan(frame).subspan(4));
-  M back;
-  ResponseHeader h;
-  ASSERT_TRUE(decode_response(r, back, v, &h)) << r.error() << " at " << r.error_offset();
-  EXPECT_EQ(h.correlation_id, 13);
-  EXPECT_TRUE(r.empty());
-  EXPECT_EQ(back, m);
-}
 
 }  // namespace
 
