@@ -12,11 +12,13 @@
 
 #include <fmt/format.h>
 
+#include "kwire/client/connection.hpp"
 #include "kwire/client/kafka_client.hpp"
 #include "kwire/protocol/errors.hpp"
 #include "kwire/protocol/messages.hpp"
 #include "kwire/protocol/messages/create_partitions.hpp"
 #include "kwire/protocol/messages/delete_records.hpp"
+#include "kwire/protocol/record_batch.hpp"
 #include "kwire/source/json_escape.hpp"
 
 namespace kwire::tools {

@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "kwire/client/connection.hpp"
+#include "kwire/client/fetcher.hpp"
 #include "kwire/protocol/errors.hpp"
 #include "kwire/protocol/messages.hpp"
 
@@ -42,16 +44,6 @@ bool refresh_worthy(std::int16_t code) {
 std::string describe(std::int16_t code) { return std::string(error_name(code)); }
 
 }  // namespace
-
-KafkaClient::KafkaClient(ClientConfig config)
-    : config_(std::move(config)), io_(std::make_unique<boost::asio::io_context>(1)) {
-  if (config_.bootstrap_servers.empty()) throw ConfigError("bootstrap.servers must be set");
-}
-
-KafkaClient::~KafkaClient() {
-  brokers_.clear();
-  bootstrap_.reset();
-}
 
 void KafkaClient::backoff(int attempt) {
   auto ms = std::min<std::int64_t>(std::int64_t{config_.retry_backoff_ms} << std::min(attempt, 6), 1000);
@@ -103,7 +95,7 @@ Connection& KafkaClient::connect_to(const std::string& host, std::uint16_t port,
   auto conn = std::make_unique<Connection>(*io_, host, port, connection_options());
   conn->connect(default_deadline());
   ++connection_stats_.connects;
-  if (fetches_.erase(node_id)) sessions_.erase(node_id);  // it was in flight on the connection replaced
+  broker_generation_[node_id] = ++connection_generation_;
   auto& slot = brokers_[node_id];
   slot = std::move(conn);
   return *slot;
@@ -181,9 +173,8 @@ ClusterMetadata KafkaClient::metadata(const std::optional<std::vector<std::strin
         throw TimeoutError(fmt::format("Metadata got no answer within default.api.timeout.ms ({} ms): {}",
                                        config_.default_api_timeout_ms, e.what()));
       bootstrap_.reset();
-      for (auto& [node, _] : fetches_) sessions_.erase(node);
-      fetches_.clear();
       brokers_.clear();
+      broker_generation_.clear();
       backoff(attempt);
     }
   }
@@ -200,7 +191,7 @@ ClusterMetadata KafkaClient::metadata(const std::optional<std::vector<std::strin
     for (auto& p : t.partitions) {
       tm.partitions.push_back(
           {p.partition_index, p.error_code, p.leader_id, p.leader_epoch, p.replica_nodes, p.isr_nodes});
-      leaders_[TopicPartition{tm.name, p.partition_index}] = p.leader_id;
+      leaders_[TopicPartition{tm.name, p.partition_index}] = {p.leader_id, p.leader_epoch};
     }
     std::sort(tm.partitions.begin(), tm.partitions.end(), [](auto& a, auto& b) { return a.partition < b.partition; });
     if (!tm.topic_id.is_zero()) {
@@ -239,17 +230,17 @@ std::int32_t KafkaClient::partition_count(const std::string& topic) {
 
 std::int32_t KafkaClient::leader_id(const TopicPartition& tp) {
   auto it = leaders_.find(tp);
-  if (it == leaders_.end() || it->second < 0) {
+  if (it == leaders_.end() || it->second.node < 0) {
     metadata(std::vector<std::string>{tp.topic});
     it = leaders_.find(tp);
   }
   if (it == leaders_.end())
     throw KafkaError(static_cast<std::int16_t>(ErrorCode::unknown_topic_or_partition),
                      fmt::format("partition {} does not exist (UNKNOWN_TOPIC_OR_PARTITION)", to_string(tp)));
-  if (it->second < 0)
+  if (it->second.node < 0)
     throw KafkaError(static_cast<std::int16_t>(ErrorCode::leader_not_available),
                      fmt::format("partition {} has no leader (LEADER_NOT_AVAILABLE)", to_string(tp)));
-  return it->second;
+  return it->second.node;
 }
 
 Connection& KafkaClient::leader_for(const TopicPartition& tp) { return broker(leader_id(tp)); }
@@ -345,400 +336,9 @@ std::map<TopicPartition, ListedOffset> KafkaClient::list_offsets(const std::map<
   return out;
 }
 
-std::vector<FetchedPartition> KafkaClient::fetch(const std::map<TopicPartition, std::int64_t>& positions,
-                                                 std::chrono::milliseconds max_wait) {
-  // A pipelined Fetch still in flight holds its session's epoch: let it
-  // arrive (its records are not wanted here) before sending new ones.
-  while (fetch_in_flight()) wait_fetch(Deadline::max());
-  std::vector<FetchedPartition> out = send_fetches(positions, max_wait);
-  while (fetch_in_flight()) {
-    auto arrived = wait_fetch(Deadline::max());
-    if (!arrived) break;
-    for (auto& fp : decode_fetch(std::move(*arrived))) out.push_back(std::move(fp));
-  }
-  return out;
-}
-
 void KafkaClient::drop_broker(std::int32_t node_id) {
   brokers_.erase(node_id);
-  if (fetches_.erase(node_id)) sessions_.erase(node_id);  // the broker may have moved the epoch on
-}
-
-std::vector<FetchedPartition> KafkaClient::send_fetches(const std::map<TopicPartition, std::int64_t>& positions,
-                                                        std::chrono::milliseconds max_wait) {
-  std::vector<FetchedPartition> out;
-  std::map<std::int32_t, std::map<TopicPartition, std::int64_t>> by_leader;
-  for (auto& [tp, off] : positions) {
-    try {
-      const auto leader = leader_id(tp);
-      if (!fetches_.count(leader)) by_leader[leader][tp] = off;
-    } catch (const KafkaError& e) {
-      FetchedPartition fp;
-      fp.tp = tp;
-      fp.fetch_offset = off;
-      fp.error_code = e.code();
-      out.push_back(std::move(fp));
-    }
-  }
-  bool refresh = false;
-  for (auto& [leader, parts] : by_leader) {
-    Connection* conn;
-    try {
-      conn = &broker(leader);
-    } catch (const ConnectionError&) {
-      drop_broker(leader);
-      refresh = true;  // the leader may be gone for good: ask who leads now
-      for (auto& [tp, off] : parts) {
-        FetchedPartition fp;
-        fp.tp = tp;
-        fp.fetch_offset = off;
-        fp.error_code = static_cast<std::int16_t>(ErrorCode::network_exception);
-        out.push_back(std::move(fp));
-      }
-      continue;
-    }
-    auto v = conn->version_for<FetchRequest>();
-    FetchRequest req;
-    req.replica_id = -1;
-    req.max_wait_ms = static_cast<std::int32_t>(max_wait.count());
-    req.min_bytes = config_.fetch_min_bytes;
-    req.max_bytes = config_.fetch_max_bytes;
-    req.isolation_level = config_.isolation_level;
-    auto max_bytes_for = [&](const TopicPartition& tp) {
-      auto it = partition_max_bytes_.find(tp);
-      return it != partition_max_bytes_.end() ? it->second : config_.max_partition_fetch_bytes;
-    };
-    bool ids_known = true;
-    for (auto& [tp, off] : parts)
-      if (topic_ids_.find(tp.topic) == topic_ids_.end()) ids_known = false;
-    // Topic ids are required from v13; stay at v12 while one is unknown.
-    if (v >= 13 && !ids_known) v = 12;
-    auto& session = sessions_[leader];
-    const bool use_session = v >= 7;
-    const bool incremental = use_session && session.id != 0;
-    if (!use_session) {
-      req.session_id = 0;
-      req.session_epoch = -1;  // sessionless full fetch
-    } else if (!incremental) {
-      session = FetchSession{};
-      req.session_id = 0;
-      req.session_epoch = 0;  // full fetch that asks for a new session
-    } else {
-      req.session_id = session.id;
-      req.session_epoch = session.epoch;
-    }
-    auto add_topic = [&](std::vector<FetchRequest::FetchTopic>& topics, const std::string& name) {
-      if (topics.empty() || topics.back().topic != name) {
-        FetchRequest::FetchTopic ft;
-        ft.topic = name;
-        auto id = topic_ids_.find(name);
-        if (id != topic_ids_.end()) ft.topic_id = id->second;
-        topics.push_back(std::move(ft));
-      }
-    };
-    for (auto& [tp, off] : parts) {
-      const std::int32_t mb = max_bytes_for(tp);
-      if (incremental) {
-        auto it = session.sent.find(tp);
-        if (it != session.sent.end() && it->second == std::make_pair(off, mb)) continue;  // unchanged
-      }
-      add_topic(req.topics, tp.topic);
-      FetchRequest::FetchPartition fp;
-      fp.partition = tp.partition;
-      fp.fetch_offset = off;
-      fp.partition_max_bytes = mb;
-      req.topics.back().partitions.push_back(fp);
-    }
-    if (incremental) {
-      for (auto& [tp, _] : session.sent) {
-        if (parts.count(tp)) continue;
-        if (req.forgotten_topics_data.empty() || req.forgotten_topics_data.back().topic != tp.topic) {
-          FetchRequest::ForgottenTopic ft;
-          ft.topic = tp.topic;
-          auto id = topic_ids_.find(tp.topic);
-          if (id != topic_ids_.end()) ft.topic_id = id->second;
-          req.forgotten_topics_data.push_back(std::move(ft));
-        }
-        req.forgotten_topics_data.back().partitions.push_back(tp.partition);
-      }
-    }
-    FetchInFlight f;
-    f.conn = conn;
-    f.version = v;
-    f.deadline = Clock::now() + max_wait + std::chrono::milliseconds(config_.request_timeout_ms);
-    f.incremental = incremental;
-    f.use_session = use_session;
-    // What the broker will remember once it answers without error.
-    for (auto& [tp, off] : parts) f.sent[tp] = {off, max_bytes_for(tp)};
-    f.positions = std::move(parts);
-    try {
-      f.corr = conn->send(req, v);
-    } catch (const ConnectionError&) {
-      drop_broker(leader);
-      refresh = true;
-      for (auto& [tp, off] : f.positions) {
-        FetchedPartition fp;
-        fp.tp = tp;
-        fp.fetch_offset = off;
-        fp.error_code = static_cast<std::int16_t>(ErrorCode::network_exception);
-        out.push_back(std::move(fp));
-      }
-      continue;
-    }
-    fetches_[leader] = std::move(f);
-  }
-  if (refresh) {
-    try {
-      refresh_metadata_for(positions);
-    } catch (const ClientError&) {
-    }
-  }
-  return out;
-}
-
-namespace {
-// Where the next fetch of a partition starts once the record set of a Fetch
-// answer is taken in: after the last complete batch (v2: base offset + last
-// offset delta + 1; legacy message sets: the wrapper's offset + 1), read from
-// the batch headers alone. A partial batch at the end is not counted; its
-// full size (with the 12-byte log overhead) goes to `partial_size` when no
-// complete batch precedes it.
-std::int64_t next_fetch_offset(ByteSpan data, std::int64_t fetch_offset, std::size_t& partial_size) {
-  constexpr std::size_t kLogOverhead = 12;      // base offset + batch length
-  constexpr std::size_t kLastOffsetDelta = 23;  // position in a v2 batch header
-  std::int64_t next = fetch_offset;
-  bool complete = false;
-  std::size_t pos = 0;
-  partial_size = 0;
-  while (data.size() - pos >= kLogOverhead) {
-    const std::uint8_t* b = data.data() + pos;
-    const auto base = static_cast<std::int64_t>(load_be64(b));
-    const auto length = static_cast<std::int32_t>(load_be32(b + 8));
-    if (length <= 0) break;  // corrupt: the decoder reports it
-    const std::size_t size = kLogOverhead + static_cast<std::size_t>(length);
-    if (data.size() - pos < size) {
-      if (!complete) partial_size = size;
-      break;
-    }
-    std::int64_t last = base;
-    if (size > kLastOffsetDelta + 4 && b[16] >= 2)
-      last = base + static_cast<std::int32_t>(load_be32(b + kLastOffsetDelta));
-    next = std::max(next, last + 1);
-    complete = true;
-    pos += size;
-  }
-  return next;
-}
-}  // namespace
-
-std::optional<KafkaClient::ArrivedFetch> KafkaClient::wait_fetch(Deadline until) {
-  bool polled = false;  // read what is there at least once, even when `until` has passed
-  while (!fetches_.empty()) {
-    const auto now = Clock::now();
-    auto ready = fetches_.end();
-    Deadline first_deadline = Deadline::max();
-    for (auto it = fetches_.begin(); it != fetches_.end(); ++it) {
-      auto& f = it->second;
-      auto b = brokers_.find(it->first);
-      const bool gone = b == brokers_.end() || b->second.get() != f.conn;
-      if (gone || f.conn->ready(f.corr) || now >= f.deadline) {
-        ready = it;
-        break;
-      }
-      first_deadline = std::min(first_deadline, f.deadline);
-    }
-    if (ready == fetches_.end()) {
-      if (io_->stopped()) io_->restart();
-      if (now >= until) {
-        if (polled) return std::nullopt;
-        polled = true;
-        io_->poll();
-        continue;
-      }
-      const auto wake = std::min(until, first_deadline);
-      io_->run_one_for(std::chrono::duration_cast<std::chrono::milliseconds>(wake - now) +
-                       std::chrono::milliseconds(1));
-      continue;
-    }
-    const std::int32_t leader = ready->first;
-    FetchInFlight f = std::move(ready->second);
-    fetches_.erase(ready);
-    ArrivedFetch a;
-    a.leader = leader;
-    a.positions = std::move(f.positions);
-    auto lose = [&] {
-      sessions_.erase(leader);
-      for (auto& [tp, off] : a.positions) {
-        FetchedPartition fp;
-        fp.tp = tp;
-        fp.fetch_offset = off;
-        fp.error_code = static_cast<std::int16_t>(ErrorCode::network_exception);
-        a.lost.push_back(std::move(fp));
-        a.failed.insert(tp);
-      }
-    };
-    auto b = brokers_.find(leader);
-    if (b == brokers_.end() || b->second.get() != f.conn) {
-      lose();  // its connection was closed or replaced meanwhile
-      return a;
-    }
-    Response<FetchResponse> resp;
-    try {
-      resp = f.conn->receive<FetchResponse>(f.corr, f.version, f.deadline);
-    } catch (const ConnectionError&) {
-      drop_broker(leader);
-      lose();
-      return a;
-    } catch (const TimeoutError&) {
-      drop_broker(leader);
-      sessions_.erase(leader);
-      throw;
-    }
-    const auto top_error = resp.body.error_code;
-    if (top_error == static_cast<std::int16_t>(ErrorCode::fetch_session_id_not_found) ||
-        top_error == static_cast<std::int16_t>(ErrorCode::invalid_fetch_session_epoch) ||
-        top_error == static_cast<std::int16_t>(ErrorCode::fetch_session_topic_id_error)) {
-      // The broker dropped or does not know our session: the next fetch to it
-      // is a full one that opens a new session. Nothing is lost: positions
-      // did not move.
-      sessions_.erase(leader);
-      return a;
-    }
-    if (top_error != 0) {
-      sessions_.erase(leader);
-      throw KafkaError(top_error, fmt::format("Fetch failed: {}", describe(top_error)));
-    }
-    {
-      auto& session = sessions_[leader];
-      if (f.use_session && resp.body.session_id != 0) {
-        if (!f.incremental) session.id = resp.body.session_id;
-        session.epoch = session.epoch == 0x7fffffff ? 1 : session.epoch + 1;
-        session.sent = std::move(f.sent);
-      } else {
-        sessions_.erase(leader);  // the broker keeps no session for us
-      }
-    }
-    for (auto& t : resp.body.responses) {
-      const std::string* name = &t.topic;
-      if (f.version >= 13) {
-        auto it = names_by_id_.find(t.topic_id.to_base64());
-        if (it == names_by_id_.end()) continue;
-        name = &it->second;
-      }
-      for (auto& p : t.partitions) {
-        TopicPartition tp{*name, p.partition_index};
-        auto pos = a.positions.find(tp);
-        if (pos == a.positions.end()) continue;
-        if (p.error_code != 0) {
-          a.failed.insert(tp);
-          continue;
-        }
-        std::size_t partial = 0;
-        const auto next = p.records.data ? next_fetch_offset(*p.records.data, pos->second, partial) : pos->second;
-        a.next_offsets[tp] = next;
-        // A batch bigger than what was asked for arrives cut off: ask for its
-        // full size in the next fetch already (decode_fetch checks the bound).
-        if (partial > 0 && next == pos->second && partial <= static_cast<std::size_t>(config_.fetch_max_bytes))
-          partition_max_bytes_[tp] = static_cast<std::int32_t>(partial);
-      }
-    }
-    a.response = std::move(resp);
-    return a;
-  }
-  return std::nullopt;
-}
-
-std::shared_ptr<DecodedRecords> KafkaClient::reusable_decoded() {
-  for (auto& d : decoded_pool_)
-    if (d.use_count() == 1) {
-      d->clear();
-      // Decompression buffers are not kept: a set is reused for any partition,
-      // and each kept buffer would grow to the largest batch it ever held.
-      d->buffers.clear();
-      return d;
-    }
-  auto d = std::make_shared<DecodedRecords>();
-  // Bounded: enough for the partitions of two fetch rounds of a typical
-  // assignment; beyond that record sets are not kept.
-  if (decoded_pool_.size() < 64) decoded_pool_.push_back(d);
-  return d;
-}
-
-std::vector<FetchedPartition> KafkaClient::decode_fetch(ArrivedFetch&& arrived) {
-  std::vector<FetchedPartition> out = std::move(arrived.lost);
-  const auto& positions = arrived.positions;
-  bool refresh = !out.empty();  // the connection was lost: ask who leads now
-  if (!arrived.response) {
-    if (refresh) {
-      try {
-        refresh_metadata_for(positions);
-      } catch (const ClientError&) {
-      }
-    }
-    return out;
-  }
-  auto& resp = *arrived.response;
-  auto frame = resp.frame;
-  for (auto& t : resp.body.responses) {
-    const std::string* name = &t.topic;
-    if (resp.version >= 13) {
-      auto it = names_by_id_.find(t.topic_id.to_base64());
-      if (it == names_by_id_.end()) continue;
-      name = &it->second;
-    }
-    for (auto& p : t.partitions) {
-      FetchedPartition fp;
-      fp.tp = TopicPartition{*name, p.partition_index};
-      auto pos = positions.find(fp.tp);
-      if (pos == positions.end()) continue;
-      fp.fetch_offset = pos->second;
-      fp.error_code = p.error_code;
-      fp.high_watermark = p.high_watermark;
-      fp.last_stable_offset = p.last_stable_offset;
-      fp.log_start_offset = p.log_start_offset;
-      fp.frame = frame;
-      if (p.error_code == 0) {
-        DecodeOptions opts;
-        opts.check_crcs = config_.check_crcs;
-        opts.read_committed = config_.isolation_level == 1;
-        if (p.aborted_transactions)
-          for (auto& a : *p.aborted_transactions) opts.aborted_transactions.push_back({a.producer_id, a.first_offset});
-        fp.records = reusable_decoded();
-        fp.records->next_offset = fp.fetch_offset;
-        if (p.records.data) {
-          try {
-            decode_records(*p.records.data, fp.fetch_offset, opts, *fp.records);
-          } catch (const CorruptRecordError& e) {
-            throw CorruptRecordError(e.base_offset(), e.kind(),
-                                     fmt::format("{} (partition {})", e.what(), to_string(fp.tp)));
-          }
-        }
-        // A batch bigger than what was asked for arrives cut off; ask for
-        // its full size next time (Kafka brokers from 0.10.1 return at
-        // least one whole batch, older ones do not).
-        if (fp.records->records.empty() && fp.records->truncated_tail && fp.records->next_offset == fp.fetch_offset &&
-            fp.records->truncated_batch_size > 0) {
-          const auto need = fp.records->truncated_batch_size;
-          if (need > static_cast<std::size_t>(config_.fetch_max_bytes))
-            throw ClientError(fmt::format("the batch at offset {} of {} is {} bytes, above fetch.max.bytes ({})",
-                                          fp.fetch_offset, to_string(fp.tp), need, config_.fetch_max_bytes));
-          partition_max_bytes_[fp.tp] = static_cast<std::int32_t>(need);
-        } else if (!fp.records->records.empty()) {
-          partition_max_bytes_.erase(fp.tp);
-        }
-      } else if (refresh_worthy(p.error_code)) {
-        refresh = true;
-      }
-      out.push_back(std::move(fp));
-    }
-  }
-  if (refresh) {
-    try {
-      refresh_metadata_for(positions);
-    } catch (const ClientError&) {
-    }
-  }
-  return out;
+  broker_generation_.erase(node_id);
 }
 
 std::map<TopicPartition, ProduceResult> KafkaClient::produce(const std::map<TopicPartition, Bytes>& batches) {

@@ -12,6 +12,7 @@ namespace kwire::protocol {
 namespace {
 
 // Byte positions inside a magic-2 batch.
+constexpr std::size_t kPartitionLeaderEpochOffset = 12;
 constexpr std::size_t kMagicOffset = 16;
 constexpr std::size_t kCrcOffset = 17;
 constexpr std::size_t kAttributesOffset = 21;
@@ -173,6 +174,7 @@ class Decoder {
     const std::int64_t max_timestamp = load_i64(p + kMaxTimestampOffset);
     const std::int64_t producer_id = load_i64(p + kProducerIdOffset);
     const std::int16_t producer_epoch = load_i16(p + kProducerEpochOffset);
+    const std::int32_t leader_epoch = load_i32(p + kPartitionLeaderEpochOffset);
     const std::int32_t count = load_i32(p + kRecordsCountOffset);
     std::int64_t last_offset = 0;
     if (!offset_sum(base_offset, last_offset_delta, last_offset))
@@ -256,6 +258,7 @@ class Decoder {
         rec->value = value;
         rec->producer_id = producer_id;
         rec->producer_epoch = producer_epoch;
+        rec->leader_epoch = leader_epoch;
         // The count is only checked against the bytes left (two per header);
         // reserve no more than a few headers before they actually decode.
         if (header_count > 0) rec->headers.reserve(std::min<std::size_t>(static_cast<std::size_t>(header_count), 16));

@@ -55,7 +55,7 @@ TEST_F(FetchSession, IncrementalFetchesReadEveryRecordOnce) {
     ASSERT_EQ(seen.count(v), 1u) << i;
   }
   auto leader = c.client().cached_metadata().topic(topic)->partitions.at(0).leader_id;
-  auto session = c.client().fetch_session(leader);
+  auto session = c.fetch_session(leader);
   ASSERT_TRUE(session.has_value()) << "no fetch session is open";
   EXPECT_NE(session->first, 0);
   EXPECT_GT(session->second, 5) << "the session should have served many incremental fetches";

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common.hpp"
+#include "kwire/client/connection.hpp"
 #include "kwire/client/consumer.hpp"
 #include "kwire/client/kafka_client.hpp"
 #include "kwire/client/producer.hpp"

@@ -45,7 +45,7 @@ TEST(MockFetchSession, SessionIsOpenedUsedAndReopenedAfterEviction) {
   std::multiset<std::string> seen;
   poll_into(c, seen, 60);
   ASSERT_EQ(seen.size(), 60u);
-  auto first = c.client().fetch_session(1);
+  auto first = c.fetch_session(1);
   ASSERT_TRUE(first.has_value());
   EXPECT_GT(first->second, 1);  // incremental fetches happened
   EXPECT_EQ(cluster.fetch_sessions_opened(1), 1);
@@ -58,7 +58,7 @@ TEST(MockFetchSession, SessionIsOpenedUsedAndReopenedAfterEviction) {
   poll_into(c, seen, 80);
   EXPECT_EQ(seen.size(), 80u);
   EXPECT_EQ(cluster.fetch_sessions_opened(1), 2);
-  auto second = c.client().fetch_session(1);
+  auto second = c.fetch_session(1);
   ASSERT_TRUE(second.has_value());
   EXPECT_NE(second->first, first->first);
   // No value twice.

@@ -40,23 +40,10 @@
 
 #include "kwire/client/errors.hpp"
 #include "kwire/client/sasl.hpp"
+#include "kwire/client/types.hpp"
 #include "kwire/protocol/header.hpp"
 
 namespace kwire::client {
-
-using Clock = std::chrono::steady_clock;
-using Deadline = Clock::time_point;
-
-inline Deadline deadline_after(std::chrono::milliseconds ms) { return Clock::now() + ms; }
-
-/// A decoded response that keeps its frame alive: `Records` views in the body
-/// point into `frame`.
-template <class M>
-struct Response {
-  std::shared_ptr<const protocol::Bytes> frame;
-  M body;
-  std::int16_t version = 0;
-};
 
 struct VersionRange {
   std::int16_t min = 0;

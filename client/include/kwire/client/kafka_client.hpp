@@ -21,19 +21,19 @@
 #include <vector>
 
 #include "kwire/client/config.hpp"
-#include "kwire/client/connection.hpp"
-#include "kwire/protocol/messages/fetch.hpp"
-#include "kwire/protocol/record_batch.hpp"
+#include "kwire/client/errors.hpp"
+#include "kwire/client/types.hpp"
+#include "kwire/protocol/bytes.hpp"
+
+namespace boost::asio {
+class io_context;
+}
 
 namespace kwire::client {
 
-struct TopicPartition {
-  std::string topic;
-  std::int32_t partition = 0;
-  auto operator<=>(const TopicPartition&) const = default;
-  bool operator==(const TopicPartition&) const = default;
-};
-std::string to_string(const TopicPartition& tp);  // "topic-3", as Kafka prints it
+class Connection;
+struct ConnectionOptions;
+class FetchCluster;
 
 struct BrokerMetadata {
   std::int32_t node_id = -1;
@@ -65,33 +65,6 @@ struct ClusterMetadata {
   std::vector<BrokerMetadata> brokers;
   std::vector<TopicMetadata> topics;  // sorted by name
   const TopicMetadata* topic(const std::string& name) const;
-};
-
-/// ListOffsets targets (protocol guide): -2 earliest, -1 latest, -3 the offset
-/// of the record with the largest timestamp; >= 0 a timestamp in ms.
-inline constexpr std::int64_t kEarliestTimestamp = -2;
-inline constexpr std::int64_t kLatestTimestamp = -1;
-inline constexpr std::int64_t kMaxTimestamp = -3;
-
-struct ListedOffset {
-  /// The offset; -1 when no record has a timestamp >= the one asked for
-  /// (a distinct "no offset" result, never a position).
-  std::int64_t offset = -1;
-  std::int64_t timestamp = -1;
-  std::int32_t leader_epoch = -1;
-};
-
-/// One partition's part of a Fetch response. `records` holds views into
-/// `frame` and into buffers it owns.
-struct FetchedPartition {
-  TopicPartition tp;
-  std::int64_t fetch_offset = 0;
-  std::int16_t error_code = 0;
-  std::int64_t high_watermark = -1;
-  std::int64_t last_stable_offset = -1;
-  std::int64_t log_start_offset = -1;
-  std::shared_ptr<const protocol::Bytes> frame;
-  std::shared_ptr<protocol::DecodedRecords> records;
 };
 
 struct ProduceResult {
@@ -134,60 +107,9 @@ class KafkaClient {
   std::map<TopicPartition, ListedOffset> list_offsets(const std::map<TopicPartition, std::int64_t>& targets,
                                                       std::optional<std::int8_t> isolation_level = std::nullopt);
 
-  /// One Fetch round: a request to every leader involved, sent together and
-  /// collected together. Per-partition errors are returned, not thrown; the
-  /// leader cache is refreshed when a partition reports a leadership error.
-  /// Records below each position are dropped; corrupt batches throw
-  /// protocol::CorruptRecordError.
-  std::vector<FetchedPartition> fetch(const std::map<TopicPartition, std::int64_t>& positions,
-                                      std::chrono::milliseconds max_wait);
-
-  /// Pipelined fetching (what Consumer uses): at most one Fetch is in flight
-  /// per leader, because a KIP-227 session allows no more (each request
-  /// carries the epoch the previous answer moved the session to). The caller
-  /// sends a leader its next Fetch as soon as the previous answer arrived
-  /// (wait_fetch), before decoding it (decode_fetch), so the broker prepares
-  /// the next answer while the last one is decoded and handed out.
-  ///
-  /// The answer of one leader, parsed but with its records not yet decoded.
-  /// Its record views point into the response frame it holds.
-  struct ArrivedFetch {
-    std::int32_t leader = -1;
-    /// The fetch offsets that were sent.
-    std::map<TopicPartition, std::int64_t> positions;
-    /// Partitions answered without error: the offset after the last complete
-    /// batch (base offset + last offset delta + 1, read from the batch
-    /// headers), never below the fetch offset. The fetch position to ask for
-    /// next once these records are taken in. Partitions left out of an
-    /// incremental answer (nothing new) are absent.
-    std::map<TopicPartition, std::int64_t> next_offsets;
-    /// Partitions answered with an error, or lost with the connection.
-    std::set<TopicPartition> failed;
-
-   private:
-    friend class KafkaClient;
-    std::optional<Response<protocol::FetchResponse>> response;
-    std::vector<FetchedPartition> lost;  // network_exception, one per partition sent
-  };
-  /// Send a Fetch to every leader of `positions` that has none in flight;
-  /// partitions whose leader already has one wait for that leader's next.
-  /// `max_wait` is the broker's long-poll time (fetch.max.wait.ms). Returns
-  /// the partitions that could not be sent (no leader known, broker
-  /// unreachable) with their error code, as fetch() reports them.
-  std::vector<FetchedPartition> send_fetches(const std::map<TopicPartition, std::int64_t>& positions,
-                                             std::chrono::milliseconds max_wait);
-  /// Whether a Fetch sent by send_fetches() is still unanswered.
-  bool fetch_in_flight() const noexcept { return !fetches_.empty(); }
-  /// Wait until the first in-flight Fetch is answered (or its connection is
-  /// lost), at most until `until`; nullopt when none arrived by then. The
-  /// fetch session moves on here. Throws KafkaError for a top-level error
-  /// other than the fetch-session ones (which close the session, so the next
-  /// Fetch opens a new one), TimeoutError when the answer is later than
-  /// request.timeout.ms after max_wait (the connection is then closed).
-  std::optional<ArrivedFetch> wait_fetch(Deadline until);
-  /// Decode an arrived answer as fetch() does (records below each fetch
-  /// offset dropped; corrupt batches throw protocol::CorruptRecordError).
-  std::vector<FetchedPartition> decode_fetch(ArrivedFetch&& arrived);
+  /// The cluster as the Fetcher sees it (leaders, topic ids, Fetch and
+  /// OffsetsForLeaderEpoch over this client's connections). Owned by this client.
+  FetchCluster& fetch_cluster();
 
   /// Produce one encoded record batch per partition (acks from the config).
   /// With acks=0 results carry base_offset -1.
@@ -214,14 +136,6 @@ class KafkaClient {
   /// Number of partitions of `topic` (refreshing metadata when unknown).
   /// Throws KafkaError UNKNOWN_TOPIC_OR_PARTITION when the topic does not exist.
   std::int32_t partition_count(const std::string& topic);
-
-  /// The incremental fetch session (KIP-227) open with a broker, as
-  /// {session id, epoch of the next request}; nullopt when none is open.
-  std::optional<std::pair<std::int32_t, std::int32_t>> fetch_session(std::int32_t node_id) const {
-    auto it = sessions_.find(node_id);
-    if (it == sessions_.end() || it->second.id == 0) return std::nullopt;
-    return std::make_pair(it->second.id, it->second.epoch);
-  }
 
   /// Connections made (bootstrap and brokers, reconnects included) and SASL
   /// sessions renewed in place (KIP-368 re-authentication) by this client.
@@ -267,40 +181,23 @@ class KafkaClient {
   std::map<std::int32_t, std::unique_ptr<Connection>> brokers_;  // by node id
   std::unique_ptr<Connection> bootstrap_;
   ClusterMetadata metadata_;
-  std::map<TopicPartition, std::int32_t> leaders_;
+  struct LeaderEntry {
+    std::int32_t node = -1;
+    std::int32_t epoch = -1;
+  };
+  std::map<TopicPartition, LeaderEntry> leaders_;
   std::map<std::string, protocol::Uuid> topic_ids_;
   std::map<std::string, std::string> names_by_id_;  // base64 topic id -> name
 
-  // KIP-227 incremental fetch session with one broker: after a full fetch
-  // that opened it, a request lists only partitions whose fetch offset or
-  // max bytes changed, and names the ones to drop in forgotten_topics_data.
-  struct FetchSession {
-    std::int32_t id = 0;                                                   // 0: none yet (the next fetch asks for one)
-    std::int32_t epoch = 0;                                                // epoch of the next request
-    std::map<TopicPartition, std::pair<std::int64_t, std::int32_t>> sent;  // offset, max bytes
-  };
-  std::map<std::int32_t, FetchSession> sessions_;  // by broker node id
-  // A Fetch sent by send_fetches() and not yet answered, one per leader.
-  struct FetchInFlight {
-    Connection* conn = nullptr;  // valid while brokers_[leader] holds it
-    std::int32_t corr = 0;
-    std::int16_t version = 0;
-    Deadline deadline{};
-    std::map<TopicPartition, std::int64_t> positions;
-    bool incremental = false;
-    bool use_session = false;
-    std::map<TopicPartition, std::pair<std::int64_t, std::int32_t>> sent;  // the session after the answer
-  };
-  std::map<std::int32_t, FetchInFlight> fetches_;  // by leader node id
-  // Forget the connection to a broker and what was in flight on it.
+  // Forget the connection to a broker.
   void drop_broker(std::int32_t node_id);
-  // Decoded record sets no one else holds any more are cleared and reused, so
-  // their record vectors keep their memory (not their decompression buffers).
-  std::vector<std::shared_ptr<protocol::DecodedRecords>> decoded_pool_;
-  std::shared_ptr<protocol::DecodedRecords> reusable_decoded();
-  // Partitions whose next batch is larger than max.partition.fetch.bytes:
-  // the size to ask for instead (bounded by fetch.max.bytes).
-  std::map<TopicPartition, std::int32_t> partition_max_bytes_;
+  // Bumped on every connection made; a broker's entry names the connection
+  // it has now, so a request sent on an earlier one is known to be lost.
+  std::uint64_t connection_generation_ = 0;
+  std::map<std::int32_t, std::uint64_t> broker_generation_;
+  class FetchAdapter;
+  friend class FetchAdapter;
+  std::unique_ptr<FetchAdapter> fetch_adapter_;
 };
 
 }  // namespace kwire::client

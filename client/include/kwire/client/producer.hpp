@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "kwire/client/kafka_client.hpp"
+#include "kwire/protocol/record_batch.hpp"
 
 namespace kwire::client {
 

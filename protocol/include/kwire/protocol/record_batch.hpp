@@ -64,6 +64,7 @@ struct RecordView {
   std::vector<RecordHeader> headers;  // copied; usually empty
   std::int64_t producer_id = -1;      // from the batch (-1 for legacy messages)
   std::int16_t producer_epoch = -1;
+  std::int32_t leader_epoch = -1;  // the batch's partition leader epoch (-1 for legacy messages)
 };
 
 /// An entry of a Fetch response's AbortedTransactions list.

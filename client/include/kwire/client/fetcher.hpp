@@ -1,0 +1,193 @@
+// The Fetcher: the one owner of fetch positions.
+//
+// It keeps, per assigned partition, the position (the next offset to hand
+// out, as Java's position()), the leader epoch of the last record handed out,
+// the paused flag, the retry back-off, a fetch-size override for a batch
+// larger than max.partition.fetch.bytes, and the answers fetched but not yet
+// handed out; per broker, the KIP-227 fetch session and the one Fetch in
+// flight (a session allows no more). A position moves only when records are
+// handed out by poll() (or by seek() and offset resets).
+//
+// It talks to the cluster through FetchCluster (leader and leader epoch of a
+// partition, topic id <-> name, sending a Fetch to a node and waiting for the
+// answer, ListOffsets, OffsetsForLeaderEpoch), which KafkaClient implements
+// over its connections and a fake implements in unit tests.
+//
+// Rules (the Java consumer's, KAFKA-5078 and KIP-320):
+//  - Results are per partition. Records decoded before a corrupt batch are
+//    handed out first; the partition's CorruptBatchError is raised by the
+//    poll after (or by this one when it has no records to return), once; the
+//    position stays at the bad batch, and the other partitions keep flowing.
+//  - A partition listed twice in one answer is taken once (the later entry);
+//    partitions not asked for are ignored; no record below a partition's
+//    position is ever handed out.
+//  - Fetch carries current_leader_epoch (from metadata, v9+) and
+//    last_fetched_epoch (v12+). NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH,
+//    UNKNOWN_LEADER_EPOCH and the other "ask someone else" errors refresh
+//    metadata and retry at the same position after a back-off
+//    (retry.backoff.ms doubling, at most 1 s); after `retries` consecutive
+//    broker errors on one partition poll() throws KafkaError naming it.
+//  - When a partition's leader epoch moves on, its position is validated with
+//    OffsetsForLeaderEpoch before it is fetched again. A log that ends, for
+//    the epoch of the last record handed out, below the position was
+//    truncated: LogTruncationError with auto.offset.reset=none, else the
+//    position moves to the divergent offset (Java's behaviour). A Fetch answer
+//    with diverging_epoch (v12+) is handled the same way.
+//  - Pipelining: when a leader's answer arrives, its next Fetch goes out at
+//    once (from the offsets after the complete batches just received) before
+//    the records are decoded and handed out. At most two answers per
+//    partition are held (the one being handed out and the next), so memory
+//    is bounded by the fetch sizes.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kwire/client/config.hpp"
+#include "kwire/client/records.hpp"
+#include "kwire/client/types.hpp"
+#include "kwire/protocol/messages/fetch.hpp"
+
+namespace kwire::client {
+
+/// What the Fetcher needs of the cluster. Implemented by KafkaClient.
+class FetchCluster {
+ public:
+  virtual ~FetchCluster() = default;
+
+  struct Leader {
+    std::int32_t node = -1;   // -1: none known
+    std::int32_t epoch = -1;  // leader epoch from metadata (-1: unknown)
+    /// Why there is no leader (UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE), 0 otherwise.
+    std::int16_t error_code = 0;
+  };
+  /// The leader of a partition from the metadata cache (refreshing it once
+  /// when the partition is unknown).
+  virtual Leader leader(const TopicPartition& tp) = 0;
+  /// Refresh metadata for these topics. May throw ClientError.
+  virtual void refresh_metadata(const std::vector<std::string>& topics) = 0;
+  /// Topic id of a topic (nullopt while unknown), and the name of an id.
+  virtual std::optional<protocol::Uuid> topic_id(const std::string& topic) = 0;
+  virtual const std::string* topic_name(const protocol::Uuid& id) = 0;
+
+  /// The Fetch version to use with a node (connecting if needed). Throws ConnectionError.
+  virtual std::int16_t fetch_version(std::int32_t node) = 0;
+  /// Send a Fetch; returns a token for receive_fetch(). Throws ConnectionError.
+  virtual std::int32_t send_fetch(std::int32_t node, const protocol::FetchRequest& request, std::int16_t version) = 0;
+  struct Pending {
+    std::int32_t node = -1;
+    std::int32_t token = 0;
+    Deadline deadline{};  // the answer is late after this
+  };
+  /// Wait until one of `pending` is answered, its connection is gone, or its
+  /// deadline passed; returns its index, or nullopt when none by `until`
+  /// (what is already there is looked at even when `until` has passed).
+  virtual std::optional<std::size_t> wait_any(const std::vector<Pending>& pending, Deadline until) = 0;
+  /// The answer to a sent Fetch. Throws ConnectionError (connection lost or
+  /// replaced), TimeoutError (late: the connection is closed).
+  virtual Response<protocol::FetchResponse> receive_fetch(const Pending& pending, std::int16_t version) = 0;
+
+  /// ListOffsets (see KafkaClient::list_offsets). Throws KafkaError.
+  virtual std::map<TopicPartition, ListedOffset> list_offsets(const std::map<TopicPartition, std::int64_t>& targets) = 0;
+
+  struct EpochQuery {
+    std::int32_t current_leader_epoch = -1;  // fences a stale leader
+    std::int32_t leader_epoch = -1;          // the epoch whose end offset is asked for
+  };
+  struct EpochEndOffset {
+    std::int16_t error_code = 0;
+    std::int32_t leader_epoch = -1;  // the largest epoch <= the one asked for (-1: undefined)
+    std::int64_t end_offset = -1;    // its end offset (-1: undefined)
+  };
+  /// OffsetsForLeaderEpoch to a node (KIP-320). Throws ConnectionError,
+  /// UnsupportedVersionError.
+  virtual std::map<TopicPartition, EpochEndOffset> offsets_for_leader_epoch(
+      std::int32_t node, const std::map<TopicPartition, EpochQuery>& queries) = 0;
+};
+
+/// auto.offset.reset
+enum class OffsetResetPolicy { earliest, latest, none };
+/// Parses "earliest" | "latest" | "none" (and librdkafka's aliases smallest,
+/// beginning, largest, end). Throws ConfigError naming the value.
+OffsetResetPolicy parse_offset_reset(const std::string& value);
+
+class Fetcher {
+ public:
+  Fetcher(FetchCluster& cluster, const ClientConfig& config, OffsetResetPolicy reset);
+  ~Fetcher();
+  Fetcher(const Fetcher&) = delete;
+  Fetcher& operator=(const Fetcher&) = delete;
+
+  /// Replace the assignment; partitions kept keep their position and state.
+  void assign(const std::vector<TopicPartition>& partitions);
+  std::vector<TopicPartition> assignment() const;
+  /// Move the position (drops what was fetched for the partition). Throws
+  /// ClientError when not assigned or offset < 0.
+  void seek(const TopicPartition& tp, std::int64_t offset, std::int32_t leader_epoch = -1);
+  /// The position; nullopt when not known yet. Throws ClientError when not assigned.
+  std::optional<std::int64_t> position(const TopicPartition& tp) const;
+  /// Resolve unknown positions with auto.offset.reset (ListOffsets); with
+  /// "none" throws OffsetOutOfRangeError naming the partition.
+  void resolve_positions();
+  void pause(const std::vector<TopicPartition>& tps);
+  void resume(const std::vector<TopicPartition>& tps);
+  bool paused(const TopicPartition& tp) const;
+
+  /// Wait up to `timeout` for records of the assigned, unpaused partitions;
+  /// at most `max_records`. Throws the errors listed above (per partition),
+  /// KafkaError for top-level Fetch errors, TimeoutError for a late answer.
+  ConsumerRecords poll(std::chrono::milliseconds timeout, std::size_t max_records);
+
+  /// The last Fetch answer's offsets for a partition (no error ones).
+  std::optional<FetchedPartition> last_fetch_info(const TopicPartition& tp) const;
+  /// The fetch session open with a node, as {session id, epoch of the next
+  /// request}; nullopt when none is open.
+  std::optional<std::pair<std::int32_t, std::int32_t>> fetch_session(std::int32_t node) const;
+  /// Whether a Fetch is in flight to any node.
+  bool fetch_in_flight() const noexcept { return !in_flight_.empty(); }
+
+ private:
+  struct Answer;
+  struct PartitionState;
+  struct Session;
+  struct InFlight;
+
+  PartitionState& state(const TopicPartition& tp);
+  const PartitionState* find(const TopicPartition& tp) const;
+  std::optional<std::int64_t> fetch_offset(const PartitionState& s) const;
+  std::optional<Clock::time_point> next_retry(Clock::time_point now) const;
+  void send_fetches();
+  void validate_positions();
+  bool take_answer(Deadline until);
+  void take_partition(const TopicPartition& tp, const InFlight& f, protocol::FetchResponse::PartitionData& p,
+                      const std::shared_ptr<const protocol::Bytes>& frame, std::vector<std::string>& refresh);
+  ConsumerRecords collect(std::size_t max_records);
+  void push_error(const TopicPartition& tp, PartitionState& s, std::exception_ptr error);
+  void enqueue(const TopicPartition& tp, PartitionState& s);
+  void back_off(const TopicPartition& tp, PartitionState& s, std::int16_t error_code, bool counts);
+  void truncated(const TopicPartition& tp, PartitionState& s, std::int64_t divergent_offset,
+                 std::int32_t divergent_epoch);
+  void decode(const TopicPartition& tp, PartitionState& s, Answer& a);
+  std::shared_ptr<protocol::DecodedRecords> reusable_decoded();
+
+  FetchCluster& cluster_;
+  ClientConfig config_;
+  OffsetResetPolicy reset_;
+  std::map<TopicPartition, std::unique_ptr<PartitionState>> partitions_;
+  std::map<std::int32_t, std::unique_ptr<Session>> sessions_;    // by node
+  std::map<std::int32_t, std::unique_ptr<InFlight>> in_flight_;  // by node
+  // Partitions with answers to hand out, in the order they arrived.
+  std::deque<TopicPartition> ready_;
+  std::vector<std::shared_ptr<protocol::DecodedRecords>> decoded_pool_;
+};
+
+}  // namespace kwire::client

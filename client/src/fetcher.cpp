@@ -1,0 +1,397 @@
+// The Fetcher's partition state and hand-out: assign, seek, pause, positions,
+// offset resets, validation after a leader change, and poll(). Building Fetch
+// requests and taking their answers in is in fetcher_io.cpp.
+#include "kwire/client/fetcher.hpp"
+
+#include <algorithm>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "fetcher_state.hpp"
+#include "kwire/protocol/errors.hpp"
+
+namespace kwire::client {
+
+using namespace kwire::protocol;
+
+OffsetResetPolicy parse_offset_reset(const std::string& value) {
+  if (value == "earliest" || value == "smallest" || value == "beginning") return OffsetResetPolicy::earliest;
+  if (value == "latest" || value == "largest" || value == "end") return OffsetResetPolicy::latest;
+  if (value == "none") return OffsetResetPolicy::none;
+  throw ConfigError(fmt::format("invalid value '{}' for auto.offset.reset: expected earliest, latest or none", value));
+}
+
+Fetcher::Fetcher(FetchCluster& cluster, const ClientConfig& config, OffsetResetPolicy reset)
+    : cluster_(cluster), config_(config), reset_(reset) {}
+
+Fetcher::~Fetcher() = default;
+
+Fetcher::PartitionState& Fetcher::state(const TopicPartition& tp) {
+  auto it = partitions_.find(tp);
+  if (it == partitions_.end()) throw ClientError(fmt::format("{} is not assigned", to_string(tp)));
+  return *it->second;
+}
+
+const Fetcher::PartitionState* Fetcher::find(const TopicPartition& tp) const {
+  auto it = partitions_.find(tp);
+  return it == partitions_.end() ? nullptr : it->second.get();
+}
+
+void Fetcher::assign(const std::vector<TopicPartition>& partitions) {
+  std::map<TopicPartition, std::unique_ptr<PartitionState>> next;
+  for (auto& tp : partitions) {
+    auto it = partitions_.find(tp);
+    next[tp] = it != partitions_.end() ? std::move(it->second) : std::make_unique<PartitionState>();
+  }
+  partitions_ = std::move(next);
+  // Partitions no longer assigned leave ready_ lazily (collect() skips them).
+}
+
+std::vector<TopicPartition> Fetcher::assignment() const {
+  std::vector<TopicPartition> out;
+  out.reserve(partitions_.size());
+  for (auto& [tp, _] : partitions_) out.push_back(tp);
+  return out;
+}
+
+void Fetcher::seek(const TopicPartition& tp, std::int64_t offset, std::int32_t leader_epoch) {
+  auto it = partitions_.find(tp);
+  if (it == partitions_.end())
+    throw ClientError(fmt::format("cannot seek {}: partition is not assigned", to_string(tp)));
+  if (offset < 0) throw ClientError(fmt::format("cannot seek {} to negative offset {}", to_string(tp), offset));
+  auto& s = *it->second;
+  s.position = offset;
+  s.position_epoch = leader_epoch;
+  s.validate = false;
+  s.answers.clear();
+}
+
+std::optional<std::int64_t> Fetcher::position(const TopicPartition& tp) const {
+  auto* s = find(tp);
+  if (!s) throw ClientError(fmt::format("{} is not assigned", to_string(tp)));
+  return s->position;
+}
+
+void Fetcher::pause(const std::vector<TopicPartition>& tps) {
+  for (auto& tp : tps) {
+    auto it = partitions_.find(tp);
+    // As Java's consumer: nothing of a paused partition is handed out; what
+    // was received for it is kept and handed out after resume() (when the
+    // position still matches); the position does not move.
+    if (it != partitions_.end()) it->second->paused = true;
+  }
+}
+
+void Fetcher::resume(const std::vector<TopicPartition>& tps) {
+  for (auto& tp : tps) {
+    auto it = partitions_.find(tp);
+    if (it == partitions_.end() || !it->second->paused) continue;
+    it->second->paused = false;
+    if (!it->second->answers.empty()) enqueue(tp, *it->second);
+  }
+}
+
+bool Fetcher::paused(const TopicPartition& tp) const {
+  auto* s = find(tp);
+  return s && s->paused;
+}
+
+std::optional<FetchedPartition> Fetcher::last_fetch_info(const TopicPartition& tp) const {
+  auto* s = find(tp);
+  if (!s) return std::nullopt;
+  return s->info;
+}
+
+std::optional<std::pair<std::int32_t, std::int32_t>> Fetcher::fetch_session(std::int32_t node) const {
+  auto it = sessions_.find(node);
+  if (it == sessions_.end() || it->second->id == 0) return std::nullopt;
+  return std::make_pair(it->second->id, it->second->epoch);
+}
+
+void Fetcher::resolve_positions() {
+  std::map<TopicPartition, std::int64_t> targets;
+  for (auto& [tp, s] : partitions_) {
+    if (s->position) continue;
+    if (reset_ == OffsetResetPolicy::none)
+      throw OffsetOutOfRangeError(tp, -1,
+                                  fmt::format("no position for {} and auto.offset.reset is none", to_string(tp)));
+    targets[tp] = reset_ == OffsetResetPolicy::earliest ? kEarliestTimestamp : kLatestTimestamp;
+  }
+  if (targets.empty()) return;
+  for (auto& [tp, lo] : cluster_.list_offsets(targets)) {
+    auto it = partitions_.find(tp);
+    if (it == partitions_.end() || it->second->position) continue;
+    auto& s = *it->second;
+    s.position = lo.offset;
+    s.position_epoch = lo.leader_epoch;
+    s.answers.clear();
+  }
+}
+
+void Fetcher::push_error(const TopicPartition& tp, PartitionState& s, std::exception_ptr error) {
+  Answer a;
+  a.fetch_offset = a.next_offset = s.answers.empty() ? s.position.value_or(0) : s.answers.back().next_offset;
+  a.error = std::move(error);
+  s.answers.push_back(std::move(a));
+  enqueue(tp, s);
+}
+
+void Fetcher::enqueue(const TopicPartition& tp, PartitionState& s) {
+  if (s.queued) return;
+  s.queued = true;
+  ready_.push_back(tp);
+}
+
+void Fetcher::truncated(const TopicPartition& tp, PartitionState& s, std::int64_t divergent_offset,
+                        std::int32_t divergent_epoch) {
+  s.answers.clear();
+  const std::int64_t position = s.position.value_or(0);
+  if (divergent_offset >= position) return;  // nothing handed out diverged: fetch again from the position
+  if (reset_ == OffsetResetPolicy::none) {
+    push_error(tp, s,
+               std::make_exception_ptr(LogTruncationError(
+                   tp, position, divergent_offset,
+                   fmt::format("truncation detected for {}: the log diverges at offset {} (leader epoch {}), below "
+                               "the position {}; records from {} on that were consumed are no longer in the log",
+                               to_string(tp), divergent_offset, divergent_epoch, position, divergent_offset))));
+    return;
+  }
+  std::fprintf(stderr, "WARN truncation detected for %s: resetting the position from %lld to %lld\n",
+               to_string(tp).c_str(), static_cast<long long>(position), static_cast<long long>(divergent_offset));
+  s.position = divergent_offset;
+  s.position_epoch = divergent_epoch;
+}
+
+void Fetcher::back_off(const TopicPartition& tp, PartitionState& s, std::int16_t error_code, bool counts) {
+  ++s.attempts;
+  if (counts) ++s.failures;
+  if (s.failures > config_.retries) {
+    s.failures = 0;
+    s.attempts = 0;
+    push_error(tp, s,
+               std::make_exception_ptr(KafkaError(error_code, fmt::format("fetch from {} failed after {} attempts: {}",
+                                                                          to_string(tp), config_.retries + 1,
+                                                                          error_name(error_code)))));
+    return;
+  }
+  const auto ms =
+      std::min<std::int64_t>(std::int64_t{config_.retry_backoff_ms} << std::min(s.attempts - 1, 6), 1000);
+  s.not_before = Clock::now() + std::chrono::milliseconds(ms);
+}
+
+void Fetcher::validate_positions() {
+  std::map<std::int32_t, std::map<TopicPartition, FetchCluster::EpochQuery>> by_node;
+  const auto now = Clock::now();
+  for (auto& [tp, s] : partitions_) {
+    if (!s->validate || !s->position || s->paused || now < s->not_before) continue;
+    auto leader = cluster_.leader(tp);
+    if (leader.node < 0) continue;
+    by_node[leader.node][tp] = {leader.epoch, s->position_epoch};
+  }
+  std::vector<std::string> refresh;
+  for (auto& [node, queries] : by_node) {
+    std::map<TopicPartition, FetchCluster::EpochEndOffset> answers;
+    try {
+      answers = cluster_.offsets_for_leader_epoch(node, queries);
+    } catch (const UnsupportedVersionError&) {
+      // A broker without the API: fetch without validating (as Java does).
+      for (auto& [tp, q] : queries) {
+        auto& s = state(tp);
+        s.validate = false;
+        s.leader_epoch = q.current_leader_epoch;
+      }
+      continue;
+    } catch (const ConnectionError&) {
+      for (auto& [tp, q] : queries) {
+        back_off(tp, state(tp), static_cast<std::int16_t>(ErrorCode::network_exception), false);
+        refresh.push_back(tp.topic);
+      }
+      continue;
+    }
+    for (auto& [tp, q] : queries) {
+      auto& s = state(tp);
+      auto a = answers.find(tp);
+      if (a == answers.end()) continue;  // not answered: asked again next time
+      if (a->second.error_code != 0) {
+        back_off(tp, s, a->second.error_code, true);
+        refresh.push_back(tp.topic);
+        continue;
+      }
+      s.validate = false;
+      s.leader_epoch = q.current_leader_epoch;
+      s.failures = s.attempts = 0;
+      if (a->second.end_offset < 0 || a->second.leader_epoch < 0) {
+        // The leader knows nothing of the epoch: the position cannot be
+        // checked. Java resets it with auto.offset.reset.
+        s.answers.clear();
+        if (reset_ == OffsetResetPolicy::none)
+          push_error(tp, s,
+                     std::make_exception_ptr(OffsetOutOfRangeError(
+                         tp, s.position.value_or(-1),
+                         fmt::format("the leader of {} has no end offset for leader epoch {}: position {} cannot be "
+                                     "validated and auto.offset.reset is none",
+                                     to_string(tp), q.leader_epoch, s.position.value_or(-1)))));
+        else
+          s.position.reset();
+        continue;
+      }
+      if (a->second.end_offset < *s.position) truncated(tp, s, a->second.end_offset, a->second.leader_epoch);
+    }
+  }
+  if (!refresh.empty()) {
+    try {
+      cluster_.refresh_metadata(refresh);
+    } catch (const ClientError&) {
+    }
+  }
+}
+
+std::optional<Clock::time_point> Fetcher::next_retry(Clock::time_point now) const {
+  std::optional<Clock::time_point> at;
+  for (auto& [tp, s] : partitions_) {
+    if (s->paused || !s->position || s->not_before <= now) continue;
+    at = std::min(at.value_or(s->not_before), s->not_before);
+  }
+  return at;
+}
+
+ConsumerRecords Fetcher::poll(std::chrono::milliseconds timeout, std::size_t max_records) {
+  const auto deadline = Clock::now() + timeout;
+  if (max_records == 0) max_records = 1;
+  for (;;) {
+    resolve_positions();
+    validate_positions();
+    send_fetches();
+    auto out = collect(max_records);
+    if (!out.empty()) return out;
+    const auto now = Clock::now();
+    const auto retry_at = next_retry(now);
+    if (in_flight_.empty()) {
+      if (!retry_at || *retry_at >= deadline) return {};
+      std::this_thread::sleep_until(*retry_at);
+      continue;
+    }
+    if (!take_answer(retry_at ? std::min(deadline, *retry_at) : deadline) && Clock::now() >= deadline) return {};
+  }
+}
+
+ConsumerRecords Fetcher::collect(std::size_t max_records) {
+  auto round = std::make_shared<ConsumerRecords::Round>();
+  while (!ready_.empty() && round->records.size() < max_records) {
+    const TopicPartition tp = ready_.front();
+    auto it = partitions_.find(tp);
+    if (it == partitions_.end()) {
+      ready_.pop_front();
+      continue;
+    }
+    auto& s = *it->second;
+    if (s.answers.empty() || s.paused || !s.position) {
+      if (!s.position) s.answers.clear();
+      s.queued = false;  // a paused partition is queued again by resume()
+      ready_.pop_front();
+      continue;
+    }
+    Answer& a = s.answers.front();
+    if (a.fetch_offset > *s.position) {
+      // Only answers that continue from the position are handed out.
+      s.answers.clear();
+      continue;
+    }
+    if (a.bytes) decode(tp, s, a);
+    if (a.decoded) {
+      const auto& recs = a.decoded->records;
+      std::shared_ptr<const std::string> topic;
+      bool took = false;
+      while (a.next < recs.size() && round->records.size() < max_records) {
+        const auto& r = recs[a.next++];
+        if (r.offset < *s.position) continue;  // never below the position
+        if (!topic) {
+          topic = std::make_shared<const std::string>(tp.topic);
+          round->topics.push_back(topic);
+        }
+        ConsumerRecord cr;
+        cr.topic = topic.get();
+        cr.partition = tp.partition;
+        cr.offset = r.offset;
+        cr.timestamp = r.timestamp;
+        cr.timestamp_type = r.timestamp_type;
+        cr.key = r.key;
+        cr.value = r.value;
+        cr.headers = &r.headers;
+        cr.leader_epoch = r.leader_epoch;
+        round->records.push_back(cr);
+        s.position = r.offset + 1;
+        s.position_epoch = r.leader_epoch;
+        took = true;
+      }
+      if (took) {
+        round->frames.push_back(a.frame);
+        round->decoded.push_back(a.decoded);
+      }
+      if (a.next < recs.size()) break;  // max_records reached; the rest waits for the next poll
+    }
+    // The answer is used up: the position moves past its batches (control
+    // batches and aborted records included).
+    if (a.next_offset > *s.position) {
+      s.position = a.next_offset;
+      if (a.last_epoch >= 0) s.position_epoch = a.last_epoch;
+    }
+    if (a.error) {
+      if (!round->records.empty()) break;  // raised by the next poll, after these records
+      auto error = a.error;
+      s.answers.pop_front();
+      ready_.pop_front();
+      s.queued = false;
+      if (!s.answers.empty()) enqueue(tp, s);
+      std::rethrow_exception(error);
+    }
+    s.answers.pop_front();
+    ready_.pop_front();
+    s.queued = false;
+    if (!s.answers.empty()) enqueue(tp, s);  // its next answer after the other partitions'
+  }
+  ConsumerRecords out;
+  if (!round->records.empty()) out.round_ = std::move(round);
+  return out;
+}
+
+std::shared_ptr<DecodedRecords> Fetcher::reusable_decoded() {
+  for (auto& d : decoded_pool_)
+    if (d.use_count() == 1) {
+      d->clear();
+      // Decompression buffers are not kept: a set is reused for any partition,
+      // and each kept buffer would grow to the largest batch it ever held.
+      d->buffers.clear();
+      return d;
+    }
+  auto d = std::make_shared<DecodedRecords>();
+  if (decoded_pool_.size() < 64) decoded_pool_.push_back(d);
+  return d;
+}
+
+void Fetcher::decode(const TopicPartition& tp, PartitionState& s, Answer& a) {
+  DecodeOptions opts;
+  opts.check_crcs = config_.check_crcs;
+  opts.read_committed = config_.isolation_level == 1;
+  opts.aborted_transactions = std::move(a.aborted);
+  a.decoded = reusable_decoded();
+  a.decoded->next_offset = a.fetch_offset;
+  const ByteSpan bytes = *a.bytes;
+  a.bytes.reset();
+  try {
+    decode_records(bytes, a.fetch_offset, opts, *a.decoded);
+  } catch (const CorruptRecordError& e) {
+    // The records before the bad batch are handed out; then the error, once;
+    // the position stays at the bad batch. What was fetched after it is dropped.
+    a.next_offset = std::max(a.fetch_offset, a.decoded->next_offset);
+    a.last_epoch = -1;
+    a.error = std::make_exception_ptr(
+        CorruptBatchError(tp, e.base_offset(), e.kind(),
+                          fmt::format("corrupt record batch at base offset {} of {}: {}", e.base_offset(),
+                                      to_string(tp), corruption_detail(e))));
+    while (s.answers.size() > 1) s.answers.pop_back();
+  }
+}
+
+}  // namespace kwire::client

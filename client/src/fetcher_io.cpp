@@ -1,0 +1,368 @@
+// The Fetcher's requests and answers: which partitions go to which leader,
+// fetch sessions (KIP-227), leader epochs (KIP-320), and taking an answer in
+// partition by partition.
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "fetcher_state.hpp"
+#include "kwire/protocol/errors.hpp"
+
+namespace kwire::client {
+
+using namespace kwire::protocol;
+
+namespace {
+
+bool refresh_worthy(std::int16_t code) {
+  switch (static_cast<ErrorCode>(code)) {
+    case ErrorCode::not_leader_or_follower:
+    case ErrorCode::unknown_topic_or_partition:
+    case ErrorCode::leader_not_available:
+    case ErrorCode::fenced_leader_epoch:
+    case ErrorCode::replica_not_available:
+    case ErrorCode::kafka_storage_error:
+    case ErrorCode::unknown_leader_epoch:
+    case ErrorCode::unknown_topic_id:
+    case ErrorCode::inconsistent_topic_id: return true;
+    default: return false;
+  }
+}
+
+constexpr auto kNetworkException = static_cast<std::int16_t>(ErrorCode::network_exception);
+
+}  // namespace
+
+std::optional<std::int64_t> Fetcher::fetch_offset(const PartitionState& s) const {
+  if (!s.position) return std::nullopt;
+  if (s.answers.empty()) return s.position;
+  if (s.answers.back().error) return std::nullopt;  // nothing more until the error is raised
+  return s.answers.back().next_offset;
+}
+
+void Fetcher::send_fetches() {
+  const auto now = Clock::now();
+  struct Want {
+    TopicPartition tp;
+    Session::Sent sent;
+  };
+  std::map<std::int32_t, std::vector<Want>> by_leader;
+  std::vector<std::string> refresh;
+  for (auto& [tp, sp] : partitions_) {
+    auto& s = *sp;
+    // At most two answers per partition: the one being handed out and the next.
+    if (s.paused || s.validate || now < s.not_before || s.answers.size() >= 2) continue;
+    const auto offset = fetch_offset(s);
+    if (!offset) continue;
+    const auto leader = cluster_.leader(tp);
+    if (leader.node < 0) {
+      back_off(tp, s, leader.error_code ? leader.error_code : static_cast<std::int16_t>(ErrorCode::leader_not_available),
+               true);
+      refresh.push_back(tp.topic);
+      continue;
+    }
+    if (in_flight_.count(leader.node)) continue;
+    if (s.leader_epoch >= 0 && leader.epoch > s.leader_epoch && s.position_epoch >= 0) {
+      // The leader changed since the position was fetched: check it first.
+      s.validate = true;
+      s.answers.clear();
+      continue;
+    }
+    if (leader.epoch >= 0) s.leader_epoch = leader.epoch;
+    Session::Sent sent;
+    sent.offset = *offset;
+    sent.max_bytes = s.max_bytes > 0 ? s.max_bytes : config_.max_partition_fetch_bytes;
+    sent.current_leader_epoch = leader.epoch;
+    sent.last_fetched_epoch =
+        !s.answers.empty() && s.answers.back().last_epoch >= 0 ? s.answers.back().last_epoch : s.position_epoch;
+    by_leader[leader.node].push_back({tp, sent});
+  }
+  for (auto& [node, wants] : by_leader) {
+    std::int16_t v;
+    try {
+      v = cluster_.fetch_version(node);
+    } catch (const ConnectionError&) {
+      sessions_.erase(node);
+      for (auto& w : wants) {
+        back_off(w.tp, state(w.tp), kNetworkException, false);
+        refresh.push_back(w.tp.topic);
+      }
+      continue;
+    }
+    // Topic ids are required from v13; stay at v12 while one is unknown.
+    if (v >= 13 && std::any_of(wants.begin(), wants.end(), [&](auto& w) { return !cluster_.topic_id(w.tp.topic); }))
+      v = 12;
+    auto& session_slot = sessions_[node];
+    if (!session_slot) session_slot = std::make_unique<Session>();
+    auto& session = *session_slot;
+    auto f = std::make_unique<InFlight>();
+    f->version = v;
+    f->use_session = v >= 7;
+    f->incremental = f->use_session && session.id != 0;
+    FetchRequest req;
+    req.replica_id = -1;
+    req.max_wait_ms = config_.fetch_max_wait_ms;
+    req.min_bytes = config_.fetch_min_bytes;
+    req.max_bytes = config_.fetch_max_bytes;
+    req.isolation_level = config_.isolation_level;
+    if (!f->use_session) {
+      req.session_id = 0;
+      req.session_epoch = -1;  // sessionless full fetch
+    } else if (!f->incremental) {
+      session = Session{};
+      req.session_id = 0;
+      req.session_epoch = 0;  // a full fetch that asks for a new session
+    } else {
+      req.session_id = session.id;
+      req.session_epoch = session.epoch;
+    }
+    auto add_topic = [&](auto& topics, const std::string& name) {
+      if (topics.empty() || topics.back().topic != name) {
+        topics.emplace_back();
+        topics.back().topic = name;
+        if (auto id = cluster_.topic_id(name)) topics.back().topic_id = *id;
+      }
+    };
+    for (auto& w : wants) {
+      if (v < 9) w.sent.current_leader_epoch = -1;
+      if (v < 12) w.sent.last_fetched_epoch = -1;
+      f->sent[w.tp] = w.sent;
+      if (f->incremental) {
+        auto it = session.sent.find(w.tp);
+        if (it != session.sent.end() && it->second == w.sent) continue;  // the broker has it already
+      }
+      add_topic(req.topics, w.tp.topic);
+      FetchRequest::FetchPartition fp;
+      fp.partition = w.tp.partition;
+      fp.fetch_offset = w.sent.offset;
+      fp.partition_max_bytes = w.sent.max_bytes;
+      fp.current_leader_epoch = w.sent.current_leader_epoch;
+      fp.last_fetched_epoch = w.sent.last_fetched_epoch;
+      req.topics.back().partitions.push_back(fp);
+    }
+    if (f->incremental) {
+      for (auto& [tp, _] : session.sent) {
+        if (f->sent.count(tp)) continue;
+        add_topic(req.forgotten_topics_data, tp.topic);
+        req.forgotten_topics_data.back().partitions.push_back(tp.partition);
+      }
+    }
+    try {
+      f->pending.node = node;
+      f->pending.token = cluster_.send_fetch(node, req, v);
+      f->pending.deadline =
+          Clock::now() + std::chrono::milliseconds(config_.fetch_max_wait_ms + config_.request_timeout_ms);
+    } catch (const ConnectionError&) {
+      sessions_.erase(node);
+      for (auto& w : wants) {
+        back_off(w.tp, state(w.tp), kNetworkException, false);
+        refresh.push_back(w.tp.topic);
+      }
+      continue;
+    }
+    in_flight_[node] = std::move(f);
+  }
+  if (!refresh.empty()) {
+    try {
+      cluster_.refresh_metadata(refresh);
+    } catch (const ClientError&) {
+    }
+  }
+}
+
+bool Fetcher::take_answer(Deadline until) {
+  if (in_flight_.empty()) return false;
+  std::vector<FetchCluster::Pending> pending;
+  pending.reserve(in_flight_.size());
+  for (auto& [node, f] : in_flight_) pending.push_back(f->pending);
+  const auto index = cluster_.wait_any(pending, until);
+  if (!index) return false;
+  const std::int32_t node = pending[*index].node;
+  std::unique_ptr<InFlight> f = std::move(in_flight_.at(node));
+  in_flight_.erase(node);
+  std::vector<std::string> refresh;
+  Response<FetchResponse> resp;
+  try {
+    resp = cluster_.receive_fetch(f->pending, f->version);
+  } catch (const ConnectionError&) {
+    // Lost with its connection: the partitions back off (not counted against
+    // the retry budget) and are fetched again from the same offsets.
+    sessions_.erase(node);
+    for (auto& [tp, sent] : f->sent) {
+      auto it = partitions_.find(tp);
+      if (it == partitions_.end() || fetch_offset(*it->second) != sent.offset) continue;
+      back_off(tp, *it->second, kNetworkException, false);
+      refresh.push_back(tp.topic);
+    }
+    try {
+      cluster_.refresh_metadata(refresh);
+    } catch (const ClientError&) {
+    }
+    return true;
+  } catch (const TimeoutError&) {
+    sessions_.erase(node);
+    throw;
+  }
+  const auto top_error = resp.body.error_code;
+  if (top_error == static_cast<std::int16_t>(ErrorCode::fetch_session_id_not_found) ||
+      top_error == static_cast<std::int16_t>(ErrorCode::invalid_fetch_session_epoch) ||
+      top_error == static_cast<std::int16_t>(ErrorCode::fetch_session_topic_id_error)) {
+    // The broker dropped or does not know our session: the next fetch to it
+    // is a full one that opens a new session. No position moved.
+    sessions_.erase(node);
+    return true;
+  }
+  if (top_error != 0) {
+    sessions_.erase(node);
+    throw KafkaError(top_error, fmt::format("Fetch from broker {} failed: {}", node, error_name(top_error)));
+  }
+  if (f->use_session && resp.body.session_id != 0) {
+    auto& session = sessions_[node];
+    if (!session) session = std::make_unique<Session>();
+    if (!f->incremental) session->id = resp.body.session_id;
+    session->epoch = session->epoch == 0x7fffffff ? 1 : session->epoch + 1;
+    session->sent = f->sent;
+  } else {
+    sessions_.erase(node);  // the broker keeps no session for us
+  }
+  // A partition listed twice is taken once, the later entry (as Java's
+  // response map); partitions not asked for are ignored.
+  std::map<TopicPartition, FetchResponse::PartitionData*> entries;
+  for (auto& t : resp.body.responses) {
+    const std::string* name = &t.topic;
+    if (resp.version >= 13) {
+      name = cluster_.topic_name(t.topic_id);
+      if (!name) continue;
+    }
+    for (auto& p : t.partitions) {
+      TopicPartition tp{*name, p.partition_index};
+      if (f->sent.count(tp)) entries[tp] = &p;
+    }
+  }
+  for (auto& [tp, p] : entries) take_partition(tp, *f, *p, resp.frame, refresh);
+  if (!refresh.empty()) {
+    try {
+      cluster_.refresh_metadata(refresh);
+    } catch (const ClientError&) {
+    }
+  }
+  return true;
+}
+
+namespace {
+// The offset after the last complete batch of a records blob and that batch's
+// partition leader epoch, from the batch headers alone; the full size of a
+// partial first entry when no complete one precedes it.
+struct BlobEnd {
+  std::int64_t next_offset;
+  std::int32_t last_epoch = -1;
+  std::size_t partial_size = 0;
+};
+BlobEnd blob_end(ByteSpan data, std::int64_t fetch_offset) {
+  BlobEnd out{fetch_offset};
+  bool complete = false;
+  std::size_t pos = 0;
+  while (data.size() - pos >= kLogOverhead) {
+    const std::uint8_t* b = data.data() + pos;
+    const auto base = static_cast<std::int64_t>(load_be64(b));
+    const auto length = static_cast<std::int32_t>(load_be32(b + 8));
+    if (length <= 0) break;  // corrupt: the decoder reports it
+    const std::size_t size = kLogOverhead + static_cast<std::size_t>(length);
+    if (data.size() - pos < size) {
+      if (!complete) out.partial_size = size;
+      break;
+    }
+    std::int64_t last = base;
+    std::int32_t epoch = -1;
+    if (size >= kRecordBatchHeaderSize && b[16] >= 2) {
+      last = base + static_cast<std::int32_t>(load_be32(b + 23));
+      epoch = static_cast<std::int32_t>(load_be32(b + 12));
+    }
+    if (last + 1 > out.next_offset) {
+      out.next_offset = last + 1;
+      out.last_epoch = epoch;
+    }
+    complete = true;
+    pos += size;
+  }
+  return out;
+}
+}  // namespace
+
+void Fetcher::take_partition(const TopicPartition& tp, const InFlight& f, FetchResponse::PartitionData& p,
+                             const std::shared_ptr<const Bytes>& frame, std::vector<std::string>& refresh) {
+  auto it = partitions_.find(tp);
+  if (it == partitions_.end()) return;  // no longer assigned
+  auto& s = *it->second;
+  const std::int64_t sent = f.sent.at(tp).offset;
+  // Only an answer for where the partition is now counts: one sought,
+  // paused or reset meanwhile is fetched again from its position.
+  if (s.paused || fetch_offset(s) != sent) return;
+  const std::int16_t code = p.error_code;
+  if (code == 0) {
+    s.failures = s.attempts = 0;
+    s.not_before = {};
+    s.info = FetchedPartition{tp, sent, 0, p.high_watermark, p.last_stable_offset, p.log_start_offset};
+    if (f.version >= 12 && (p.diverging_epoch.epoch >= 0 || p.diverging_epoch.end_offset >= 0)) {
+      // KIP-320: the log diverged from what was fetched before `sent`.
+      truncated(tp, s, p.diverging_epoch.end_offset, p.diverging_epoch.epoch);
+      return;
+    }
+    if (!p.records.data || p.records.data->empty()) return;
+    const auto end = blob_end(*p.records.data, sent);
+    if (end.next_offset == sent) {
+      // A batch larger than what was asked for arrives cut off (brokers
+      // before 0.10.1): ask for its full size next time.
+      if (end.partial_size > 0) {
+        if (end.partial_size > static_cast<std::size_t>(config_.fetch_max_bytes))
+          push_error(tp, s,
+                     std::make_exception_ptr(ClientError(
+                         fmt::format("the batch at offset {} of {} is {} bytes, above fetch.max.bytes ({})", sent,
+                                     to_string(tp), end.partial_size, config_.fetch_max_bytes))));
+        else
+          s.max_bytes = static_cast<std::int32_t>(end.partial_size);
+      }
+      return;
+    }
+    s.max_bytes = 0;
+    Answer a;
+    a.fetch_offset = sent;
+    a.next_offset = end.next_offset;
+    a.last_epoch = end.last_epoch;
+    a.frame = frame;
+    a.bytes = *p.records.data;
+    if (p.aborted_transactions)
+      for (auto& t : *p.aborted_transactions) a.aborted.push_back({t.producer_id, t.first_offset});
+    s.answers.push_back(std::move(a));
+    enqueue(tp, s);
+    return;
+  }
+  if (code == static_cast<std::int16_t>(ErrorCode::offset_out_of_range)) {
+    if (!s.answers.empty()) {
+      // Past answers not handed out yet: handled once the position gets there.
+      back_off(tp, s, kNetworkException, false);
+      return;
+    }
+    if (reset_ == OffsetResetPolicy::none) {
+      push_error(tp, s,
+                 std::make_exception_ptr(OffsetOutOfRangeError(
+                     tp, sent, fmt::format("offset {} is out of range for {} (OFFSET_OUT_OF_RANGE)", sent,
+                                           to_string(tp)))));
+      return;
+    }
+    s.position.reset();  // resolved with auto.offset.reset by the next round
+    return;
+  }
+  if (refresh_worthy(code) || is_retriable(code)) {
+    // Leadership moved, a stale or future leader epoch, ...: refresh
+    // metadata and retry at the same position after a back-off.
+    refresh.push_back(tp.topic);
+    back_off(tp, s, code, true);
+    return;
+  }
+  push_error(tp, s,
+             std::make_exception_ptr(
+                 KafkaError(code, fmt::format("fetch from {} failed: {}", to_string(tp), error_name(code)))));
+}
+
+}  // namespace kwire::client

@@ -1,0 +1,77 @@
+// The Fetcher's private state (shared by fetcher.cpp and fetcher_io.cpp).
+#pragma once
+
+#include <cstring>
+#include <exception>
+#include <string_view>
+
+#include "kwire/client/fetcher.hpp"
+
+namespace kwire::client {
+
+// One partition's part of one Fetch answer, taken in but not yet (all)
+// handed out, or an error to raise when the answers before it are used up.
+struct Fetcher::Answer {
+  std::int64_t fetch_offset = 0;  // the offset it was fetched at
+  std::int64_t next_offset = 0;   // after its complete batches
+  std::int32_t last_epoch = -1;   // partition leader epoch of its last complete batch (-1: none)
+  std::shared_ptr<const protocol::Bytes> frame;
+  std::optional<protocol::ByteSpan> bytes;  // RECORDS, until decoded
+  std::vector<protocol::AbortedTransaction> aborted;
+  std::shared_ptr<protocol::DecodedRecords> decoded;
+  std::size_t next = 0;  // next record of `decoded` to hand out
+  std::exception_ptr error;
+};
+
+struct Fetcher::PartitionState {
+  std::optional<std::int64_t> position;  // next offset to hand out; nullopt: reset with auto.offset.reset
+  std::int32_t position_epoch = -1;      // leader epoch of the record before the position (-1: unknown)
+  std::int32_t leader_epoch = -1;        // leader epoch the position was last fetched or validated under
+  bool paused = false;
+  bool validate = false;  // check the position with OffsetsForLeaderEpoch before fetching
+  bool queued = false;    // listed in ready_
+  int failures = 0;       // consecutive broker errors (budget: retries)
+  int attempts = 0;       // consecutive failures of any kind (sets the back-off)
+  Clock::time_point not_before{};
+  std::int32_t max_bytes = 0;  // > 0: the size of a batch above max.partition.fetch.bytes
+  std::deque<Answer> answers;
+  std::optional<FetchedPartition> info;
+};
+
+// KIP-227 incremental fetch session with one broker: after a full fetch that
+// opened it, a request lists only partitions whose fetch state changed, and
+// names the ones to drop in forgotten_topics_data.
+struct Fetcher::Session {
+  struct Sent {
+    std::int64_t offset = 0;
+    std::int32_t max_bytes = 0;
+    std::int32_t current_leader_epoch = -1;
+    std::int32_t last_fetched_epoch = -1;
+    bool operator==(const Sent&) const = default;
+  };
+  std::int32_t id = 0;     // 0: none yet (the next fetch asks for one)
+  std::int32_t epoch = 0;  // epoch of the next request
+  std::map<TopicPartition, Sent> sent;
+};
+
+struct Fetcher::InFlight {
+  FetchCluster::Pending pending;
+  std::int16_t version = 0;
+  bool incremental = false;
+  bool use_session = false;
+  std::map<TopicPartition, Session::Sent> sent;  // every partition the request covers, with what it asked
+};
+
+// The failed check of a CorruptRecordError, without its "corrupt record batch
+// at base offset N: " prefix.
+inline std::string_view corruption_detail(const protocol::CorruptRecordError& e) {
+  std::string_view text = e.what();
+  constexpr std::string_view prefix = "corrupt record batch at base offset ";
+  if (text.substr(0, prefix.size()) == prefix) {
+    auto colon = text.find(": ");
+    if (colon != std::string_view::npos) return text.substr(colon + 2);
+  }
+  return text;
+}
+
+}  // namespace kwire::client

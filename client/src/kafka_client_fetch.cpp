@@ -1,0 +1,154 @@
+// KafkaClient as the Fetcher's cluster: leaders and their epochs from the
+// metadata cache, topic ids, and Fetch / OffsetsForLeaderEpoch requests over
+// the client's broker connections.
+#include <algorithm>
+
+#include <boost/asio/io_context.hpp>
+#include <fmt/format.h>
+
+#include "kwire/client/connection.hpp"
+#include "kwire/client/fetcher.hpp"
+#include "kwire/client/kafka_client.hpp"
+#include "kwire/protocol/errors.hpp"
+#include "kwire/protocol/messages.hpp"
+
+namespace kwire::client {
+
+using namespace kwire::protocol;
+
+class KafkaClient::FetchAdapter : public FetchCluster {
+ public:
+  explicit FetchAdapter(KafkaClient& client) : c_(client) {}
+
+  Leader leader(const TopicPartition& tp) override {
+    try {
+      const auto node = c_.leader_id(tp);
+      auto it = c_.leaders_.find(tp);
+      return Leader{node, it != c_.leaders_.end() ? it->second.epoch : -1, 0};
+    } catch (const KafkaError& e) {
+      return Leader{-1, -1, e.code()};
+    } catch (const ConnectionError&) {
+      return Leader{-1, -1, static_cast<std::int16_t>(ErrorCode::network_exception)};
+    }
+  }
+
+  void refresh_metadata(const std::vector<std::string>& topics) override {
+    std::vector<std::string> unique = topics;
+    std::sort(unique.begin(), unique.end());
+    unique.erase(std::unique(unique.begin(), unique.end()), unique.end());
+    c_.metadata(unique);
+  }
+
+  std::optional<Uuid> topic_id(const std::string& topic) override {
+    auto it = c_.topic_ids_.find(topic);
+    if (it == c_.topic_ids_.end()) return std::nullopt;
+    return it->second;
+  }
+
+  const std::string* topic_name(const Uuid& id) override {
+    auto it = c_.names_by_id_.find(id.to_base64());
+    return it == c_.names_by_id_.end() ? nullptr : &it->second;
+  }
+
+  std::int16_t fetch_version(std::int32_t node) override {
+    try {
+      return c_.broker(node).version_for<FetchRequest>();
+    } catch (const ConnectionError&) {
+      c_.drop_broker(node);
+      throw;
+    }
+  }
+
+  std::int32_t send_fetch(std::int32_t node, const FetchRequest& request, std::int16_t version) override {
+    try {
+      auto& conn = c_.broker(node);
+      const auto token = conn.send(request, version);
+      sent_[{node, token}] = c_.broker_generation_[node];
+      return token;
+    } catch (const ConnectionError&) {
+      c_.drop_broker(node);
+      throw;
+    }
+  }
+
+  std::optional<std::size_t> wait_any(const std::vector<Pending>& pending, Deadline until) override {
+    bool polled = false;  // read what is there at least once, even when `until` has passed
+    auto& io = *c_.io_;
+    for (;;) {
+      const auto now = Clock::now();
+      Deadline first_deadline = Deadline::max();
+      for (std::size_t i = 0; i < pending.size(); ++i) {
+        Connection* conn = alive(pending[i]);
+        if (!conn || conn->ready(pending[i].token) || now >= pending[i].deadline) return i;
+        first_deadline = std::min(first_deadline, pending[i].deadline);
+      }
+      if (io.stopped()) io.restart();
+      if (now >= until) {
+        if (polled) return std::nullopt;
+        polled = true;
+        io.poll();
+        continue;
+      }
+      const auto wake = std::min(until, first_deadline);
+      io.run_one_for(std::chrono::duration_cast<std::chrono::milliseconds>(wake - now) + std::chrono::milliseconds(1));
+    }
+  }
+
+  Response<FetchResponse> receive_fetch(const Pending& pending, std::int16_t version) override {
+    Connection* conn = alive(pending);
+    sent_.erase({pending.node, pending.token});
+    if (!conn)
+      throw ConnectionError(fmt::format("the connection to broker {} was closed with a Fetch in flight", pending.node));
+    try {
+      return conn->receive<FetchResponse>(pending.token, version, pending.deadline);
+    } catch (const ClientError&) {
+      c_.drop_broker(pending.node);  // lost, or late: the connection is closed
+      throw;
+    }
+  }
+
+  std::map<TopicPartition, ListedOffset> list_offsets(const std::map<TopicPartition, std::int64_t>& targets) override {
+    return c_.list_offsets(targets);
+  }
+
+  std::map<TopicPartition, EpochEndOffset> offsets_for_leader_epoch(
+      std::int32_t node, const std::map<TopicPartition, EpochQuery>& queries) override {
+    (void)node;
+    (void)queries;
+    throw UnsupportedVersionError("OffsetsForLeaderEpoch is not supported");
+  }
+
+ private:
+  // The connection a request went out on, if it is still the broker's.
+  Connection* alive(const Pending& p) {
+    auto sent = sent_.find({p.node, p.token});
+    auto b = c_.brokers_.find(p.node);
+    auto g = c_.broker_generation_.find(p.node);
+    if (sent == sent_.end() || b == c_.brokers_.end() || !b->second || g == c_.broker_generation_.end() ||
+        g->second != sent->second || !b->second->is_open())
+      return nullptr;
+    return b->second.get();
+  }
+
+  KafkaClient& c_;
+  std::map<std::pair<std::int32_t, std::int32_t>, std::uint64_t> sent_;  // (node, token) -> connection generation
+};
+
+// Here rather than in kafka_client.cpp: they destroy the FetchAdapter.
+KafkaClient::KafkaClient(ClientConfig config)
+    : config_(std::move(config)), io_(std::make_unique<boost::asio::io_context>(1)) {
+  if (config_.bootstrap_servers.empty()) throw ConfigError("bootstrap.servers must be set");
+}
+
+KafkaClient::~KafkaClient() {
+  fetch_adapter_.reset();
+  brokers_.clear();
+  bootstrap_.reset();
+}
+
+FetchCluster& KafkaClient::fetch_cluster() {
+  if (!fetch_adapter_) fetch_adapter_ = std::make_unique<FetchAdapter>(*this);
+  return *fetch_adapter_;
+}
+
+}  // namespace kwire::client
