@@ -170,13 +170,12 @@ void Fetcher::back_off(const TopicPartition& tp, PartitionState& s, std::int16_t
     s.failures = 0;
     s.attempts = 0;
     push_error(tp, s,
-               std::make_exception_ptr(KafkaError(error_code, fmt::format("fetch from {} failed after {} attempts: {}",
-                                                                          to_string(tp), config_.retries + 1,
-                                                                          error_name(error_code)))));
+               std::make_exception_ptr(
+                   KafkaError(error_code, fmt::format("fetch from {} failed after {} attempts: {}", to_string(tp),
+                                                      config_.retries + 1, error_name(error_code)))));
     return;
   }
-  const auto ms =
-      std::min<std::int64_t>(std::int64_t{config_.retry_backoff_ms} << std::min(s.attempts - 1, 6), 1000);
+  const auto ms = std::min<std::int64_t>(std::int64_t{config_.retry_backoff_ms} << std::min(s.attempts - 1, 6), 1000);
   s.not_before = Clock::now() + std::chrono::milliseconds(ms);
 }
 
@@ -232,8 +231,7 @@ void Fetcher::validate_positions() {
                          fmt::format("the leader of {} has no end offset for leader epoch {}: position {} cannot be "
                                      "validated and auto.offset.reset is none",
                                      to_string(tp), q.leader_epoch, s.position.value_or(-1)))));
-        else
-          s.position.reset();
+        else s.position.reset();
         continue;
       }
       if (a->second.end_offset < *s.position) truncated(tp, s, a->second.end_offset, a->second.leader_epoch);
@@ -272,24 +270,37 @@ ConsumerRecords Fetcher::poll(std::chrono::milliseconds timeout, std::size_t max
       std::this_thread::sleep_until(*retry_at);
       continue;
     }
-    if (!take_answer(retry_at ? std::min(deadline, *retry_at) : deadline) && Clock::now() >= deadline) return {};
+    take_answer(retry_at ? std::min(deadline, *retry_at) : deadline);
+    if (Clock::now() >= deadline) {
+      // Time is up: hand out what the last answer brought, if anything.
+      resolve_positions();
+      return collect(max_records);
+    }
   }
 }
 
 ConsumerRecords Fetcher::collect(std::size_t max_records) {
   auto round = std::make_shared<ConsumerRecords::Round>();
-  while (!ready_.empty() && round->records.size() < max_records) {
-    const TopicPartition tp = ready_.front();
+  // ready_[0, held) are partitions whose error waits for the next poll (this
+  // one already has records to return); they stay first in line.
+  std::size_t held = 0;
+  auto done_with = [&](const TopicPartition& tp, PartitionState& s) {
+    ready_.erase(ready_.begin() + static_cast<std::ptrdiff_t>(held));
+    s.queued = false;
+    if (!s.answers.empty()) enqueue(tp, s);  // its next answer after the other partitions'
+  };
+  while (ready_.size() > held && round->records.size() < max_records) {
+    const TopicPartition tp = ready_[held];
     auto it = partitions_.find(tp);
     if (it == partitions_.end()) {
-      ready_.pop_front();
+      ready_.erase(ready_.begin() + static_cast<std::ptrdiff_t>(held));
       continue;
     }
     auto& s = *it->second;
     if (s.answers.empty() || s.paused || !s.position) {
       if (!s.position) s.answers.clear();
       s.queued = false;  // a paused partition is queued again by resume()
-      ready_.pop_front();
+      ready_.erase(ready_.begin() + static_cast<std::ptrdiff_t>(held));
       continue;
     }
     Answer& a = s.answers.front();
@@ -338,18 +349,17 @@ ConsumerRecords Fetcher::collect(std::size_t max_records) {
       if (a.last_epoch >= 0) s.position_epoch = a.last_epoch;
     }
     if (a.error) {
-      if (!round->records.empty()) break;  // raised by the next poll, after these records
+      if (!round->records.empty()) {
+        ++held;  // raised by the next poll, after these records
+        continue;
+      }
       auto error = a.error;
       s.answers.pop_front();
-      ready_.pop_front();
-      s.queued = false;
-      if (!s.answers.empty()) enqueue(tp, s);
+      done_with(tp, s);
       std::rethrow_exception(error);
     }
     s.answers.pop_front();
-    ready_.pop_front();
-    s.queued = false;
-    if (!s.answers.empty()) enqueue(tp, s);  // its next answer after the other partitions'
+    done_with(tp, s);
   }
   ConsumerRecords out;
   if (!round->records.empty()) out.round_ = std::move(round);
@@ -386,10 +396,10 @@ void Fetcher::decode(const TopicPartition& tp, PartitionState& s, Answer& a) {
     // the position stays at the bad batch. What was fetched after it is dropped.
     a.next_offset = std::max(a.fetch_offset, a.decoded->next_offset);
     a.last_epoch = -1;
-    a.error = std::make_exception_ptr(
-        CorruptBatchError(tp, e.base_offset(), e.kind(),
-                          fmt::format("corrupt record batch at base offset {} of {}: {}", e.base_offset(),
-                                      to_string(tp), corruption_detail(e))));
+    a.error =
+        std::make_exception_ptr(CorruptBatchError(tp, e.base_offset(), e.kind(),
+                                                  fmt::format("corrupt record batch at base offset {} of {}: {}",
+                                                              e.base_offset(), to_string(tp), corruption_detail(e))));
     while (s.answers.size() > 1) s.answers.pop_back();
   }
 }

@@ -56,7 +56,8 @@ void Fetcher::send_fetches() {
     if (!offset) continue;
     const auto leader = cluster_.leader(tp);
     if (leader.node < 0) {
-      back_off(tp, s, leader.error_code ? leader.error_code : static_cast<std::int16_t>(ErrorCode::leader_not_available),
+      back_off(tp, s,
+               leader.error_code ? leader.error_code : static_cast<std::int16_t>(ErrorCode::leader_not_available),
                true);
       refresh.push_back(tp.topic);
       continue;
@@ -316,11 +317,10 @@ void Fetcher::take_partition(const TopicPartition& tp, const InFlight& f, FetchR
       if (end.partial_size > 0) {
         if (end.partial_size > static_cast<std::size_t>(config_.fetch_max_bytes))
           push_error(tp, s,
-                     std::make_exception_ptr(ClientError(
-                         fmt::format("the batch at offset {} of {} is {} bytes, above fetch.max.bytes ({})", sent,
-                                     to_string(tp), end.partial_size, config_.fetch_max_bytes))));
-        else
-          s.max_bytes = static_cast<std::int32_t>(end.partial_size);
+                     std::make_exception_ptr(
+                         ClientError(fmt::format("the batch at offset {} of {} is {} bytes, above fetch.max.bytes ({})",
+                                                 sent, to_string(tp), end.partial_size, config_.fetch_max_bytes))));
+        else s.max_bytes = static_cast<std::int32_t>(end.partial_size);
       }
       return;
     }
@@ -344,10 +344,10 @@ void Fetcher::take_partition(const TopicPartition& tp, const InFlight& f, FetchR
       return;
     }
     if (reset_ == OffsetResetPolicy::none) {
-      push_error(tp, s,
-                 std::make_exception_ptr(OffsetOutOfRangeError(
-                     tp, sent, fmt::format("offset {} is out of range for {} (OFFSET_OUT_OF_RANGE)", sent,
-                                           to_string(tp)))));
+      push_error(
+          tp, s,
+          std::make_exception_ptr(OffsetOutOfRangeError(
+              tp, sent, fmt::format("offset {} is out of range for {} (OFFSET_OUT_OF_RANGE)", sent, to_string(tp)))));
       return;
     }
     s.position.reset();  // resolved with auto.offset.reset by the next round

@@ -3,8 +3,8 @@
 // the client's broker connections.
 #include <algorithm>
 
-#include <boost/asio/io_context.hpp>
 #include <fmt/format.h>
+#include <boost/asio/io_context.hpp>
 
 #include "kwire/client/connection.hpp"
 #include "kwire/client/fetcher.hpp"

@@ -97,7 +97,8 @@ class FetchCluster {
   virtual Response<protocol::FetchResponse> receive_fetch(const Pending& pending, std::int16_t version) = 0;
 
   /// ListOffsets (see KafkaClient::list_offsets). Throws KafkaError.
-  virtual std::map<TopicPartition, ListedOffset> list_offsets(const std::map<TopicPartition, std::int64_t>& targets) = 0;
+  virtual std::map<TopicPartition, ListedOffset> list_offsets(
+      const std::map<TopicPartition, std::int64_t>& targets) = 0;
 
   struct EpochQuery {
     std::int32_t current_leader_epoch = -1;  // fences a stale leader

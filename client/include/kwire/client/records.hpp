@@ -98,8 +98,7 @@ class LogTruncationError : public OffsetOutOfRangeError {
 /// KafkaException "Record batch for partition ... is corrupt" (KAFKA-5078).
 class CorruptBatchError : public ClientError {
  public:
-  CorruptBatchError(TopicPartition tp, std::int64_t base_offset, protocol::CorruptionKind kind,
-                    const std::string& what)
+  CorruptBatchError(TopicPartition tp, std::int64_t base_offset, protocol::CorruptionKind kind, const std::string& what)
       : ClientError(what), tp_(std::move(tp)), base_offset_(base_offset), kind_(kind) {}
   const TopicPartition& partition() const noexcept { return tp_; }
   std::int64_t base_offset() const noexcept { return base_offset_; }

@@ -1,0 +1,578 @@
+// The Fetcher's position logic on a fake cluster: no sockets, answers built
+// from in-memory partition logs of real magic-2 record batches.
+#include "kwire/client/fetcher.hpp"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <string>
+
+#include "kwire/protocol/errors.hpp"
+
+using namespace kwire::client;
+using namespace kwire::protocol;
+using namespace std::chrono_literals;
+
+namespace {
+
+const TopicPartition A{"t", 0};
+const TopicPartition B{"t", 1};
+
+struct Batch {
+  std::int64_t base = 0;
+  std::int64_t last = 0;
+  Bytes bytes;
+};
+
+class FakeCluster : public FetchCluster {
+ public:
+  // ---- what the test sets
+  std::map<TopicPartition, Leader> leaders{{A, {1, 5, 0}}, {B, {2, 5, 0}}};
+  std::map<TopicPartition, std::vector<Batch>> logs;
+  std::int16_t version = 12;
+  bool hold = false;  // answers are not ready while set
+  // Changes the response built for a request before it is returned.
+  std::function<void(std::int32_t node, FetchResponse&)> edit;
+  std::map<TopicPartition, EpochEndOffset> epoch_end_offsets;
+  std::map<TopicPartition, std::int64_t> log_start;
+
+  // ---- what the test reads
+  struct SentFetch {
+    std::int32_t node;
+    FetchRequest request;
+  };
+  std::vector<SentFetch> fetches;
+  std::vector<std::map<TopicPartition, EpochQuery>> epoch_queries;
+  int refreshes = 0;
+
+  // Append `count` records (values "v<offset>") as one batch with a leader epoch.
+  void append(const TopicPartition& tp, int count, std::int32_t epoch = 5) {
+    auto& log = logs[tp];
+    const std::int64_t base = log.empty() ? 0 : log.back().last + 1;
+    std::vector<ProducerRecord> recs;
+    for (int i = 0; i < count; ++i) {
+      ProducerRecord r;
+      const std::string v = "v" + std::to_string(base + i);
+      r.value = Bytes(v.begin(), v.end());
+      r.timestamp = 1000 + base + i;
+      recs.push_back(std::move(r));
+    }
+    BatchOptions opt;
+    opt.base_offset = base;
+    opt.partition_leader_epoch = epoch;
+    Batch b;
+    b.base = base;
+    b.last = base + count - 1;
+    encode_record_batch(recs, opt, b.bytes);
+    log.push_back(std::move(b));
+  }
+  // Flip a byte inside the records of the batch at `base` (the CRC no longer matches).
+  void corrupt(const TopicPartition& tp, std::int64_t base) {
+    for (auto& b : logs[tp])
+      if (b.base == base) b.bytes.back() ^= 0x5a;
+  }
+  // Forget everything from `offset` on (a truncated log).
+  void truncate(const TopicPartition& tp, std::int64_t offset) {
+    auto& log = logs[tp];
+    std::erase_if(log, [&](const Batch& b) { return b.base >= offset; });
+  }
+
+  // ---- FetchCluster
+  Leader leader(const TopicPartition& tp) override {
+    auto it = leaders.find(tp);
+    return it == leaders.end() ? Leader{-1, -1, static_cast<std::int16_t>(ErrorCode::unknown_topic_or_partition)}
+                               : it->second;
+  }
+  void refresh_metadata(const std::vector<std::string>&) override { ++refreshes; }
+  std::optional<Uuid> topic_id(const std::string&) override { return std::nullopt; }
+  const std::string* topic_name(const Uuid&) override { return nullptr; }
+  std::int16_t fetch_version(std::int32_t) override { return version; }
+  std::int32_t send_fetch(std::int32_t node, const FetchRequest& request, std::int16_t) override {
+    fetches.push_back({node, request});
+    return static_cast<std::int32_t>(fetches.size() - 1);
+  }
+  std::optional<std::size_t> wait_any(const std::vector<Pending>& pending, Deadline until) override {
+    if (hold || pending.empty()) {
+      if (until > Clock::now() && until - Clock::now() < 5s) std::this_thread::sleep_until(until);
+      return std::nullopt;
+    }
+    // The oldest request is answered first.
+    std::size_t oldest = 0;
+    for (std::size_t i = 1; i < pending.size(); ++i)
+      if (pending[i].token < pending[oldest].token) oldest = i;
+    return oldest;
+  }
+  Response<FetchResponse> receive_fetch(const Pending& pending, std::int16_t v) override {
+    const auto& req = fetches.at(static_cast<std::size_t>(pending.token)).request;
+    Response<FetchResponse> out;
+    out.version = v;
+    out.frame = std::make_shared<Bytes>();
+    for (auto& t : req.topics) {
+      FetchResponse::FetchableTopicResponse rt;
+      rt.topic = t.topic;
+      for (auto& p : t.partitions) {
+        TopicPartition tp{t.topic, p.partition};
+        FetchResponse::PartitionData pd;
+        pd.partition_index = p.partition;
+        pd.log_start_offset = log_start.count(tp) ? log_start[tp] : 0;
+        auto& log = logs[tp];
+        pd.high_watermark = log.empty() ? 0 : log.back().last + 1;
+        pd.last_stable_offset = pd.high_watermark;
+        if (p.fetch_offset > pd.high_watermark || p.fetch_offset < pd.log_start_offset) {
+          pd.error_code = static_cast<std::int16_t>(ErrorCode::offset_out_of_range);
+        } else {
+          auto& blob = blobs_.emplace_back();
+          for (auto& b : log)
+            if (b.last >= p.fetch_offset) blob.insert(blob.end(), b.bytes.begin(), b.bytes.end());
+          if (!blob.empty()) pd.records.data = ByteSpan(blob);
+        }
+        rt.partitions.push_back(std::move(pd));
+      }
+      out.body.responses.push_back(std::move(rt));
+    }
+    if (edit) edit(pending.node, out.body);
+    return out;
+  }
+  std::map<TopicPartition, ListedOffset> list_offsets(const std::map<TopicPartition, std::int64_t>& targets) override {
+    std::map<TopicPartition, ListedOffset> out;
+    for (auto& [tp, ts] : targets) {
+      auto& log = logs[tp];
+      const std::int64_t start = log_start.count(tp) ? log_start[tp] : 0;
+      out[tp].offset = ts == kEarliestTimestamp ? start : (log.empty() ? 0 : log.back().last + 1);
+    }
+    return out;
+  }
+  std::map<TopicPartition, EpochEndOffset> offsets_for_leader_epoch(
+      std::int32_t, const std::map<TopicPartition, EpochQuery>& queries) override {
+    epoch_queries.push_back(queries);
+    std::map<TopicPartition, EpochEndOffset> out;
+    for (auto& [tp, q] : queries) out[tp] = epoch_end_offsets.at(tp);
+    return out;
+  }
+
+ private:
+  std::deque<Bytes> blobs_;  // record bytes the answers point into
+};
+
+ClientConfig config() {
+  ClientConfig c;
+  c.bootstrap_servers.push_back({"127.0.0.1", 9092});
+  c.retry_backoff_ms = 1;
+  c.retries = 3;
+  return c;
+}
+
+std::vector<std::pair<std::int32_t, std::int64_t>> offsets(const ConsumerRecords& recs) {
+  std::vector<std::pair<std::int32_t, std::int64_t>> out;
+  for (auto& r : recs) out.emplace_back(r.partition, r.offset);
+  return out;
+}
+
+std::vector<std::pair<std::int32_t, std::int64_t>> range(std::int32_t partition, std::int64_t from, std::int64_t to) {
+  std::vector<std::pair<std::int32_t, std::int64_t>> out;
+  for (auto o = from; o < to; ++o) out.emplace_back(partition, o);
+  return out;
+}
+
+std::vector<std::pair<std::int32_t, std::int64_t>> cat(std::vector<std::pair<std::int32_t, std::int64_t>> a,
+                                                       const std::vector<std::pair<std::int32_t, std::int64_t>>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+// The partitions a Fetch asked for, with their offsets.
+std::map<TopicPartition, std::int64_t> asked(const FetchRequest& r) {
+  std::map<TopicPartition, std::int64_t> out;
+  for (auto& t : r.topics)
+    for (auto& p : t.partitions) out[{t.topic, p.partition}] = p.fetch_offset;
+  return out;
+}
+
+}  // namespace
+
+TEST(Fetcher, CorruptBatchInOnePartitionDeliversRecordsBeforeItThenRaisesOnceWhileOthersFlow) {
+  FakeCluster c;
+  c.leaders[B] = {1, 5, 0};  // one leader: A and B come in one answer
+  c.append(A, 3);            // 0-2
+  c.append(A, 3);            // 3-5
+  c.append(A, 3);            // 6-8: corrupt
+  c.corrupt(A, 6);
+  c.append(B, 5);  // 0-4
+  Fetcher f(c, config(), OffsetResetPolicy::none);
+  f.assign({A, B});
+  f.seek(A, 0);
+  f.seek(B, 0);
+  auto first = f.poll(1s, 100);
+  EXPECT_EQ(offsets(first), cat(range(0, 0, 6), range(1, 0, 5)));
+  try {
+    f.poll(1s, 100);
+    FAIL() << "no error for the corrupt batch";
+  } catch (const CorruptBatchError& e) {
+    EXPECT_EQ(e.partition(), A);
+    EXPECT_EQ(e.base_offset(), 6);
+    EXPECT_EQ(e.kind(), CorruptionKind::crc_mismatch);
+    const std::string what = e.what();
+    EXPECT_NE(what.find("t-0"), std::string::npos) << what;
+    EXPECT_NE(what.find("CRC"), std::string::npos) << what;
+    EXPECT_EQ(what.find("base offset 6"), what.rfind("base offset 6")) << "named twice: " << what;
+  }
+  EXPECT_EQ(f.position(A), 6);
+  EXPECT_EQ(f.position(B), 5);
+  // B keeps flowing: new records of B arrive although A fails again.
+  c.append(B, 2);  // 5-6
+  std::vector<std::pair<std::int32_t, std::int64_t>> got;
+  int errors = 0;
+  for (int i = 0; i < 10 && (got.size() < 2 || errors == 0); ++i) {
+    try {
+      auto recs = f.poll(200ms, 100);
+      auto o = offsets(recs);
+      got.insert(got.end(), o.begin(), o.end());
+    } catch (const CorruptBatchError&) {
+      ++errors;
+    }
+  }
+  EXPECT_EQ(got, range(1, 5, 7));
+  EXPECT_GE(errors, 1);
+  EXPECT_EQ(f.position(A), 6);
+  // Seeking past the bad batch skips only it.
+  f.seek(A, 9);
+  c.append(A, 1);  // 9
+  auto after = f.poll(1s, 100);
+  EXPECT_EQ(offsets(after), range(0, 9, 10));
+}
+
+TEST(Fetcher, CorruptFirstBatchRaisesWithoutRecords) {
+  FakeCluster c;
+  c.append(A, 4);
+  c.corrupt(A, 0);
+  Fetcher f(c, config(), OffsetResetPolicy::none);
+  f.assign({A});
+  f.seek(A, 0);
+  EXPECT_THROW(f.poll(1s, 100), CorruptBatchError);
+  EXPECT_EQ(f.position(A), 0);
+}
+
+TEST(Fetcher, PartitionListedTwiceInOneAnswerIsTakenOnceTheLaterEntry) {
+  FakeCluster c;
+  c.append(A, 5);
+  c.edit = [](std::int32_t, FetchResponse& r) {
+    // The same partition again, answered as a second topic entry.
+    auto copy = r.responses.front();
+    r.responses.push_back(copy);
+  };
+  Fetcher f(c, config(), OffsetResetPolicy::none);
+  f.assign({A});
+  f.seek(A, 0);
+  EXPECT_EQ(offsets(f.poll(1s, 100)), range(0, 0, 5));
+  c.edit = nullptr;
+  EXPECT_TRUE(f.poll(50ms, 100).empty());
+  EXPECT_EQ(f.position(A), 5);
+}
+
+TEST(Fetcher, PartitionsNotAskedForAreIgnored) {
+  FakeCluster c;
+  c.append(A, 2);
+  c.append(B, 3);
+  c.edit = [&](std::int32_t, FetchResponse& r) {
+    // B was not asked of this leader (nor assigned): an answer for it anyway.
+    FetchResponse::PartitionData pd;
+    pd.partition_index = 1;
+    pd.high_watermark = 3;
+    static Bytes blob;
+    blob = c.logs[B].front().bytes;
+    pd.records.data = ByteSpan(blob);
+    r.responses.front().partitions.push_back(pd);
+  };
+  Fetcher f(c, config(), OffsetResetPolicy::none);
+  f.assign({A});
+  f.seek(A, 0);
+  EXPECT_EQ(offsets(f.poll(1s, 100)), range(0, 0, 2));
+}
+
+TEST(Fetcher, NoRecordBelowThePositionIsHandedOut) {
+  FakeCluster c;
+  c.append(A, 10);  // one batch 0-9
+  Fetcher f(c, config(), OffsetResetPolicy::none);
+  f.assign({A});
+  f.seek(A, 6);
+  EXPECT_EQ(offsets(f.poll(1s, 100)), range(0, 6, 10));
+}
+
+TEST(Fetcher, PositionMovesOnlyAsRecordsAreHandedOut) {
+  FakeCluster c;
+  c.append(A, 10);
+  Fetcher f(c, config(), OffsetResetPolicy::none);
+  f.assign({A});
+  f.seek(A, 0);
+  EXPECT_EQ(offsets(f.poll(1s, 4)), range(0, 0, 4));
+  EXPECT_EQ(f.position(A), 4);
+  EXPECT_EQ(offsets(f.poll(1s, 4)), range(0, 4, 8));
+  EXPECT_EQ(f.position(A), 8);
+  EXPECT_EQ(offsets(f.poll(1s, 4)), range(0, 8, 10));
+  EXPECT_EQ(f.position(A), 10);
+}
+
+TEST(Fetcher, SeekPauseAndResumeWithAFetchInFlight) {
+  FakeCluster c;
+  c.append(A, 5);
+  c.append(A, 5);
+  c.append(B, 4);
+  Fetcher f(c, config(), OffsetResetPolicy::none);
+  f.assign({A, B});
+  f.seek(A, 0);
+  f.seek(B, 0);
+  c.hold = true;
+  EXPECT_TRUE(f.poll(0ms, 100).empty());  // the Fetch is out, not answered
+  ASSERT_TRUE(f.fetch_in_flight());
+  ASSERT_EQ(c.fetches.size(), 2u);  // A and B have different leaders
+  EXPECT_EQ(asked(c.fetches[0].request).at(A), 0);
+  f.seek(A, 7);    // A's answer for offset 0 no longer counts
+  f.pause({B});    // B's answer is not handed out while paused
+  c.hold = false;
+  auto recs = f.poll(1s, 100);
+  EXPECT_EQ(offsets(recs), range(0, 7, 10));
+  EXPECT_EQ(f.position(B), 0);
+  EXPECT_TRUE(f.poll(50ms, 100).empty());
+  f.resume({B});
+  EXPECT_EQ(offsets(f.poll(1s, 100)), range(1, 0, 4));
+}
+
+TEST(Fetcher, AssignKeepsPositionsOfPartitionsKeptAndDropsOthers) {
+  FakeCluster c;
+  c.append(A, 3);
+  c.append(B, 3);
+  Fetcher f(c, config(), OffsetResetPolicy::none);
+  f.assign({A, B});
+  f.seek(A, 1);
+  f.seek(B, 2);
+  f.assign({A});
+  EXPECT_EQ(f.position(A), 1);
+  EXPECT_THROW(f.position(B), ClientError);
+  EXPECT_EQ(offsets(f.poll(1s, 100)), range(0, 1, 3));
+}
+
+TEST(Fetcher, SendsCurrentLeaderEpochAndTheEpochOfTheLastFetchedBatch) {
+  FakeCluster c;
+  c.leaders[A] = {1, 7, 0};
+  c.append(A, 3, 4);  // epoch 4
+  c.append(A, 2, 6);  // epoch 6
+  Fetcher f(c, config(), OffsetResetPolicy::none);
+  f.assign({A});
+  f.seek(A, 0);
+  EXPECT_EQ(offsets(f.poll(1s, 100)), range(0, 0, 5));
+  const auto& first = c.fetches.front().request.topics.front().partitions.front();
+  EXPECT_EQ(first.current_leader_epoch, 7);
+  EXPECT_EQ(first.last_fetched_epoch, -1);  // nothing fetched before offset 0
+  // The next Fetch (from 5) names epoch 6, the epoch of the batch that ends at 4.
+  ASSERT_GE(c.fetches.size(), 2u);
+  const auto& next = c.fetches.back().request.topics.front().partitions.front();
+  EXPECT_EQ(next.fetch_offset, 5);
+  EXPECT_EQ(next.current_leader_epoch, 7);
+  EXPECT_EQ(next.last_fetched_epoch, 6);
+}
+
+TEST(Fetcher, OlderFetchVersionsSendNoEpochs) {
+  FakeCluster c;
+  c.version = 8;
+  c.append(A, 3);
+  Fetcher f(c, config(), OffsetResetPolicy::none);
+  f.assign({A});
+  f.seek(A, 0);
+  EXPECT_EQ(offsets(f.poll(1s, 100)), range(0, 0, 3));
+  const auto& p = c.fetches.front().request.topics.front().partitions.front();
+  EXPECT_EQ(p.current_leader_epoch, -1);
+  EXPECT_EQ(p.last_fetched_epoch, -1);
+}
+
+TEST(Fetcher, FencedLeaderEpochRefreshesMetadataAndRetriesAtTheSamePosition) {
+  FakeCluster c;
+  c.append(A, 4);
+  int fenced = 2;
+  c.edit = [&](std::int32_t, FetchResponse& r) {
+    if (fenced-- > 0) {
+      auto& p = r.responses.front().partitions.front();
+      p.error_code = static_cast<std::int16_t>(ErrorCode::fenced_leader_epoch);
+      p.records.data.reset();
+    }
+  };
+  Fetcher f(c, config(), OffsetResetPolicy::none);
+  f.assign({A});
+  f.seek(A, 1);
+  std::vector<std::pair<std::int32_t, std::int64_t>> got;
+  for (int i = 0; i < 20 && got.empty(); ++i) got = offsets(f.poll(100ms, 100));
+  EXPECT_EQ(got, range(0, 1, 4));
+  EXPECT_GE(c.refreshes, 2);
+  ASSERT_GE(c.fetches.size(), 3u);
+  for (std::size_t i = 0; i < 3; ++i) EXPECT_EQ(asked(c.fetches[i].request).at(A), 1) << i;
+}
+
+TEST(Fetcher, RetryBudgetExhaustedRaisesKafkaErrorNamingThePartition) {
+  FakeCluster c;
+  c.append(A, 4);
+  c.append(B, 2);
+  c.leaders[B] = {1, 5, 0};
+  c.edit = [&](std::int32_t, FetchResponse& r) {
+    for (auto& p : r.responses.front().partitions)
+      if (p.partition_index == 0) {
+        p.error_code = static_cast<std::int16_t>(ErrorCode::not_leader_or_follower);
+        p.records.data.reset();
+      }
+  };
+  Fetcher f(c, config(), OffsetResetPolicy::none);
+  f.assign({A, B});
+  f.seek(A, 0);
+  f.seek(B, 0);
+  std::vector<std::pair<std::int32_t, std::int64_t>> got;
+  std::optional<std::string> error;
+  for (int i = 0; i < 50 && !error; ++i) {
+    try {
+      auto o = offsets(f.poll(50ms, 100));
+      got.insert(got.end(), o.begin(), o.end());
+    } catch (const KafkaError& e) {
+      EXPECT_EQ(e.code(), static_cast<std::int16_t>(ErrorCode::not_leader_or_follower));
+      error = e.what();
+    }
+  }
+  ASSERT_TRUE(error);
+  EXPECT_NE(error->find("t-0"), std::string::npos) << *error;
+  EXPECT_NE(error->find("NOT_LEADER_OR_FOLLOWER"), std::string::npos) << *error;
+  EXPECT_EQ(got, range(1, 0, 2));  // B was not held up
+  EXPECT_EQ(f.position(A), 0);
+}
+
+TEST(Fetcher, LeaderChangeValidatesThePositionAndReportsTruncation) {
+  FakeCluster c;
+  c.append(A, 5, 5);  // 0-4, epoch 5
+  c.append(A, 5, 5);  // 5-9, epoch 5
+  Fetcher f(c, config(), OffsetResetPolicy::none);
+  f.assign({A});
+  f.seek(A, 0);
+  std::vector<std::pair<std::int32_t, std::int64_t>> got;
+  for (int i = 0; i < 5 && got.size() < 10; ++i) {
+    auto o = offsets(f.poll(200ms, 100));
+    got.insert(got.end(), o.begin(), o.end());
+  }
+  ASSERT_EQ(got, range(0, 0, 10));
+  // An unclean election: the new leader (epoch 6) has epoch 5 only up to offset 7.
+  c.leaders[A] = {2, 6, 0};
+  c.truncate(A, 5);
+  c.append(A, 3, 5);  // 5-7, epoch 5
+  c.append(A, 4, 6);  // 8-11, epoch 6
+  c.epoch_end_offsets[A] = {0, 5, 8};
+  try {
+    for (int i = 0; i < 5; ++i) f.poll(100ms, 100);
+    FAIL() << "no truncation reported";
+  } catch (const LogTruncationError& e) {
+    EXPECT_EQ(e.partition(), A);
+    EXPECT_EQ(e.offset(), 10);
+    EXPECT_EQ(e.divergent_offset(), 8);
+    EXPECT_NE(std::string(e.what()).find("t-0"), std::string::npos);
+  }
+  ASSERT_FALSE(c.epoch_queries.empty());
+  EXPECT_EQ(c.epoch_queries.back().at(A).current_leader_epoch, 6);
+  EXPECT_EQ(c.epoch_queries.back().at(A).leader_epoch, 5);
+  EXPECT_EQ(f.position(A), 10);
+}
+
+TEST(Fetcher, TruncationWithAResetPolicyMovesToTheDivergentOffset) {
+  FakeCluster c;
+  c.append(A, 10, 5);
+  Fetcher f(c, config(), OffsetResetPolicy::earliest);
+  f.assign({A});
+  f.seek(A, 0);
+  ASSERT_EQ(offsets(f.poll(1s, 100)), range(0, 0, 10));
+  c.leaders[A] = {2, 6, 0};
+  c.truncate(A, 0);
+  c.append(A, 7, 5);  // 0-6, epoch 5
+  c.append(A, 3, 6);  // 7-9, epoch 6
+  c.epoch_end_offsets[A] = {0, 5, 7};
+  std::vector<std::pair<std::int32_t, std::int64_t>> got;
+  for (int i = 0; i < 5 && got.size() < 3; ++i) {
+    auto o = offsets(f.poll(100ms, 100));
+    got.insert(got.end(), o.begin(), o.end());
+  }
+  EXPECT_EQ(got, range(0, 7, 10));
+}
+
+TEST(Fetcher, LeaderChangeWithoutDivergenceKeepsThePosition) {
+  FakeCluster c;
+  c.append(A, 4, 5);
+  Fetcher f(c, config(), OffsetResetPolicy::none);
+  f.assign({A});
+  f.seek(A, 0);
+  ASSERT_EQ(offsets(f.poll(1s, 100)), range(0, 0, 4));
+  c.leaders[A] = {2, 6, 0};
+  c.epoch_end_offsets[A] = {0, 5, 4};
+  c.append(A, 2, 6);
+  std::vector<std::pair<std::int32_t, std::int64_t>> got;
+  for (int i = 0; i < 5 && got.size() < 2; ++i) {
+    auto o = offsets(f.poll(100ms, 100));
+    got.insert(got.end(), o.begin(), o.end());
+  }
+  EXPECT_EQ(got, range(0, 4, 6));
+  EXPECT_EQ(c.epoch_queries.size(), 1u);
+  EXPECT_EQ(c.fetches.back().node, 2);
+}
+
+TEST(Fetcher, DivergingEpochInAFetchAnswerIsATruncation) {
+  FakeCluster c;
+  c.append(A, 6, 5);
+  Fetcher f(c, config(), OffsetResetPolicy::none);
+  f.assign({A});
+  f.seek(A, 0);
+  ASSERT_EQ(offsets(f.poll(1s, 100)), range(0, 0, 6));
+  c.edit = [](std::int32_t, FetchResponse& r) {
+    auto& p = r.responses.front().partitions.front();
+    p.diverging_epoch.epoch = 5;
+    p.diverging_epoch.end_offset = 4;
+    p.records.data.reset();
+  };
+  try {
+    for (int i = 0; i < 5; ++i) f.poll(100ms, 100);
+    FAIL() << "no truncation reported";
+  } catch (const LogTruncationError& e) {
+    EXPECT_EQ(e.offset(), 6);
+    EXPECT_EQ(e.divergent_offset(), 4);
+  }
+}
+
+TEST(Fetcher, OffsetOutOfRangeWithResetNoneRaisesForThatPartitionAlone) {
+  FakeCluster c;
+  c.append(A, 3);
+  c.append(B, 3);
+  c.leaders[B] = {1, 5, 0};
+  c.log_start[A] = 2;
+  Fetcher f(c, config(), OffsetResetPolicy::none);
+  f.assign({A, B});
+  f.seek(A, 0);
+  f.seek(B, 0);
+  std::vector<std::pair<std::int32_t, std::int64_t>> got;
+  bool raised = false;
+  for (int i = 0; i < 5 && (!raised || got.size() < 3); ++i) {
+    try {
+      auto o = offsets(f.poll(100ms, 100));
+      got.insert(got.end(), o.begin(), o.end());
+    } catch (const OffsetOutOfRangeError& e) {
+      EXPECT_EQ(e.partition(), A);
+      EXPECT_EQ(e.offset(), 0);
+      raised = true;
+    }
+  }
+  EXPECT_TRUE(raised);
+  EXPECT_EQ(got, range(1, 0, 3));
+}
+
+TEST(Fetcher, OffsetOutOfRangeResetsWithThePolicy) {
+  FakeCluster c;
+  c.append(A, 6);
+  c.log_start[A] = 4;
+  Fetcher f(c, config(), OffsetResetPolicy::earliest);
+  f.assign({A});
+  f.seek(A, 1);
+  std::vector<std::pair<std::int32_t, std::int64_t>> got;
+  for (int i = 0; i < 5 && got.size() < 2; ++i) {
+    auto o = offsets(f.poll(100ms, 100));
+    got.insert(got.end(), o.begin(), o.end());
+  }
+  EXPECT_EQ(got, range(0, 4, 6));
+}
