@@ -7,27 +7,13 @@
 
 #include "fetcher_state.hpp"
 #include "kwire/protocol/errors.hpp"
+#include "retriable.hpp"
 
 namespace kwire::client {
 
 using namespace kwire::protocol;
 
 namespace {
-
-bool refresh_worthy(std::int16_t code) {
-  switch (static_cast<ErrorCode>(code)) {
-    case ErrorCode::not_leader_or_follower:
-    case ErrorCode::unknown_topic_or_partition:
-    case ErrorCode::leader_not_available:
-    case ErrorCode::fenced_leader_epoch:
-    case ErrorCode::replica_not_available:
-    case ErrorCode::kafka_storage_error:
-    case ErrorCode::unknown_leader_epoch:
-    case ErrorCode::unknown_topic_id:
-    case ErrorCode::inconsistent_topic_id: return true;
-    default: return false;
-  }
-}
 
 constexpr auto kNetworkException = static_cast<std::int16_t>(ErrorCode::network_exception);
 

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <compare>
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <map>
 #include <memory>
@@ -191,6 +192,28 @@ class KafkaClient {
 
   // Forget the connection to a broker.
   void drop_broker(std::int32_t node_id);
+
+  // One retry loop for requests routed to partition leaders (ListOffsets,
+  // Produce, DeleteRecords): each round after the first backs off and
+  // refreshes metadata, groups the pending partitions by leader, sends one
+  // request per leader, then takes the answers in. A lost connection counts
+  // as network_exception. Returns the partitions still pending after
+  // `retries` rounds, each with the last error it got.
+  struct LeaderRequest {
+    // Send the request for `parts` on `conn`; {correlation id, version}, or
+    // nullopt when no answer is expected (it then settles `todo` itself).
+    std::function<std::optional<std::pair<std::int32_t, std::int16_t>>(
+        Connection& conn, const std::vector<TopicPartition>& parts, std::set<TopicPartition>& todo)>
+        send;
+    // Receive an answer and take it in: erase settled partitions from `todo`,
+    // record retriable errors in `last_error`, throw for the others.
+    std::function<void(Connection& conn, std::int32_t corr, std::int16_t version, std::set<TopicPartition>& todo,
+                       std::map<TopicPartition, std::int16_t>& last_error)>
+        receive;
+    // UNKNOWN_TOPIC_OR_PARTITION still there after a refresh ends the call.
+    bool unknown_partition_fails = true;
+  };
+  std::map<TopicPartition, std::int16_t> route_to_leaders(std::set<TopicPartition> todo, const LeaderRequest& request);
   // Bumped on every connection made; a broker's entry names the connection
   // it has now, so a request sent on an earlier one is known to be lost.
   std::uint64_t connection_generation_ = 0;
