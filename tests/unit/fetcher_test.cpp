@@ -326,8 +326,8 @@ TEST(Fetcher, SeekPauseAndResumeWithAFetchInFlight) {
   ASSERT_TRUE(f.fetch_in_flight());
   ASSERT_EQ(c.fetches.size(), 2u);  // A and B have different leaders
   EXPECT_EQ(asked(c.fetches[0].request).at(A), 0);
-  f.seek(A, 7);    // A's answer for offset 0 no longer counts
-  f.pause({B});    // B's answer is not handed out while paused
+  f.seek(A, 7);  // A's answer for offset 0 no longer counts
+  f.pause({B});  // B's answer is not handed out while paused
   c.hold = false;
   auto recs = f.poll(1s, 100);
   EXPECT_EQ(offsets(recs), range(0, 7, 10));

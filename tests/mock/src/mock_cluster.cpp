@@ -60,6 +60,7 @@ constexpr std::int16_t err(ErrorCode c) { return static_cast<std::int16_t>(c); }
 struct StoredBatch {
   std::int64_t base = 0;
   std::int64_t last = 0;
+  std::int32_t epoch = 0;  // the partition leader epoch it was appended under
   std::int64_t max_timestamp = -1;
   Bytes bytes;
 };
@@ -79,6 +80,7 @@ struct TopicLog {
 
 // Offsets inside a magic-2 batch header.
 constexpr std::size_t kBatchLengthAt = 8;
+constexpr std::size_t kLeaderEpochAt = 12;
 constexpr std::size_t kMagicAt = 16;
 constexpr std::size_t kLastOffsetDeltaAt = 23;
 constexpr std::size_t kMaxTimestampAt = 35;
@@ -113,6 +115,11 @@ std::int64_t append_batch(PartitionLog& p, Bytes bytes) {
   StoredBatch b;
   b.base = p.hwm;
   store_be64(bytes.data(), b.base);
+  // The leader stamps its epoch (outside the CRC, as a broker does).
+  b.epoch = p.epoch;
+  for (int i = 0; i < 4; ++i)
+    bytes[kLeaderEpochAt + static_cast<std::size_t>(i)] =
+        static_cast<std::uint8_t>(static_cast<std::uint32_t>(p.epoch) >> (24 - 8 * i));
   auto delta = static_cast<std::int32_t>(load_be32(bytes.data() + kLastOffsetDeltaAt));
   b.last = b.base + std::max(delta, 0);
   b.max_timestamp = static_cast<std::int64_t>(load_be64(bytes.data() + kMaxTimestampAt));
@@ -136,6 +143,8 @@ struct Effects {
   std::map<std::string, std::int16_t> topic_errors;  // fault with a topic and no partition
   bool truncate_all = false;
   std::set<std::pair<std::string, std::int32_t>> truncate;
+  std::set<std::pair<std::string, std::int32_t>> corrupt;
+  std::set<std::pair<std::string, std::int32_t>> duplicate;
   milliseconds delay{0};
   std::int32_t throttle_ms = 0;
   bool drop = false;
@@ -291,6 +300,10 @@ struct MockCluster::State {
         if (!f.topic) e.truncate_all = true;
         else
           for (auto& m : matched) e.truncate.insert(m);
+      }
+      for (auto& m : matched) {
+        if (f.corrupt_last_batch) e.corrupt.insert(m);
+        if (f.duplicate_partition) e.duplicate.insert(m);
       }
       e.delay = std::max(e.delay, f.delay);
       e.throttle_ms = std::max(e.throttle_ms, f.throttle_ms);
@@ -549,6 +562,10 @@ struct MockCluster::State {
         if (!rp.error_code && unknown_id) rp.error_code = err(ErrorCode::unknown_topic_id);
         if (!rp.error_code && !pl) rp.error_code = err(ErrorCode::unknown_topic_or_partition);
         if (!rp.error_code && pl->leader != node) rp.error_code = err(ErrorCode::not_leader_or_follower);
+        // KIP-320: a request naming an older leader epoch is fenced, a newer one unknown.
+        if (!rp.error_code && version >= 9 && p.current_leader_epoch >= 0 && p.current_leader_epoch != pl->epoch)
+          rp.error_code = err(p.current_leader_epoch < pl->epoch ? ErrorCode::fenced_leader_epoch
+                                                                 : ErrorCode::unknown_leader_epoch);
         if (!rp.error_code && (p.fetch_offset < pl->log_start || p.fetch_offset > pl->hwm))
           rp.error_code = err(ErrorCode::offset_out_of_range);
         if (pl) {
@@ -577,6 +594,7 @@ struct MockCluster::State {
             first = false;
           }
           if (!out.empty() && e.truncates(name, p.partition)) out.resize(out.size() - (last_size + 1) / 2);
+          if (!out.empty() && e.corrupt.count({name, p.partition})) out.back() ^= 0x5a;
           if (strict_fetch_size && static_cast<std::int64_t>(out.size()) > part_budget)
             out.resize(static_cast<std::size_t>(part_budget));
           if (!out.empty()) {
@@ -585,6 +603,7 @@ struct MockCluster::State {
             rp.records.data = ByteSpan(buffers.back());
           }
         }
+        if (e.duplicate.count({name, p.partition})) rt.partitions.push_back(rp);
         rt.partitions.push_back(std::move(rp));
       }
       resp.responses.push_back(std::move(rt));
@@ -662,7 +681,10 @@ struct MockCluster::State {
     for (auto& t : req.topics) {
       std::string name = version >= 13 ? log_name_for_id(t.topic_id) : t.topic;
       if (version >= 13) rec.topic_ids.push_back(t.topic_id);
-      for (auto& p : t.partitions) rec.partitions.push_back({name, p.partition, p.fetch_offset});
+      for (auto& p : t.partitions) {
+        rec.partitions.push_back({name, p.partition, p.fetch_offset});
+        rec.current_leader_epochs.push_back(version >= 9 ? p.current_leader_epoch : -1);
+      }
     }
     auto e = take_faults(ApiKey::fetch, node, rec.partitions);
     bool has_data = false;
@@ -1027,6 +1049,23 @@ void MockCluster::move_leader(const std::string& topic, std::int32_t partition, 
   auto& p = state_->get(topic, partition);
   p.leader = node_id;
   ++p.epoch;
+}
+
+void MockCluster::bump_leader_epoch(const std::string& topic, std::int32_t partition) {
+  std::lock_guard lock(state_->mu);
+  ++state_->get(topic, partition).epoch;
+}
+
+std::int32_t MockCluster::leader_epoch(const std::string& topic, std::int32_t partition) const {
+  std::lock_guard lock(state_->mu);
+  return state_->get(topic, partition).epoch;
+}
+
+void MockCluster::truncate_log(const std::string& topic, std::int32_t partition, std::int64_t offset) {
+  std::lock_guard lock(state_->mu);
+  auto& p = state_->get(topic, partition);
+  std::erase_if(p.batches, [&](const StoredBatch& b) { return b.base >= offset; });
+  p.hwm = p.batches.empty() ? std::max(p.log_start, std::min(offset, p.hwm)) : p.batches.back().last + 1;
 }
 
 void MockCluster::set_broker_down(std::int32_t node_id, bool down) {

@@ -52,6 +52,9 @@ struct RequestRecord {
   std::vector<RequestedPartition> partitions;
   std::vector<std::string> topics;        // Metadata/CreateTopics/DeleteTopics: topic names asked for
   std::vector<protocol::Uuid> topic_ids;  // Fetch/Produce v13+: the ids sent, one per topic
+  /// Fetch v9+ / OffsetsForLeaderEpoch: the current_leader_epoch sent with
+  /// each of `partitions` (-1 when not sent).
+  std::vector<std::int32_t> current_leader_epochs;
   MockClock::time_point received;
   bool mentions(const std::string& topic, std::int32_t partition) const;
 };
@@ -78,6 +81,11 @@ struct Fault {
   bool drop_connection = false;
   /// Fetch: cut the last record batch of the matching partitions in half.
   bool truncate_last_batch = false;
+  /// Fetch: flip a byte inside the last record batch of the matching
+  /// partitions (its CRC no longer matches).
+  bool corrupt_last_batch = false;
+  /// Fetch: list the matching partitions twice in the answer.
+  bool duplicate_partition = false;
 };
 
 struct MockRecord {
@@ -128,6 +136,14 @@ class MockCluster {
   /// The old leader answers NOT_LEADER_OR_FOLLOWER for it from now on.
   void move_leader(const std::string& topic, std::int32_t partition, std::int32_t node_id);
   std::int32_t leader(const std::string& topic, std::int32_t partition) const;
+  /// A new leader epoch with the same leader (as after a controller failover
+  /// or an ISR change): Fetch requests naming the old epoch get
+  /// FENCED_LEADER_EPOCH.
+  void bump_leader_epoch(const std::string& topic, std::int32_t partition);
+  std::int32_t leader_epoch(const std::string& topic, std::int32_t partition) const;
+  /// Drop every batch from `offset` on (as a replica that becomes leader
+  /// after an unclean election), so the log ends at `offset`.
+  void truncate_log(const std::string& topic, std::int32_t partition, std::int64_t offset);
   /// A broker that is down still accepts TCP connections but closes each one
   /// (and every open one at its next request) without answering.
   void set_broker_down(std::int32_t node_id, bool down);

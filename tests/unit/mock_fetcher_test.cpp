@@ -1,0 +1,121 @@
+// The Fetcher's per-partition rules against the in-process mock cluster
+// (real Fetch requests and answers over loopback): a corrupt batch in one
+// partition with valid data in another in the same answer, a partition
+// listed twice, and fencing by leader epoch.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "kwire/client/consumer.hpp"
+#include "kwire/mock/mock_cluster.hpp"
+#include "kwire/protocol/messages.hpp"
+#include "mock_consumer_support.hpp"
+
+using namespace std::chrono_literals;
+using kwire::client::Consumer;
+using kwire::client::CorruptBatchError;
+using kwire::client::TopicPartition;
+using kwire::mock::Fault;
+using kwire::mock::MockCluster;
+using kwire::protocol::ApiKey;
+using kwire::protocol::CorruptionKind;
+using kwire::protocol::ErrorCode;
+using namespace kwire::mock_support;
+
+namespace {
+const TopicPartition t0{"t", 0};
+const TopicPartition t1{"t", 1};
+}  // namespace
+
+TEST(MockFetcher, CorruptBatchInOnePartitionDeliversItsValidRecordsAndTheOtherPartition) {
+  MockCluster c;
+  c.create_topic("t", 2, {1, 1});  // one leader: both partitions in one answer
+  c.append_values("t", 0, 10, 5);  // batches 0-4 and 5-9
+  c.append_values("t", 1, 6, 3);
+  Fault bad;
+  bad.api = ApiKey::fetch;
+  bad.topic = "t";
+  bad.partition = 0;
+  bad.corrupt_last_batch = true;  // t-0's 5-9 arrives with a bad CRC, once
+  c.inject(bad);
+  Consumer cons(props(c, {{"auto.offset.reset", "none"}}));
+  cons.assign({t0, t1});
+  cons.seek(t0, 0);
+  cons.seek(t1, 0);
+  std::vector<Got> got;
+  take(cons.poll(2000ms), got);
+  auto want = expected("t-0", 0, 5);
+  auto w1 = expected("t-1", 0, 6);
+  want.insert(want.end(), w1.begin(), w1.end());
+  EXPECT_EQ(sorted(got), sorted(want));
+  try {
+    cons.poll(2000ms);
+    FAIL() << "no error for the corrupt batch";
+  } catch (const CorruptBatchError& e) {
+    EXPECT_EQ(e.partition(), t0);
+    EXPECT_EQ(e.base_offset(), 5);
+    EXPECT_EQ(e.kind(), CorruptionKind::crc_mismatch);
+    const std::string what = e.what();
+    EXPECT_EQ(what.find("corrupt record batch"), what.rfind("corrupt record batch")) << what;
+  }
+  EXPECT_EQ(cons.position(t0), 5);
+  EXPECT_EQ(cons.position(t1), 6);
+  // The next fetch of t-0 (from 5) is clean: nothing was skipped.
+  c.append_values("t", 1, 2, 2);
+  auto rest = poll_until(cons, 7);
+  auto want_rest = expected("t-0", 5, 10);
+  auto w1b = expected("t-1", 6, 8);
+  want_rest.insert(want_rest.end(), w1b.begin(), w1b.end());
+  EXPECT_EQ(sorted(rest), sorted(want_rest));
+}
+
+TEST(MockFetcher, PartitionListedTwiceInAnAnswerIsDeliveredOnce) {
+  MockCluster c;
+  c.create_topic("t", 1);
+  c.append_values("t", 0, 8, 4);
+  Fault twice;
+  twice.api = ApiKey::fetch;
+  twice.topic = "t";
+  twice.partition = 0;
+  twice.duplicate_partition = true;
+  twice.times = 3;
+  c.inject(twice);
+  Consumer cons(props(c, {{"auto.offset.reset", "earliest"}}));
+  cons.assign({t0});
+  auto got = poll_until(cons, 8);
+  EXPECT_EQ(got, expected("t-0", 0, 8));
+  EXPECT_TRUE(poll_until(cons, 1, 300ms).empty());
+  EXPECT_EQ(cons.position(t0), 8);
+}
+
+TEST(MockFetcher, FencedLeaderEpochRefreshesMetadataAndContinuesWithoutLossOrRepeats) {
+  MockCluster c(2);
+  c.create_topic("t", 1, {1});
+  c.append_values("t", 0, 5, 5);
+  Consumer cons(props(c, {{"auto.offset.reset", "earliest"}}));
+  cons.assign({t0});
+  auto got = poll_until(cons, 5);
+  ASSERT_EQ(got, expected("t-0", 0, 5));
+  const auto old_epoch = c.leader_epoch("t", 0);
+  // A new epoch on the same leader: the consumer's next Fetch names the old
+  // one and is fenced; then leadership moves to broker 2 as well.
+  c.bump_leader_epoch("t", 0);
+  c.append_values("t", 0, 5, 5);
+  auto more = poll_until(cons, 5);
+  EXPECT_EQ(more, expected("t-0", 5, 10));
+  c.move_leader("t", 0, 2);
+  c.append_values("t", 0, 5, 5);
+  auto last = poll_until(cons, 5);
+  EXPECT_EQ(last, expected("t-0", 10, 15));
+  bool sent_old = false, sent_new = false, to_new_leader = false;
+  for (auto& r : c.requests(ApiKey::fetch)) {
+    for (std::size_t i = 0; i < r.partitions.size(); ++i) {
+      if (r.current_leader_epochs.at(i) == old_epoch) sent_old = true;
+      if (r.current_leader_epochs.at(i) == old_epoch + 1) sent_new = true;
+      if (r.broker == 2 && r.current_leader_epochs.at(i) == old_epoch + 2) to_new_leader = true;
+    }
+  }
+  EXPECT_TRUE(sent_old && sent_new && to_new_leader) << dump(c.requests(ApiKey::fetch));
+}
