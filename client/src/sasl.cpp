@@ -218,38 +218,4 @@ std::unique_ptr<SaslMechanism> make_sasl_mechanism(const SaslCredentials& c) {
                   c.mechanism));
 }
 
-std::optional<std::string> jaas_option(const std::string& jaas, const std::string& key) {
-  std::size_t pos = 0;
-  while ((pos = jaas.find(key, pos)) != std::string::npos) {
-    bool starts = pos == 0 || jaas[pos - 1] == ' ' || jaas[pos - 1] == '\t' || jaas[pos - 1] == ';';
-    std::size_t p = pos + key.size();
-    while (p < jaas.size() && (jaas[p] == ' ' || jaas[p] == '\t')) ++p;
-    if (starts && p < jaas.size() && jaas[p] == '=') {
-      ++p;
-      while (p < jaas.size() && (jaas[p] == ' ' || jaas[p] == '\t')) ++p;
-      if (p < jaas.size() && jaas[p] == '"') {
-        std::string v;
-        for (++p; p < jaas.size() && jaas[p] != '"'; ++p) {
-          if (jaas[p] == '\\' && p + 1 < jaas.size()) ++p;
-          v += jaas[p];
-        }
-        return v;
-      }
-      auto end = jaas.find_first_of(" \t;", p);
-      return jaas.substr(p, end == std::string::npos ? std::string::npos : end - p);
-    }
-    pos += key.size();
-  }
-  return std::nullopt;
-}
-
-void parse_jaas_config(const std::string& jaas, std::string& username, std::string& password) {
-  auto value_of = [&](const std::string& key) { return jaas_option(jaas, key); };
-  auto u = value_of("username");
-  auto p = value_of("password");
-  if (!u || !p) throw ConfigError("sasl.jaas.config must set username=\"...\" and password=\"...\"");
-  username = *u;
-  password = *p;
-}
-
 }  // namespace kwire::client

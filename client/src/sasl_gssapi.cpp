@@ -232,19 +232,4 @@ class Gssapi final : public SaslMechanism {
 
 std::unique_ptr<SaslMechanism> make_gssapi(const SaslCredentials& creds) { return std::make_unique<Gssapi>(creds); }
 
-void parse_kerberos_jaas_config(const std::string& jaas, std::string& keytab, std::string& principal) {
-  if (jaas.find("Krb5LoginModule") == std::string::npos)
-    throw ConfigError(
-        "sasl.jaas.config for GSSAPI must name "
-        "com.sun.security.auth.module.Krb5LoginModule");
-  auto use_keytab = jaas_option(jaas, "useKeyTab");
-  auto kt = jaas_option(jaas, "keyTab");
-  auto p = jaas_option(jaas, "principal");
-  bool keytab_on = use_keytab && (*use_keytab == "true" || *use_keytab == "TRUE" || *use_keytab == "True");
-  if (keytab_on && (!kt || kt->empty()))
-    throw ConfigError("sasl.jaas.config sets useKeyTab=true but no keyTab=\"...\"");
-  if (keytab_on) keytab = *kt;
-  if (p) principal = *p;
-}
-
 }  // namespace kwire::client
