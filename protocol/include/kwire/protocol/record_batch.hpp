@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "kwire/protocol/aborted_transaction.hpp"
 #include "kwire/protocol/batch_walker.hpp"
 #include "kwire/protocol/bytes.hpp"
 #include "kwire/protocol/compression.hpp"
@@ -46,13 +47,6 @@ struct RecordView {
   std::vector<RecordHeader> headers;  // copied; usually empty
   std::int64_t producer_id = -1;      // from the batch (-1 for legacy messages)
   std::int16_t producer_epoch = -1;
-};
-
-/// An entry of a Fetch response's AbortedTransactions list.
-struct AbortedTransaction {
-  std::int64_t producer_id = -1;
-  std::int64_t first_offset = -1;
-  friend bool operator==(const AbortedTransaction&, const AbortedTransaction&) = default;
 };
 
 struct DecodeOptions {
