@@ -18,6 +18,7 @@
 #include "kwire/protocol/messages/create_partitions.hpp"
 #include "kwire/protocol/messages/delete_records.hpp"
 #include "kwire/source/json_escape.hpp"
+#include "kwire/version.hpp"
 
 namespace kwire::tools {
 
@@ -79,7 +80,7 @@ Bytes one_batch(int n, std::int16_t produce_version, const std::string& tag) {
 std::string check_api_versions(Context& c, std::int16_t v) {
   ApiVersionsRequest req;
   req.client_software_name = "kwire-conformance";
-  req.client_software_version = "0.1.0";
+  req.client_software_version = KWIRE_VERSION_STRING;
   return exchange<ApiVersionsResponse>(c, req, v, [](const ApiVersionsResponse& r) -> std::string {
     if (r.error_code) return fail_code("ApiVersions", r.error_code);
     if (r.api_keys.empty()) return "no API keys listed";

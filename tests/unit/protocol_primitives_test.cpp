@@ -1,8 +1,12 @@
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <string>
+
 #include "kwire/protocol/bytes.hpp"
 #include "kwire/protocol/header.hpp"
 #include "kwire/protocol/messages/api_versions.hpp"
+#include "kwire/version.hpp"
 
 using namespace kwire::protocol;
 
@@ -132,3 +136,12 @@ TEST(Message, ApiVersionsRoundTripEveryVersion) {
 }
 
 TEST(Message, UndeclaredVersionThrows) { EXPECT_THROW(encode(ApiVersionsRequest{}, 9), ProtocolError); }
+
+TEST(Version, ComesFromTheProjectVersion) {
+  EXPECT_EQ(kwire::version(), KWIRE_VERSION_STRING);
+  int major = -1, minor = -1, patch = -1;
+  ASSERT_EQ(std::sscanf(KWIRE_VERSION_STRING, "%d.%d.%d", &major, &minor, &patch), 3);
+  EXPECT_EQ(major, KWIRE_VERSION_MAJOR);
+  EXPECT_EQ(minor, KWIRE_VERSION_MINOR);
+  EXPECT_EQ(patch, KWIRE_VERSION_PATCH);
+}
