@@ -3,6 +3,7 @@
 #
 # Installed layout (below CMAKE_INSTALL_PREFIX):
 #   include/kwire/{protocol,client,checkpoint,source}/...
+#   include/kwire/version.hpp       (generated from the project version)
 #   lib/libkwire_{protocol,client,checkpoint,source}.a
 #   lib/cmake/kwire/kwireConfig.cmake, kwireConfigVersion.cmake, kwireTargets*.cmake
 #   lib/pkgconfig/kwire.pc
@@ -59,6 +60,10 @@ foreach(_layer protocol client checkpoint source)
     DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
     FILES_MATCHING PATTERN "*.hpp" PATTERN "*.h")
 endforeach()
+# Generated headers (kwire/version.hpp, protocol/CMakeLists.txt).
+install(DIRECTORY ${KWIRE_GENERATED_INCLUDE_DIR}/
+  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
+  FILES_MATCHING PATTERN "*.hpp")
 
 install(EXPORT kwireTargets
   NAMESPACE kwire::

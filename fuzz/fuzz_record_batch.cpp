@@ -1,12 +1,14 @@
 // decode_records() over arbitrary RECORDS bytes, with and without CRC checks,
 // READ_COMMITTED on and off (aborted-transaction list taken from the input),
-// and the same bytes through inspect_log(). Only CorruptRecordError may
-// escape decode_records(); inspect_log() never throws.
+// the same bytes through inspect_log(), and through BatchWalker and
+// next_offset_after_batches(), which must agree with the decoder. Only
+// CorruptRecordError may escape decode_records(); the others never throw.
 #include <cstddef>
 #include <cstdint>
 #include <limits>
 
 #include "fuzz_common.hpp"
+#include "kwire/protocol/batch_walker.hpp"
 #include "kwire/protocol/log_inspect.hpp"
 #include "kwire/protocol/record_batch.hpp"
 
@@ -43,6 +45,53 @@ void decode_once(ByteSpan records, std::int64_t fetch_offset, const DecodeOption
     // Records of earlier, complete batches stay valid.
     check_result(out, records, fetch_offset);
   }
+}
+
+// The walker covers the input with back-to-back entries whose headers are
+// sound, then stops at the end, a partial tail or a malformed header; the
+// next-offset helper agrees with it and, when the decoder succeeds, with the
+// decoder.
+void walk(ByteSpan records, std::int64_t fetch_offset) {
+  BatchWalker w(records);
+  std::size_t covered = 0;
+  std::size_t complete = 0;
+  BatchWalker::Step step;
+  while ((step = w.next()) == BatchWalker::Step::entry) {
+    const BatchEntry& e = w.entry();
+    KWIRE_FUZZ_CHECK(e.position == covered);
+    KWIRE_FUZZ_CHECK(e.bytes.size() == e.header.size());
+    KWIRE_FUZZ_CHECK(e.bytes.size() >= e.header.header_size());
+    KWIRE_FUZZ_CHECK(e.header.magic >= 0 && e.header.magic <= 2);
+    KWIRE_FUZZ_CHECK(e.header.last_offset() >= e.header.base_offset || e.header.last_offset_delta < 0);
+    (void)e.crc_valid();
+    covered += e.bytes.size();
+    ++complete;
+  }
+  KWIRE_FUZZ_CHECK(w.position() == covered);
+  KWIRE_FUZZ_CHECK(w.next() == step);  // sticky
+  if (step == BatchWalker::Step::end) KWIRE_FUZZ_CHECK(covered == records.size());
+  if (step == BatchWalker::Step::partial_tail) {
+    KWIRE_FUZZ_CHECK(covered < records.size());
+    KWIRE_FUZZ_CHECK(w.partial_size() == 0 || w.partial_size() > records.size() - covered);
+  }
+  if (step == BatchWalker::Step::malformed) KWIRE_FUZZ_CHECK(w.error().position == covered);
+
+  const NextFetchPosition next = next_offset_after_batches(records, fetch_offset);
+  KWIRE_FUZZ_CHECK(next.next_offset >= fetch_offset);
+  KWIRE_FUZZ_CHECK(next.complete_entries == complete);
+  KWIRE_FUZZ_CHECK(next.malformed == (step == BatchWalker::Step::malformed));
+  DecodeOptions opts;
+  opts.check_crcs = false;
+  opts.max_decompressed_bytes = kCap;
+  DecodedRecords out;
+  try {
+    decode_records(records, fetch_offset, opts, out);
+  } catch (const CorruptRecordError&) {
+    return;
+  }
+  KWIRE_FUZZ_CHECK(out.next_offset == next.next_offset);
+  KWIRE_FUZZ_CHECK(out.batches == complete);
+  KWIRE_FUZZ_CHECK(out.truncated_tail == (step == BatchWalker::Step::partial_tail));
 }
 
 }  // namespace
@@ -86,6 +135,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       check_result(out, records, fetch_offset);
     }
   }
+
+  walk(records, fetch_offset);
 
   const InspectResult inspected = inspect_log(records, kCap);
   std::size_t covered = 0;

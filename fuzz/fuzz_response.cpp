@@ -25,15 +25,16 @@ struct Api {
   static_assert(Req::min_version == Resp::min_version && Req::max_version == Resp::max_version);
 };
 
-using Apis = std::tuple<Api<ProduceRequest, ProduceResponse>,              //
-                        Api<FetchRequest, FetchResponse>,                  //
-                        Api<ListOffsetsRequest, ListOffsetsResponse>,      //
-                        Api<MetadataRequest, MetadataResponse>,            //
-                        Api<ApiVersionsRequest, ApiVersionsResponse>,      //
-                        Api<CreateTopicsRequest, CreateTopicsResponse>,    //
-                        Api<DeleteTopicsRequest, DeleteTopicsResponse>,    //
-                        Api<DeleteRecordsRequest, DeleteRecordsResponse>,  //
-                        Api<CreatePartitionsRequest, CreatePartitionsResponse>>;
+using Apis = std::tuple<Api<ProduceRequest, ProduceResponse>,                    //
+                        Api<FetchRequest, FetchResponse>,                        //
+                        Api<ListOffsetsRequest, ListOffsetsResponse>,            //
+                        Api<MetadataRequest, MetadataResponse>,                  //
+                        Api<ApiVersionsRequest, ApiVersionsResponse>,            //
+                        Api<CreateTopicsRequest, CreateTopicsResponse>,          //
+                        Api<DeleteTopicsRequest, DeleteTopicsResponse>,          //
+                        Api<DeleteRecordsRequest, DeleteRecordsResponse>,        //
+                        Api<CreatePartitionsRequest, CreatePartitionsResponse>,  //
+                        Api<OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse>>;
 
 // Decode, and when that works, check the encode/decode round trip.
 template <class M>

@@ -221,7 +221,8 @@ int main(int argc, char** argv) {
                std::pair<ApiVersionsRequest, ApiVersionsResponse>, std::pair<CreateTopicsRequest, CreateTopicsResponse>,
                std::pair<DeleteTopicsRequest, DeleteTopicsResponse>,
                std::pair<DeleteRecordsRequest, DeleteRecordsResponse>,
-               std::pair<CreatePartitionsRequest, CreatePartitionsResponse>>(std::make_index_sequence<9>{});
+               std::pair<CreatePartitionsRequest, CreatePartitionsResponse>,
+               std::pair<OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse>>(std::make_index_sequence<10>{});
   record_seeds();
   return 0;
 }

@@ -20,6 +20,7 @@
 #include "kwire/protocol/messages/delete_records.hpp"
 #include "kwire/protocol/record_batch.hpp"
 #include "kwire/source/json_escape.hpp"
+#include "kwire/version.hpp"
 
 namespace kwire::tools {
 
@@ -34,6 +35,7 @@ struct Context {
   Connection* conn;
   std::string topic;  // one partition, `records` records
   Uuid topic_id;
+  std::int32_t leader_epoch = -1;  // of the topic's partition, from Metadata
   std::int64_t records = 0;
   std::string scratch_prefix;  // for topics created/deleted by the checks
 };
@@ -80,7 +82,7 @@ Bytes one_batch(int n, std::int16_t produce_version, const std::string& tag) {
 std::string check_api_versions(Context& c, std::int16_t v) {
   ApiVersionsRequest req;
   req.client_software_name = "kwire-conformance";
-  req.client_software_version = "0.1.0";
+  req.client_software_version = KWIRE_VERSION_STRING;
   return exchange<ApiVersionsResponse>(c, req, v, [](const ApiVersionsResponse& r) -> std::string {
     if (r.error_code) return fail_code("ApiVersions", r.error_code);
     if (r.api_keys.empty()) return "no API keys listed";
@@ -266,6 +268,46 @@ std::string check_create_partitions(Context& c, std::int16_t v, std::int32_t& co
   return res;
 }
 
+// Asks where the partition's current leader epoch ends: the log end offset,
+// as all records were written in it. From v2 the current leader epoch is sent
+// as a consumer does; one epoch above it is then refused as unknown (fencing).
+std::string check_offset_for_leader_epoch(Context& c, std::int16_t v) {
+  auto request = [&](std::int32_t current_leader_epoch) {
+    OffsetForLeaderEpochRequest req;
+    req.replica_id = OffsetForLeaderEpochRequest::kConsumerReplicaId;
+    OffsetForLeaderEpochRequest::OffsetForLeaderPartition p;
+    p.partition = 0;
+    p.current_leader_epoch = current_leader_epoch;
+    p.leader_epoch = c.leader_epoch;
+    req.topics.push_back({c.topic, {p}, {}});
+    return req;
+  };
+  auto partition_of = [](const OffsetForLeaderEpochResponse& r) -> const OffsetForLeaderEpochResponse::EpochEndOffset* {
+    if (r.topics.size() != 1 || r.topics[0].partitions.size() != 1) return nullptr;
+    return &r.topics[0].partitions[0];
+  };
+  auto res = exchange<OffsetForLeaderEpochResponse>(
+      c, request(c.leader_epoch), v, [&](const OffsetForLeaderEpochResponse& r) -> std::string {
+        const auto* p = partition_of(r);
+        if (!p || r.topics[0].topic != c.topic || p->partition != 0) return "wrong shape";
+        if (p->error_code) return fail_code("partition", p->error_code);
+        if (v >= 1 && p->leader_epoch != c.leader_epoch)
+          return fmt::format("leader epoch {} instead of {}", p->leader_epoch, c.leader_epoch);
+        if (p->end_offset != c.records) return fmt::format("end offset {} instead of {}", p->end_offset, c.records);
+        return {};
+      });
+  if (!res.empty() || v < 2) return res;
+  return exchange<OffsetForLeaderEpochResponse>(
+      c, request(c.leader_epoch + 1), v, [&](const OffsetForLeaderEpochResponse& r) -> std::string {
+        const auto* p = partition_of(r);
+        if (!p) return "wrong shape";
+        if (p->error_code != static_cast<std::int16_t>(ErrorCode::unknown_leader_epoch))
+          return fmt::format("a newer current leader epoch gave {} instead of UNKNOWN_LEADER_EPOCH",
+                             error_name(p->error_code));
+        return {};
+      });
+}
+
 template <class M>
 ConformanceRow declared_row() {
   ConformanceRow row;
@@ -292,6 +334,7 @@ std::vector<ConformanceRow> run_conformance(const std::map<std::string, std::str
   {
     auto tmd = client.metadata(std::vector<std::string>{c.topic});
     c.topic_id = tmd.topics.at(0).topic_id;
+    c.leader_epoch = tmd.topics.at(0).partitions.at(0).leader_epoch;
     // Seed records through the regular path.
     Bytes b = one_batch(5, 3, "seed");
     auto r = client.produce({{client::TopicPartition{c.topic, 0}, b}});
@@ -346,6 +389,8 @@ std::vector<ConformanceRow> run_conformance(const std::map<std::string, std::str
   run_api(declared_row<CreatePartitionsRequest>(),
           [&](std::int16_t v) { return check_create_partitions(c, v, partition_count); });
   run_api(declared_row<DeleteRecordsRequest>(), [&](std::int16_t v) { return check_delete_records(c, v); });
+  run_api(declared_row<OffsetForLeaderEpochRequest>(),
+          [&](std::int16_t v) { return check_offset_for_leader_epoch(c, v); });
   try {
     client.delete_topics({c.topic, c.scratch_prefix + "-partitions"});
   } catch (const std::exception&) {
@@ -376,8 +421,8 @@ int cmd_conformance(const std::map<std::string, std::string>& properties, bool j
       out += "]}";
     } else {
       if (i == 0)
-        out += fmt::format("{:<18} {:>9} {:>9} {:>10}  {}\n", "API", "declared", "offered", "exercised", "result");
-      out += fmt::format("{:<18} {:>9} {:>9} {:>10}  {}\n", r.api, fmt::format("{}-{}", r.declared_min, r.declared_max),
+        out += fmt::format("{:<20} {:>9} {:>9} {:>10}  {}\n", "API", "declared", "offered", "exercised", "result");
+      out += fmt::format("{:<20} {:>9} {:>9} {:>10}  {}\n", r.api, fmt::format("{}-{}", r.declared_min, r.declared_max),
                          r.offered_max >= 0 ? fmt::format("{}-{}", r.offered_min, r.offered_max) : std::string("-"),
                          exercised, r.failures.empty() ? "ok" : "FAILED");
       for (auto& f : r.failures) out += "    " + f + "\n";

@@ -32,6 +32,15 @@ std::string text(const std::optional<Bytes>& b) {
   return out;
 }
 
+// The codec named by the attributes ("unknown(N)" for codecs Kafka does not define).
+std::string codec_name(const BatchHeader& h) { return compression_name(static_cast<Compression>(h.attributes & 0x07)); }
+
+// Offsets the entry spans (for a legacy wrapper, from its first inner message to its last).
+std::int32_t last_offset_delta(const InspectedBatch& b) {
+  return static_cast<std::int32_t>(static_cast<std::uint64_t>(b.last_offset) -
+                                   static_cast<std::uint64_t>(b.first_offset));
+}
+
 void print_result(const std::string& label, const InspectResult& r, bool json, std::string& out) {
   if (json) {
     out += "{\"source\":";
@@ -39,15 +48,15 @@ void print_result(const std::string& label, const InspectResult& r, bool json, s
     out += ",\"batches\":[";
     for (std::size_t i = 0; i < r.batches.size(); ++i) {
       auto& b = r.batches[i];
+      auto& h = b.header;
       out += fmt::format(
           "{}{{\"position\":{},\"size\":{},\"magic\":{},\"baseOffset\":{},\"lastOffsetDelta\":{},"
           "\"partitionLeaderEpoch\":{},\"crc\":{},\"crcValid\":{},\"attributes\":{},\"compression\":\"{}\","
           "\"timestampType\":{},\"isTransactional\":{},\"isControl\":{},\"baseTimestamp\":{},\"maxTimestamp\":{},"
           "\"producerId\":{},\"producerEpoch\":{},\"baseSequence\":{},\"count\":{},\"records\":[",
-          i ? "," : "", b.position, b.size, b.magic, b.base_offset, b.last_offset_delta, b.partition_leader_epoch,
-          b.crc, b.crc_valid, b.attributes, compression_name(b.compression), b.timestamp_type, b.transactional,
-          b.control, b.base_timestamp, b.max_timestamp, b.producer_id, b.producer_epoch, b.base_sequence,
-          b.record_count);
+          i ? "," : "", b.position, b.size, h.magic, h.base_offset, last_offset_delta(b), h.partition_leader_epoch,
+          h.crc, b.crc_valid, h.attributes, codec_name(h), h.timestamp_type(), h.is_transactional(), h.is_control(),
+          h.base_timestamp, h.max_timestamp, h.producer_id, h.producer_epoch, h.base_sequence, b.record_count);
       for (std::size_t j = 0; j < b.records.size(); ++j) {
         auto& rec = b.records[j];
         out +=
@@ -76,14 +85,14 @@ void print_result(const std::string& label, const InspectResult& r, bool json, s
   }
   out += fmt::format("Dumping {}\n", label);
   for (auto& b : r.batches) {
+    auto& h = b.header;
     out += fmt::format(
         "baseOffset: {} lastOffset: {} count: {} baseSequence: {} partitionLeaderEpoch: {} isTransactional: {} "
         "isControl: {} position: {} CreateTime: {} size: {} magic: {} compresscodec: {} crc: {} isvalid: {} "
         "producerId: {} producerEpoch: {}\n",
-        b.magic == 2 ? b.base_offset : b.base_offset - b.last_offset_delta,
-        b.magic == 2 ? b.base_offset + b.last_offset_delta : b.base_offset, b.record_count, b.base_sequence,
-        b.partition_leader_epoch, b.transactional, b.control, b.position, b.max_timestamp, b.size, b.magic,
-        compression_name(b.compression), b.crc, b.crc_valid, b.producer_id, b.producer_epoch);
+        b.first_offset, b.last_offset, b.record_count, h.base_sequence, h.partition_leader_epoch, h.is_transactional(),
+        h.is_control(), b.position, h.max_timestamp, b.size, h.magic, codec_name(h), h.crc, b.crc_valid, h.producer_id,
+        h.producer_epoch);
     for (auto& rec : b.records) {
       out += fmt::format("| offset: {} {}: {} keySize: {} valueSize: {} key: {} payload: {}", rec.offset,
                          rec.timestamp_type == 1   ? "LogAppendTime"

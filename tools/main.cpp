@@ -15,6 +15,7 @@
 #include "dump_log.hpp"
 #include "kwire/client/errors.hpp"
 #include "kwire/protocol/message.hpp"
+#include "kwire/version.hpp"
 
 using namespace kwire::tools;
 
@@ -38,7 +39,7 @@ int main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);
   CLI::App app{"kwire - Kafka wire-protocol client and streaming source"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "kwire 0.1.0");
+  app.set_version_flag("--version", std::string("kwire ") + KWIRE_VERSION_STRING);
 
   CommonOptions common;
   auto add_common = [&](CLI::App* sub) {

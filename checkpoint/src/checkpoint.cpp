@@ -18,6 +18,8 @@
 #include <fmt/format.h>
 #include <simdjson.h>
 
+#include "kwire/protocol/bytes.hpp"
+
 namespace kwire::checkpoint {
 namespace fs = std::filesystem;
 
@@ -125,20 +127,6 @@ std::string random_hex(std::size_t bytes) {
     out += fmt::format("{:02x}", static_cast<unsigned>(rd() & 0xffu));
   }
   return out;
-}
-
-std::string new_uuid_v4() {
-  std::random_device rd;
-  std::array<std::uint8_t, 16> b{};
-  for (auto& x : b) x = static_cast<std::uint8_t>(rd() & 0xffu);
-  b[6] = static_cast<std::uint8_t>((b[6] & 0x0fu) | 0x40u);
-  b[8] = static_cast<std::uint8_t>((b[8] & 0x3fu) | 0x80u);
-  std::string s;
-  for (std::size_t i = 0; i < b.size(); ++i) {
-    if (i == 4 || i == 6 || i == 8 || i == 10) s.push_back('-');
-    s += fmt::format("{:02x}", static_cast<unsigned>(b[i]));
-  }
-  return s;
 }
 
 void fsync_dir(const fs::path& dir) {
@@ -545,7 +533,7 @@ void Checkpoint::open_layout() {
   const fs::path meta = root_ / "metadata";
   auto content = read_file(meta);
   if (!content) {
-    create_file_once(meta, fmt::format("{{\"id\":\"{}\"}}", new_uuid_v4()));
+    create_file_once(meta, fmt::format("{{\"id\":\"{}\"}}", protocol::Uuid::random().to_string()));
     content = read_file(meta);
     if (!content) corrupt(meta, "disappeared after creation");
   }

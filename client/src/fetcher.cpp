@@ -396,10 +396,9 @@ void Fetcher::decode(const TopicPartition& tp, PartitionState& s, Answer& a) {
     // the position stays at the bad batch. What was fetched after it is dropped.
     a.next_offset = std::max(a.fetch_offset, a.decoded->next_offset);
     a.last_epoch = -1;
-    a.error =
-        std::make_exception_ptr(CorruptBatchError(tp, e.base_offset(), e.kind(),
-                                                  fmt::format("corrupt record batch at base offset {} of {}: {}",
-                                                              e.base_offset(), to_string(tp), corruption_detail(e))));
+    a.error = std::make_exception_ptr(CorruptBatchError(
+        tp, e.base_offset(), e.kind(),
+        fmt::format("corrupt record batch at base offset {} of {}: {}", e.base_offset(), to_string(tp), e.detail())));
     while (s.answers.size() > 1) s.answers.pop_back();
   }
 }

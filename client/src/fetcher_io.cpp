@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "fetcher_state.hpp"
+#include "kwire/protocol/batch_walker.hpp"
 #include "kwire/protocol/errors.hpp"
 #include "retriable.hpp"
 
@@ -236,46 +237,6 @@ bool Fetcher::take_answer(Deadline until) {
   return true;
 }
 
-namespace {
-// The offset after the last complete batch of a records blob and that batch's
-// partition leader epoch, from the batch headers alone; the full size of a
-// partial first entry when no complete one precedes it.
-struct BlobEnd {
-  std::int64_t next_offset;
-  std::int32_t last_epoch = -1;
-  std::size_t partial_size = 0;
-};
-BlobEnd blob_end(ByteSpan data, std::int64_t fetch_offset) {
-  BlobEnd out{fetch_offset};
-  bool complete = false;
-  std::size_t pos = 0;
-  while (data.size() - pos >= kLogOverhead) {
-    const std::uint8_t* b = data.data() + pos;
-    const auto base = static_cast<std::int64_t>(load_be64(b));
-    const auto length = static_cast<std::int32_t>(load_be32(b + 8));
-    if (length <= 0) break;  // corrupt: the decoder reports it
-    const std::size_t size = kLogOverhead + static_cast<std::size_t>(length);
-    if (data.size() - pos < size) {
-      if (!complete) out.partial_size = size;
-      break;
-    }
-    std::int64_t last = base;
-    std::int32_t epoch = -1;
-    if (size >= kRecordBatchHeaderSize && b[16] >= 2) {
-      last = base + static_cast<std::int32_t>(load_be32(b + 23));
-      epoch = static_cast<std::int32_t>(load_be32(b + 12));
-    }
-    if (last + 1 > out.next_offset) {
-      out.next_offset = last + 1;
-      out.last_epoch = epoch;
-    }
-    complete = true;
-    pos += size;
-  }
-  return out;
-}
-}  // namespace
-
 void Fetcher::take_partition(const TopicPartition& tp, const InFlight& f, FetchResponse::PartitionData& p,
                              const std::shared_ptr<const Bytes>& frame, std::vector<std::string>& refresh) {
   auto it = partitions_.find(tp);
@@ -296,7 +257,7 @@ void Fetcher::take_partition(const TopicPartition& tp, const InFlight& f, FetchR
       return;
     }
     if (!p.records.data || p.records.data->empty()) return;
-    const auto end = blob_end(*p.records.data, sent);
+    const auto end = next_offset_after_batches(*p.records.data, sent);
     if (end.next_offset == sent) {
       // A batch larger than what was asked for arrives cut off (brokers
       // before 0.10.1): ask for its full size next time.

@@ -1,9 +1,7 @@
 // The Fetcher's private state (shared by fetcher.cpp and fetcher_io.cpp).
 #pragma once
 
-#include <cstring>
 #include <exception>
-#include <string_view>
 
 #include "kwire/client/fetcher.hpp"
 
@@ -61,17 +59,5 @@ struct Fetcher::InFlight {
   bool use_session = false;
   std::map<TopicPartition, Session::Sent> sent;  // every partition the request covers, with what it asked
 };
-
-// The failed check of a CorruptRecordError, without its "corrupt record batch
-// at base offset N: " prefix.
-inline std::string_view corruption_detail(const protocol::CorruptRecordError& e) {
-  std::string_view text = e.what();
-  constexpr std::string_view prefix = "corrupt record batch at base offset ";
-  if (text.substr(0, prefix.size()) == prefix) {
-    auto colon = text.find(": ");
-    if (colon != std::string_view::npos) return text.substr(colon + 2);
-  }
-  return text;
-}
 
 }  // namespace kwire::client

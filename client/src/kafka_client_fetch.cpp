@@ -113,9 +113,36 @@ class KafkaClient::FetchAdapter : public FetchCluster {
 
   std::map<TopicPartition, EpochEndOffset> offsets_for_leader_epoch(
       std::int32_t node, const std::map<TopicPartition, EpochQuery>& queries) override {
-    (void)node;
-    (void)queries;
-    throw UnsupportedVersionError("OffsetsForLeaderEpoch is not supported");
+    OffsetForLeaderEpochRequest req;
+    for (auto& [tp, q] : queries) {
+      if (req.topics.empty() || req.topics.back().topic != tp.topic) req.topics.push_back({tp.topic, {}, {}});
+      OffsetForLeaderEpochRequest::OffsetForLeaderPartition p;
+      p.partition = tp.partition;
+      p.current_leader_epoch = q.current_leader_epoch;
+      p.leader_epoch = q.leader_epoch;
+      req.topics.back().partitions.push_back(p);
+    }
+    Response<OffsetForLeaderEpochResponse> resp;
+    try {
+      auto& conn = c_.broker(node);
+      // Below v2 there is no fencing and no answer epoch to check against:
+      // such a broker is treated as one without the API (as Java does).
+      const auto& versions = conn.broker_versions();
+      auto range = versions.find(static_cast<std::int16_t>(ApiKey::offset_for_leader_epoch));
+      if (range == versions.end() || range->second.max < 2)
+        throw UnsupportedVersionError(fmt::format("broker {} does not answer OffsetForLeaderEpoch v2+", node));
+      resp = conn.request<OffsetForLeaderEpochResponse>(req, c_.default_deadline());
+    } catch (const ConnectionError&) {
+      c_.drop_broker(node);
+      throw;
+    }
+    std::map<TopicPartition, EpochEndOffset> out;
+    for (auto& t : resp.body.topics)
+      for (auto& p : t.partitions) {
+        TopicPartition tp{t.topic, p.partition};
+        if (queries.count(tp)) out[tp] = EpochEndOffset{p.error_code, p.leader_epoch, p.end_offset};
+      }
+    return out;
   }
 
  private:

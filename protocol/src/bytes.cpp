@@ -1,6 +1,7 @@
 #include "kwire/protocol/bytes.hpp"
 
 #include <limits>
+#include <random>
 
 namespace kwire::protocol {
 
@@ -27,6 +28,34 @@ std::string Uuid::to_base64() const {
   out.push_back(alphabet[(n >> 18) & 63]);
   out.push_back(alphabet[(n >> 12) & 63]);
   return out;
+}
+
+std::string Uuid::to_string() const {
+  static constexpr char digits[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(36);
+  for (std::size_t i = 0; i < bytes.size(); ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) out.push_back('-');
+    out.push_back(digits[bytes[i] >> 4]);
+    out.push_back(digits[bytes[i] & 0x0f]);
+  }
+  return out;
+}
+
+Uuid Uuid::random() {
+  std::random_device source;
+  Uuid u;
+  do {
+    for (std::size_t i = 0; i < u.bytes.size(); i += 4) {
+      const std::uint32_t word = source();
+      for (std::size_t j = 0; j < 4; ++j) u.bytes[i + j] = static_cast<std::uint8_t>(word >> (8 * j));
+    }
+    u.bytes[6] = static_cast<std::uint8_t>((u.bytes[6] & 0x0f) | 0x40);  // version 4
+    u.bytes[8] = static_cast<std::uint8_t>((u.bytes[8] & 0x3f) | 0x80);  // variant 10 (RFC 4122)
+    // Base64 text starting with '-' (the top six bits all set but the last)
+    // is what Kafka's own generator avoids, since it reads as a command-line option.
+  } while ((u.bytes[0] >> 2) == 62);
+  return u;
 }
 
 void Reader::fail(const char* what) noexcept {

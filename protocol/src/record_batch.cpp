@@ -6,27 +6,14 @@
 #include <cstdio>
 #include <limits>
 
+#include "batch_layout.hpp"
 #include "kwire/protocol/crc32c.hpp"
 
 namespace kwire::protocol {
 namespace {
 
-// Byte positions inside a magic-2 batch.
-constexpr std::size_t kPartitionLeaderEpochOffset = 12;
-constexpr std::size_t kMagicOffset = 16;
-constexpr std::size_t kCrcOffset = 17;
-constexpr std::size_t kAttributesOffset = 21;
-constexpr std::size_t kLastOffsetDeltaOffset = 23;
-constexpr std::size_t kBaseTimestampOffset = 27;
-constexpr std::size_t kMaxTimestampOffset = 35;
-constexpr std::size_t kProducerIdOffset = 43;
-constexpr std::size_t kProducerEpochOffset = 51;
-constexpr std::size_t kRecordsCountOffset = 57;
-
-constexpr int kAttrCompressionMask = 0x07;
-constexpr int kAttrLogAppendTime = 0x08;
-constexpr int kAttrTransactional = 0x10;
-constexpr int kAttrControl = 0x20;
+using layout::kAttrCompressionMask;
+using layout::kAttrTransactional;
 
 // Smallest possible encoded record: length, attributes, timestamp delta,
 // offset delta, key length, value length and header count, one byte each.
@@ -41,10 +28,6 @@ std::string hex32(std::uint32_t v) {
   std::snprintf(buf, sizeof buf, "0x%08" PRIx32, v);
   return buf;
 }
-
-std::int64_t load_i64(const std::uint8_t* p) noexcept { return static_cast<std::int64_t>(load_be64(p)); }
-std::int32_t load_i32(const std::uint8_t* p) noexcept { return static_cast<std::int32_t>(load_be32(p)); }
-std::int16_t load_i16(const std::uint8_t* p) noexcept { return static_cast<std::int16_t>(load_be16(p)); }
 
 // Offsets come from the wire: a sum that leaves int64 means a corrupt batch.
 bool offset_sum(std::int64_t a, std::int64_t b, std::int64_t& out) noexcept {
@@ -95,10 +78,8 @@ class Rollback {
   bool armed_ = true;
 };
 
+// Key and value of a legacy message; the rest comes from its header.
 struct LegacyMessage {
-  std::int8_t magic = 0;
-  std::int8_t attributes = 0;
-  std::int64_t timestamp = -1;
   std::optional<ByteSpan> key;
   std::optional<ByteSpan> value;
 };
@@ -115,74 +96,52 @@ class Decoder {
     out_.next_offset = fetch_offset_;
     out_.truncated_tail = false;
     out_.truncated_batch_size = 0;
-    std::size_t pos = 0;
-    while (pos < data.size()) {
-      const std::size_t rem = data.size() - pos;
-      const std::uint8_t* p = data.data() + pos;
-      if (rem < kMagicOffset + 1) {
-        // Not even the magic byte is here: a partial batch.
-        out_.truncated_tail = true;
-        if (rem >= kLogOverhead) {
-          const std::int32_t size = load_i32(p + 8);
-          if (size >= 0) out_.truncated_batch_size = kLogOverhead + static_cast<std::size_t>(size);
+    BatchWalker walker(data);
+    for (;;) {
+      switch (walker.next()) {
+        case BatchWalker::Step::entry: {
+          const BatchEntry& entry = walker.entry();
+          if (entry.header.magic == 2) batch_v2(entry);
+          else legacy_entry(entry);
+          break;
         }
-        return;
+        case BatchWalker::Step::end: return;
+        case BatchWalker::Step::partial_tail:
+          // A partial batch, which brokers may send at the end of a response.
+          out_.truncated_tail = true;
+          out_.truncated_batch_size = walker.partial_size();
+          return;
+        case BatchWalker::Step::malformed: {
+          const BatchHeaderError& e = walker.error();
+          corrupt(e.base_offset, e.kind, e.what);
+        }
       }
-      const std::int64_t base_offset = load_i64(p);
-      const std::int32_t size = load_i32(p + 8);
-      if (size < static_cast<std::int32_t>(kLegacyOverheadV0))
-        corrupt(
-            base_offset, CorruptionKind::bad_length,
-            "batch length " + std::to_string(size) + " is below the minimum of " + std::to_string(kLegacyOverheadV0));
-      const std::size_t total = kLogOverhead + static_cast<std::size_t>(size);
-      if (total > rem) {
-        out_.truncated_tail = true;
-        out_.truncated_batch_size = total;
-        return;
-      }
-      const ByteSpan entry = data.subspan(pos, total);
-      const std::int8_t magic = static_cast<std::int8_t>(p[kMagicOffset]);
-      switch (magic) {
-        case 2: batch_v2(entry, base_offset); break;
-        case 0:
-        case 1: legacy_entry(entry, base_offset, magic); break;
-        default: corrupt(base_offset, CorruptionKind::bad_magic, "unknown magic byte " + std::to_string(magic));
-      }
-      pos += total;
     }
   }
 
  private:
   // ------------------------------------------------------------ magic 2
 
-  void batch_v2(ByteSpan entry, std::int64_t base_offset) {
-    if (entry.size() < kRecordBatchHeaderSize)
-      corrupt(base_offset, CorruptionKind::bad_length,
-              "batch length " + std::to_string(entry.size() - kLogOverhead) + " is below the magic-2 minimum of " +
-                  std::to_string(kRecordBatchHeaderSize - kLogOverhead));
-    const std::uint8_t* p = entry.data();
+  void batch_v2(const BatchEntry& entry) {
+    const BatchHeader& h = entry.header;
+    const std::int64_t base_offset = h.base_offset;
     if (opt_.check_crcs) {
-      const std::uint32_t stored = load_be32(p + kCrcOffset);
-      const std::uint32_t computed = crc32c(entry.subspan(kAttributesOffset));
-      if (stored != computed)
+      const std::uint32_t computed = entry.computed_crc();
+      if (h.crc != computed)
         corrupt(base_offset, CorruptionKind::crc_mismatch,
-                "CRC-32C mismatch: stored " + hex32(stored) + ", computed " + hex32(computed));
+                "CRC-32C mismatch: stored " + hex32(h.crc) + ", computed " + hex32(computed));
     }
-    const int attributes = load_i16(p + kAttributesOffset);
-    const std::int32_t last_offset_delta = load_i32(p + kLastOffsetDeltaOffset);
-    const std::int64_t base_timestamp = load_i64(p + kBaseTimestampOffset);
-    const std::int64_t max_timestamp = load_i64(p + kMaxTimestampOffset);
-    const std::int64_t producer_id = load_i64(p + kProducerIdOffset);
-    const std::int16_t producer_epoch = load_i16(p + kProducerEpochOffset);
-    const std::int32_t leader_epoch = load_i32(p + kPartitionLeaderEpochOffset);
-    const std::int32_t count = load_i32(p + kRecordsCountOffset);
-    std::int64_t last_offset = 0;
-    if (!offset_sum(base_offset, last_offset_delta, last_offset))
-      corrupt(base_offset, CorruptionKind::bad_length,
-              "last offset delta " + std::to_string(last_offset_delta) + " overflows the offset range");
-    const bool control = (attributes & kAttrControl) != 0;
-    const bool transactional = (attributes & kAttrTransactional) != 0;
-    const bool log_append_time = (attributes & kAttrLogAppendTime) != 0;
+    const int attributes = h.attributes;
+    const std::int64_t base_timestamp = h.base_timestamp;
+    const std::int64_t max_timestamp = h.max_timestamp;
+    const std::int64_t producer_id = h.producer_id;
+    const std::int16_t producer_epoch = h.producer_epoch;
+    const std::int32_t leader_epoch = h.partition_leader_epoch;
+    const std::int32_t count = h.records_count;
+    const std::int64_t last_offset = h.last_offset();  // checked by the walker
+    const bool control = h.is_control();
+    const bool transactional = h.is_transactional();
+    const bool log_append_time = h.timestamp_type() == kTimestampLogAppendTime;
 
     const auto codec = compression_from_attributes(attributes);
     if (!codec)
@@ -191,7 +150,7 @@ class Decoder {
     if (count < 0)
       corrupt(base_offset, CorruptionKind::malformed_record, "negative record count " + std::to_string(count));
 
-    ByteSpan body = entry.subspan(kRecordBatchHeaderSize);
+    const ByteSpan body = entry.body();
     Bytes* buffer = nullptr;
     auto records_region = [&]() -> ByteSpan {
       if (*codec == Compression::none || (count == 0 && body.empty())) return body;
@@ -327,64 +286,52 @@ class Decoder {
     (void)rr.varint();
     const auto key = varint_bytes(rr, base_offset, 0, "control key");
     if (!key || key->size() < 4) bad_record(base_offset, 0, "control record key shorter than 4 bytes");
-    return load_i16(key->data() + 2) == 0;
+    Reader kr(*key);
+    (void)kr.i16();        // version
+    return kr.i16() == 0;  // type
   }
 
   // ------------------------------------------------------- magic 0 and 1
 
-  LegacyMessage parse_legacy(ByteSpan msg, std::int64_t base_offset, const char* where) {
-    // msg starts at the CRC field.
-    Reader r(msg);
-    LegacyMessage m;
-    const std::uint32_t stored = r.u32();
-    m.magic = r.i8();
-    if (r.ok() && m.magic != 0 && m.magic != 1)
-      corrupt(base_offset, CorruptionKind::bad_magic,
-              std::string(where) + " has unknown magic byte " + std::to_string(m.magic));
-    if (r.ok() && opt_.check_crcs) {
-      const std::uint32_t computed = crc32_ieee(msg.subspan(4));
-      if (stored != computed)
-        corrupt(base_offset, CorruptionKind::crc_mismatch,
-                std::string(where) + " CRC-32 mismatch: stored " + hex32(stored) + ", computed " + hex32(computed));
+  // Checks a legacy message's CRC and reads its key and value. `offset` names
+  // the top-level entry in errors (the wrapper, for an inner message).
+  LegacyMessage read_legacy(const BatchEntry& entry, std::int64_t offset, const char* where) {
+    if (opt_.check_crcs) {
+      const std::uint32_t computed = entry.computed_crc();
+      if (entry.header.crc != computed)
+        corrupt(offset, CorruptionKind::crc_mismatch,
+                std::string(where) + " CRC-32 mismatch: stored " + hex32(entry.header.crc) + ", computed " +
+                    hex32(computed));
     }
-    m.attributes = r.i8();
-    if (m.magic >= 1) m.timestamp = r.i64();
+    Reader r(entry.body());
+    LegacyMessage m;
     m.key = r.nullable_bytes_view(false);
     m.value = r.nullable_bytes_view(false);
-    if (!r.ok())
-      corrupt(base_offset, CorruptionKind::malformed_record, std::string(where) + " is malformed: " + r.error());
+    if (!r.ok()) corrupt(offset, CorruptionKind::malformed_record, std::string(where) + " is malformed: " + r.error());
     if (!r.empty())
-      corrupt(base_offset, CorruptionKind::malformed_record,
+      corrupt(offset, CorruptionKind::malformed_record,
               std::string(where) + " has " + std::to_string(r.remaining()) + " unread bytes");
     return m;
   }
 
-  void set_legacy_time(RecordView& rec, const LegacyMessage& m) {
-    if (m.magic == 0) {
-      rec.timestamp = -1;
-      rec.timestamp_type = kTimestampNone;
-    } else {
-      rec.timestamp = m.timestamp;
-      rec.timestamp_type = (m.attributes & kAttrLogAppendTime) ? kTimestampLogAppendTime : kTimestampCreateTime;
-    }
+  static void set_legacy_time(RecordView& rec, const BatchHeader& h) {
+    rec.timestamp = h.base_timestamp;  // -1 for magic 0
+    rec.timestamp_type = h.timestamp_type();
   }
 
-  void legacy_entry(ByteSpan entry, std::int64_t offset, std::int8_t magic) {
-    const std::size_t minimum = magic == 0 ? kLegacyOverheadV0 : kLegacyOverheadV1;
-    if (entry.size() - kLogOverhead < minimum)
-      corrupt(offset, CorruptionKind::bad_length,
-              "message size " + std::to_string(entry.size() - kLogOverhead) + " is below the magic-" +
-                  std::to_string(magic) + " minimum of " + std::to_string(minimum));
-    const LegacyMessage m = parse_legacy(entry.subspan(kLogOverhead), offset, "message");
-    const auto codec = compression_from_attributes(m.attributes);
+  void legacy_entry(const BatchEntry& entry) {
+    const BatchHeader& h = entry.header;
+    const std::int64_t offset = h.base_offset;
+    const LegacyMessage m = read_legacy(entry, offset, "message");
+    const auto codec = h.compression();
     if (!codec)
       corrupt(offset, CorruptionKind::bad_compression,
-              "unknown compression codec " + std::to_string(m.attributes & kAttrCompressionMask));
+              "unknown compression codec " + std::to_string(h.attributes & kAttrCompressionMask));
     if (*codec == Compression::none) {
       if (offset >= fetch_offset_) {
         auto& rec = out_.records.emplace_back();
         rec.offset = offset;
-        set_legacy_time(rec, m);
+        set_legacy_time(rec, h);
         rec.key = m.key;
         rec.value = m.value;
       }
@@ -395,36 +342,46 @@ class Decoder {
     // A wrapper message: its value is a compressed inner message set.
     if (!m.value) corrupt(offset, CorruptionKind::malformed_record, "compressed message has a null value");
     Bytes& buffer = acquire_buffer();
-    decompress_into(*codec, *m.value, buffer, offset, magic == 0);
+    decompress_into(*codec, *m.value, buffer, offset, h.magic == 0);
     Rollback rollback(out_.records);
-    const bool wrapper_log_append = m.magic >= 1 && (m.attributes & kAttrLogAppendTime) != 0;
-    Reader r{ByteSpan(buffer)};
-    while (!r.empty()) {
-      if (r.remaining() < kLogOverhead)
-        corrupt(offset, CorruptionKind::malformed_record, "truncated inner message header");
-      const std::int64_t inner_offset = r.i64();
-      const std::int32_t inner_size = r.i32();
-      if (inner_size < static_cast<std::int32_t>(kLegacyOverheadV0) ||
-          static_cast<std::size_t>(inner_size) > r.remaining())
-        corrupt(offset, CorruptionKind::malformed_record,
-                "inner message size " + std::to_string(inner_size) + " out of range");
-      const LegacyMessage inner = parse_legacy(r.take(static_cast<std::size_t>(inner_size)), offset, "inner message");
-      if ((inner.attributes & kAttrCompressionMask) != 0)
-        corrupt(offset, CorruptionKind::malformed_record, "inner message is itself compressed");
-      auto& rec = out_.records.emplace_back();
-      rec.offset = inner_offset;
-      set_legacy_time(rec, inner);
-      if (wrapper_log_append) {
-        rec.timestamp = m.timestamp;
-        rec.timestamp_type = kTimestampLogAppendTime;
+    const bool wrapper_log_append = h.timestamp_type() == kTimestampLogAppendTime;
+    BatchWalker inner_set{ByteSpan(buffer)};
+    for (bool more = true; more;) {
+      switch (inner_set.next()) {
+        case BatchWalker::Step::entry: {
+          const BatchEntry& ie = inner_set.entry();
+          if (!ie.header.is_legacy())
+            corrupt(offset, CorruptionKind::bad_magic,
+                    "inner message has magic byte " + std::to_string(ie.header.magic));
+          const LegacyMessage inner = read_legacy(ie, offset, "inner message");
+          if (ie.header.compression() != Compression::none)
+            corrupt(offset, CorruptionKind::malformed_record, "inner message is itself compressed");
+          auto& rec = out_.records.emplace_back();
+          rec.offset = ie.header.base_offset;
+          set_legacy_time(rec, ie.header);
+          if (wrapper_log_append) {
+            rec.timestamp = h.base_timestamp;
+            rec.timestamp_type = kTimestampLogAppendTime;
+          }
+          rec.key = inner.key;
+          rec.value = inner.value;
+          break;
+        }
+        case BatchWalker::Step::end: more = false; break;
+        case BatchWalker::Step::partial_tail:
+          corrupt(offset, CorruptionKind::malformed_record,
+                  "truncated inner message at byte " + std::to_string(inner_set.position()));
+        case BatchWalker::Step::malformed: {
+          const BatchHeaderError& e = inner_set.error();
+          corrupt(offset, e.kind == CorruptionKind::bad_magic ? e.kind : CorruptionKind::malformed_record,
+                  "inner message at byte " + std::to_string(e.position) + ": " + e.what);
+        }
       }
-      rec.key = inner.key;
-      rec.value = inner.value;
     }
     const std::size_t first = rollback.mark();
     if (out_.records.size() == first)
       corrupt(offset, CorruptionKind::malformed_record, "compressed message holds no inner messages");
-    if (m.magic >= 1) {
+    if (h.magic >= 1) {
       // Inner offsets are relative; the wrapper carries the last one's offset.
       std::int64_t base = 0;
       bool fits = !__builtin_sub_overflow(offset, out_.records.back().offset, &base);
@@ -526,10 +483,41 @@ void write_records(Writer& w, std::span<const ProducerRecord> records, std::int6
 
 }  // namespace
 
-CorruptRecordError::CorruptRecordError(std::int64_t base_offset, CorruptionKind kind, const std::string& what)
-    : ProtocolError("corrupt record batch at base offset " + std::to_string(base_offset) + ": " + what),
+namespace {
+
+std::string corrupt_prefix(std::int64_t base_offset) {
+  return "corrupt record batch at base offset " + std::to_string(base_offset);
+}
+
+// The detail without a leading "corrupt record batch at base offset N: " for
+// the same N (an error re-wrapped through its what()).
+std::string own_detail(std::int64_t base_offset, std::string detail) {
+  const std::string prefix = corrupt_prefix(base_offset) + ": ";
+  if (detail.starts_with(prefix)) detail.erase(0, prefix.size());
+  return detail;
+}
+
+std::string corrupt_message(std::int64_t base_offset, const std::string& detail, const std::string& where) {
+  std::string out = corrupt_prefix(base_offset);
+  if (!where.empty()) out += " in " + where;
+  out += ": ";
+  out += detail;
+  return out;
+}
+
+}  // namespace
+
+CorruptRecordError::CorruptRecordError(std::int64_t base_offset, CorruptionKind kind, std::string detail,
+                                       std::string where)
+    : CorruptRecordError(
+          base_offset, kind,
+          std::make_shared<const Text>(Text{own_detail(base_offset, std::move(detail)), std::move(where)})) {}
+
+CorruptRecordError::CorruptRecordError(std::int64_t base_offset, CorruptionKind kind, std::shared_ptr<const Text> text)
+    : ProtocolError(corrupt_message(base_offset, text->detail, text->where)),
       base_offset_(base_offset),
-      kind_(kind) {}
+      kind_(kind),
+      text_(std::move(text)) {}
 
 void DecodedRecords::clear() {
   records.clear();
@@ -584,8 +572,8 @@ void encode_record_batch(std::span<const ProducerRecord> records, const BatchOpt
   const std::size_t batch_length = out.size() - start - kLogOverhead;
   if (batch_length > static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max()))
     throw ProtocolError("record batch too large");
-  w.patch_i32(start + 8, static_cast<std::int32_t>(batch_length));
-  w.patch_u32(start + kCrcOffset, crc32c(ByteSpan(out).subspan(start + kAttributesOffset)));
+  w.patch_i32(start + layout::kLength, static_cast<std::int32_t>(batch_length));
+  w.patch_u32(start + layout::kBatchCrc, crc32c(ByteSpan(out).subspan(start + layout::kBatchAttributes)));
 }
 
 void encode_legacy_message(Bytes& out, std::int64_t offset, std::int8_t magic, std::int8_t attributes,
@@ -601,8 +589,8 @@ void encode_legacy_message(Bytes& out, std::int64_t offset, std::int8_t magic, s
   if (magic == 1) w.i64(timestamp);
   w.nullable_bytes(key ? std::optional<ByteSpan>(ByteSpan(*key)) : std::nullopt, false);
   w.nullable_bytes(value ? std::optional<ByteSpan>(ByteSpan(*value)) : std::nullopt, false);
-  w.patch_i32(start + 8, static_cast<std::int32_t>(out.size() - start - kLogOverhead));
-  w.patch_u32(start + 12, crc32_ieee(ByteSpan(out).subspan(start + 16)));
+  w.patch_i32(start + layout::kLength, static_cast<std::int32_t>(out.size() - start - kLogOverhead));
+  w.patch_u32(start + layout::kMessageCrc, crc32_ieee(ByteSpan(out).subspan(start + layout::kMagic)));
 }
 
 }  // namespace kwire::protocol

@@ -55,8 +55,8 @@ class Conformance : public BrokerTest {};
 
 TEST_F(Conformance, EveryDeclaredVersionTheCurrentBrokerOffersWorks) {
   auto rows = conformance(bootstrap());
-  const char* apis[] = {"ApiVersions",  "Metadata",     "Produce",          "ListOffsets",  "Fetch",
-                        "CreateTopics", "DeleteTopics", "CreatePartitions", "DeleteRecords"};
+  const char* apis[] = {"ApiVersions",  "Metadata",     "Produce",          "ListOffsets",   "Fetch",
+                        "CreateTopics", "DeleteTopics", "CreatePartitions", "DeleteRecords", "OffsetForLeaderEpoch"};
   for (auto* api : apis) {
     ASSERT_TRUE(rows.count(api)) << api;
     EXPECT_EQ(rows[api].result, "ok") << api << "\n" << joined(rows[api].failures);
@@ -68,6 +68,8 @@ TEST_F(Conformance, EveryDeclaredVersionTheCurrentBrokerOffersWorks) {
   EXPECT_TRUE(contains_range(rows["ListOffsets"].exercised, 1, 9));
   EXPECT_TRUE(contains_range(rows["Produce"].exercised, 3, 11));
   EXPECT_TRUE(contains_range(rows["ApiVersions"].exercised, 0, 4));
+  // OffsetForLeaderEpoch: 4.0 removed v0-v1 (KIP-896); 2-4 remain.
+  EXPECT_TRUE(contains_range(rows["OffsetForLeaderEpoch"].exercised, 2, 4));
 }
 
 TEST_F(Conformance, PreviousMajorStillSpeaksTheOldVersions) {
@@ -84,6 +86,8 @@ TEST_F(Conformance, PreviousMajorStillSpeaksTheOldVersions) {
   EXPECT_TRUE(contains_range(rows["ListOffsets"].exercised, 0, 9));
   EXPECT_TRUE(contains_range(rows["Metadata"].exercised, 0, 12));
   EXPECT_TRUE(contains_range(rows["CreateTopics"].exercised, 0, 7));
+  ASSERT_TRUE(rows.count("OffsetForLeaderEpoch"));
+  EXPECT_TRUE(contains_range(rows["OffsetForLeaderEpoch"].exercised, 0, 4));
 }
 
 class DumpLog : public BrokerTest {};

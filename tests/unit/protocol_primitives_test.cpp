@@ -1,8 +1,13 @@
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <set>
+#include <string>
+
 #include "kwire/protocol/bytes.hpp"
 #include "kwire/protocol/header.hpp"
 #include "kwire/protocol/messages/api_versions.hpp"
+#include "kwire/version.hpp"
 
 using namespace kwire::protocol;
 
@@ -132,3 +137,39 @@ TEST(Message, ApiVersionsRoundTripEveryVersion) {
 }
 
 TEST(Message, UndeclaredVersionThrows) { EXPECT_THROW(encode(ApiVersionsRequest{}, 9), ProtocolError); }
+
+TEST(Uuid, TextFormsOfKnownBytes) {
+  Uuid u;
+  for (std::size_t i = 0; i < 16; ++i) u.bytes[i] = static_cast<std::uint8_t>(0x10 * (i % 16) + i);
+  // Bytes 00 11 22 ... ff, written as Java's UUID.toString() does.
+  EXPECT_EQ(u.to_string(), "00112233-4455-6677-8899-aabbccddeeff");
+  EXPECT_EQ(Uuid{}.to_string(), "00000000-0000-0000-0000-000000000000");
+  EXPECT_EQ(u.to_base64(), "ABEiM0RVZneImaq7zN3u_w");
+}
+
+TEST(Uuid, RandomIsVersion4AndDistinct) {
+  std::set<std::string> seen;
+  for (int i = 0; i < 2000; ++i) {
+    const Uuid u = Uuid::random();
+    EXPECT_FALSE(u.is_zero());
+    EXPECT_EQ(u.bytes[6] >> 4, 4);       // version
+    EXPECT_EQ(u.bytes[8] & 0xc0, 0x80);  // RFC 4122 variant
+    EXPECT_NE(u.to_base64().front(), '-');
+    const std::string text = u.to_string();
+    ASSERT_EQ(text.size(), 36u);
+    EXPECT_EQ(text[14], '4');
+    EXPECT_NE(std::string("89ab").find(text[19]), std::string::npos) << text;
+    for (std::size_t k : {8u, 13u, 18u, 23u}) EXPECT_EQ(text[k], '-');
+    seen.insert(text);
+  }
+  EXPECT_EQ(seen.size(), 2000u);
+}
+
+TEST(Version, ComesFromTheProjectVersion) {
+  EXPECT_EQ(kwire::version(), KWIRE_VERSION_STRING);
+  int major = -1, minor = -1, patch = -1;
+  ASSERT_EQ(std::sscanf(KWIRE_VERSION_STRING, "%d.%d.%d", &major, &minor, &patch), 3);
+  EXPECT_EQ(major, KWIRE_VERSION_MAJOR);
+  EXPECT_EQ(minor, KWIRE_VERSION_MINOR);
+  EXPECT_EQ(patch, KWIRE_VERSION_PATCH);
+}

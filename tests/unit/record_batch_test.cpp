@@ -2,8 +2,10 @@
 
 #include <chrono>
 #include <string>
+#include <type_traits>
 
 #include "kwire/protocol/crc32c.hpp"
+#include "kwire/protocol/messages/fetch.hpp"
 #include "kwire/protocol/record_batch.hpp"
 
 using namespace kwire::protocol;
@@ -563,6 +565,18 @@ TEST(RecordBatch, ReadCommittedFetchStartingMidTransaction) {
   rc.aborted_transactions = {{7, 0}};
   const auto d = decode(data, 1, rc);
   EXPECT_EQ(offsets(d), (std::vector<std::int64_t>{3}));
+}
+
+// The Fetch response's list is the decoder's input as it is (one type).
+TEST(RecordBatch, FetchResponseAbortedListFeedsTheDecoder) {
+  const Bytes data = concat({txn_batch(0, 7, 2), control_batch(2, 7, true), txn_batch(3, 8, 1)});
+  FetchResponse::PartitionData p;
+  p.aborted_transactions = std::vector<FetchResponse::AbortedTransaction>{{7, 0}};
+  DecodeOptions rc;
+  rc.read_committed = true;
+  rc.aborted_transactions = *p.aborted_transactions;
+  EXPECT_EQ(offsets(decode(data, 0, rc)), (std::vector<std::int64_t>{3}));
+  static_assert(std::is_same_v<FetchResponse::AbortedTransaction, AbortedTransaction>);
 }
 
 // ------------------------------------------------------ legacy message sets

@@ -35,6 +35,17 @@ struct Uuid {
   bool is_zero() const noexcept;
   /// Kafka's textual form: URL-safe base64 without padding (22 characters).
   std::string to_base64() const;
+  /// The canonical text form, as Java's UUID.toString() writes it: 36
+  /// characters, lower-case hex digits in groups of 8-4-4-4-12 separated by
+  /// '-', e.g. "1b4e28ba-2fa1-41d2-883f-0016d3cca427".
+  std::string to_string() const;
+  /// A random UUID of version 4, variant RFC 4122 (as Java's
+  /// UUID.randomUUID()): 122 bits from std::random_device (the operating
+  /// system's random source), the high nibble of byte 6 set to 4 and the top
+  /// two bits of byte 8 to 10. Like Kafka's Uuid.randomUuid(), it never
+  /// returns a UUID whose base64 form starts with '-'. Never zero. Throws
+  /// std::system_error when no random source is available.
+  static Uuid random();
   friend bool operator==(const Uuid&, const Uuid&) = default;
 };
 

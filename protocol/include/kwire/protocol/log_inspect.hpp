@@ -2,7 +2,9 @@
 // (a Kafka log segment file, or the RECORDS bytes of a Fetch partition) and
 // describes every entry: its header fields, whether its CRC is valid, and its
 // records. Used by `kwire dump-log`; never throws on bad bytes: it stops at the
-// first entry it cannot read and says where and why.
+// first entry it cannot read and says where and why. Entries are walked with
+// BatchWalker and their records decoded with decode_records() (CRCs reported,
+// not enforced).
 #pragma once
 
 #include <cstddef>
@@ -11,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "kwire/protocol/batch_walker.hpp"
 #include "kwire/protocol/record_batch.hpp"
 
 namespace kwire::protocol {
@@ -25,24 +28,17 @@ struct InspectedRecord {
 };
 
 struct InspectedBatch {
+  BatchHeader header;        // as stored (see BatchHeader for legacy messages)
   std::size_t position = 0;  // byte offset of the entry in the input
   std::size_t size = 0;      // whole entry, log overhead included
-  std::int8_t magic = 0;
-  std::int64_t base_offset = 0;  // magic 0/1: the message's offset
-  std::int32_t last_offset_delta = 0;
-  std::int32_t partition_leader_epoch = -1;
-  std::uint32_t crc = 0;
-  bool crc_valid = false;
-  std::int16_t attributes = 0;
-  Compression compression = Compression::none;
-  std::int8_t timestamp_type = kTimestampNone;
-  bool transactional = false;
-  bool control = false;
-  std::int64_t base_timestamp = -1;
-  std::int64_t max_timestamp = -1;
-  std::int64_t producer_id = -1;
-  std::int16_t producer_epoch = -1;
-  std::int32_t base_sequence = -1;
+  bool crc_valid = false;    // the stored CRC matches the entry's bytes
+  /// Offsets of the first and last record the entry holds. Magic 2: from the
+  /// header. Magic 0/1: last is the message's offset, first that of the first
+  /// decoded inner message of a compressed wrapper (else the same).
+  std::int64_t first_offset = 0;
+  std::int64_t last_offset = 0;
+  /// Records the entry holds. Magic 2: the header's count. Magic 0/1: the
+  /// decoded messages (1 when the entry did not decode).
   std::int32_t record_count = 0;
   std::vector<InspectedRecord> records;  // control batches: none
 };

@@ -13,6 +13,7 @@
 #include "kwire/protocol/messages/fetch.hpp"
 #include "kwire/protocol/messages/list_offsets.hpp"
 #include "kwire/protocol/messages/metadata.hpp"
+#include "kwire/protocol/messages/offset_for_leader_epoch.hpp"
 #include "kwire/protocol/messages/produce.hpp"
 #include "kwire/protocol/messages/sasl_authenticate.hpp"
 #include "kwire/protocol/messages/sasl_handshake.hpp"

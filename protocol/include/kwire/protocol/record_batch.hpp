@@ -1,50 +1,33 @@
 // Kafka record data: decoding of the RECORDS bytes of a Fetch partition (record
 // batches of magic 2 and legacy message sets of magic 0 and 1) and encoding of
-// magic-2 record batches for producing.
+// magic-2 record batches for producing. Entry headers are read by BatchWalker
+// (batch_walker.hpp, which also describes their layout).
 //
-// Layout of a magic-2 batch (Kafka's DefaultRecordBatch), 61 header bytes:
-//   baseOffset int64, batchLength int32 (bytes after this field),
-//   partitionLeaderEpoch int32, magic int8 (= 2),
-//   crc uint32 (CRC-32C of everything from attributes to the end),
-//   attributes int16 (bits 0-2 codec, 3 timestamp type, 4 transactional,
-//   5 control), lastOffsetDelta int32, baseTimestamp int64, maxTimestamp int64,
-//   producerId int64, producerEpoch int16, baseSequence int32, records int32,
-//   then the (possibly compressed) records.
-// Each record: length varint, attributes int8, timestampDelta varlong,
+// Each magic-2 record: length varint, attributes int8, timestampDelta varlong,
 // offsetDelta varint, key (varint length, -1 = null), value (likewise),
 // header count varint, headers (key: varint length + bytes, never null;
 // value: varint length, -1 = null).
 //
-// Legacy messages (magic 0/1): offset int64, size int32, crc uint32 (CRC-32
-// over magic..end), magic int8, attributes int8, timestamp int64 (magic 1),
-// key and value as int32-length bytes. A compressed message carries a whole
-// inner message set in its value.
-//
-// The magic byte (offset 16 of every entry) selects the format of each entry.
+// A legacy message (magic 0/1) carries key and value as int32-length bytes. A
+// compressed message carries a whole inner message set in its value.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "kwire/protocol/aborted_transaction.hpp"
+#include "kwire/protocol/batch_walker.hpp"
 #include "kwire/protocol/bytes.hpp"
 #include "kwire/protocol/compression.hpp"
 #include "kwire/protocol/message.hpp"
 
 namespace kwire::protocol {
-
-inline constexpr std::size_t kLogOverhead = 12;            // offset + size
-inline constexpr std::size_t kRecordBatchHeaderSize = 61;  // magic-2 header
-inline constexpr std::size_t kLegacyOverheadV0 = 14;       // crc..value length, magic 0
-inline constexpr std::size_t kLegacyOverheadV1 = 22;       // plus the timestamp
-
-inline constexpr std::int8_t kTimestampNone = -1;  // magic 0: no timestamps
-inline constexpr std::int8_t kTimestampCreateTime = 0;
-inline constexpr std::int8_t kTimestampLogAppendTime = 1;
 
 struct RecordHeader {
   std::string key;
@@ -65,13 +48,6 @@ struct RecordView {
   std::int64_t producer_id = -1;      // from the batch (-1 for legacy messages)
   std::int16_t producer_epoch = -1;
   std::int32_t leader_epoch = -1;  // the batch's partition leader epoch (-1 for legacy messages)
-};
-
-/// An entry of a Fetch response's AbortedTransactions list.
-struct AbortedTransaction {
-  std::int64_t producer_id = -1;
-  std::int64_t first_offset = -1;
-  friend bool operator==(const AbortedTransaction&, const AbortedTransaction&) = default;
 };
 
 struct DecodeOptions {
@@ -108,31 +84,41 @@ struct DecodedRecords {
   void clear();
 };
 
-/// Why a batch was rejected.
-enum class CorruptionKind : std::int8_t {
-  bad_length,        // batch/message length below the minimum or inconsistent
-  bad_magic,         // unknown magic byte
-  crc_mismatch,      // stored and computed checksums differ
-  bad_compression,   // unknown codec, or the codec rejected the data
-  too_large,         // decompressed data over DecodeOptions::max_decompressed_bytes
-  malformed_record,  // record or inner-message bytes do not parse
-};
-
+/// A complete entry that cannot be decoded. what() reads "corrupt record batch
+/// at base offset N: DETAIL", or "corrupt record batch at base offset N in
+/// WHERE: DETAIL" when a location (such as "orders-3") was given. To name the
+/// location of an error caught from decode_records(), rethrow
+///   CorruptRecordError(e.base_offset(), e.kind(), e.detail(), "orders-3")
+/// A detail that is itself such a what() for the same base offset (an error
+/// re-wrapped through its text) is not repeated.
 class CorruptRecordError : public ProtocolError {
  public:
-  CorruptRecordError(std::int64_t base_offset, CorruptionKind kind, const std::string& what);
+  CorruptRecordError(std::int64_t base_offset, CorruptionKind kind, std::string detail, std::string where = {});
   /// Base offset of the rejected batch (offset of the legacy message).
   std::int64_t base_offset() const noexcept { return base_offset_; }
   CorruptionKind kind() const noexcept { return kind_; }
+  /// Just the check that failed, e.g. "CRC-32C mismatch: stored 0x1234abcd,
+  /// computed 0x0badf00d" or "record 3: key length 90 out of range".
+  const std::string& detail() const noexcept { return text_->detail; }
+  /// The location given to the constructor (empty when none).
+  const std::string& where() const noexcept { return text_->where; }
 
  private:
+  struct Text {
+    std::string detail;
+    std::string where;
+  };
+  CorruptRecordError(std::int64_t base_offset, CorruptionKind kind, std::shared_ptr<const Text> text);
   std::int64_t base_offset_;
   CorruptionKind kind_;
+  std::shared_ptr<const Text> text_;  // shared: copying an exception must not throw
 };
 
 /// Decodes every complete batch in `records` (a Fetch partition's RECORDS
 /// bytes) and appends its records to out.records; sets next_offset,
-/// truncated_tail, truncated_batch_size and adds to batches.
+/// truncated_tail, truncated_batch_size and adds to batches. Entries are
+/// walked with BatchWalker: a partial entry at the end is not an error (see
+/// truncated_tail), a malformed header is.
 ///
 /// Control batches never produce records but advance next_offset; records
 /// below `fetch_offset` are dropped. A corrupt complete batch throws

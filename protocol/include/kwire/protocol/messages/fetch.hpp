@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "kwire/protocol/aborted_transaction.hpp"
 #include "kwire/protocol/message.hpp"
 
 namespace kwire::protocol {
@@ -162,17 +163,8 @@ struct FetchResponse {
     friend bool operator==(const SnapshotId&, const SnapshotId&) = default;
   };
 
-  struct AbortedTransaction {
-    std::int64_t producer_id = 0;
-    std::int64_t first_offset = 0;
-    TaggedFields unknown_tagged_fields;
-    template <class V>
-    void fields(V& v) {
-      v(producer_id);
-      v(first_offset);
-    }
-    friend bool operator==(const AbortedTransaction&, const AbortedTransaction&) = default;
-  };
+  // Declared in aborted_transaction.hpp: the record decoder takes the same type.
+  using AbortedTransaction = kwire::protocol::AbortedTransaction;
 
   struct PartitionData {
     std::int32_t partition_index = 0;
