@@ -24,6 +24,7 @@
 #include "kwire/protocol/messages/api_versions.hpp"
 #include "kwire/protocol/messages/sasl_authenticate.hpp"
 #include "kwire/protocol/messages/sasl_handshake.hpp"
+#include "kwire/version.hpp"
 
 namespace asio = boost::asio;
 using asio::ip::tcp;
@@ -425,7 +426,7 @@ void Connection::authenticate(Deadline deadline) {
 void Connection::negotiate(Deadline deadline) {
   ApiVersionsRequest req;
   req.client_software_name = "kwire";
-  req.client_software_version = "0.1.0";
+  req.client_software_version = KWIRE_VERSION_STRING;
   std::int16_t version = 3;
   auto corr = send(req, version);
   auto frame = wait_frame(corr, deadline);

@@ -119,3 +119,40 @@ TEST(MockFetcher, FencedLeaderEpochRefreshesMetadataAndContinuesWithoutLossOrRep
   }
   EXPECT_TRUE(sent_old && sent_new && to_new_leader) << dump(c.requests(ApiKey::fetch));
 }
+
+TEST(MockFetcher, DivergenceFoundByOffsetForLeaderEpochAfterALeaderChange) {
+  for (const std::string reset : {"none", "earliest"}) {
+    SCOPED_TRACE(reset);
+    MockCluster c(2);
+    c.create_topic("t", 1, {1});
+    c.append_values("t", 0, 10, 5);  // 0-9 under epoch 0
+    Consumer cons(props(c, {{"auto.offset.reset", reset}}));
+    cons.assign({t0});
+    cons.seek(t0, 0);
+    ASSERT_EQ(poll_until(cons, 10), expected("t-0", 0, 10));
+    // An unclean election: broker 2 leads with a log that has epoch 0 only up
+    // to offset 4, and new records of epoch 1 after it.
+    c.move_leader("t", 0, 2);
+    c.truncate_log("t", 0, 5);
+    c.append_values("t", 0, 3, 3, "w");  // 5-7 under epoch 1
+    if (reset == "none") {
+      try {
+        for (int i = 0; i < 20; ++i) cons.poll(200ms);
+        FAIL() << "no truncation reported" << dump(c.requests());
+      } catch (const kwire::client::LogTruncationError& e) {
+        EXPECT_EQ(e.partition(), t0);
+        EXPECT_EQ(e.offset(), 10);
+        EXPECT_EQ(e.divergent_offset(), 5);
+      }
+      EXPECT_EQ(cons.position(t0), 10);
+    } else {
+      // The position moves back to the divergent offset; the new records follow.
+      EXPECT_EQ(poll_until(cons, 3), expected("t-0", 5, 8, "w"));
+    }
+    auto asked = c.requests(ApiKey::offset_for_leader_epoch);
+    ASSERT_FALSE(asked.empty()) << dump(c.requests());
+    EXPECT_EQ(asked.front().broker, 2);
+    EXPECT_EQ(asked.front().partitions.at(0).offset, 0);  // the epoch of the last record consumed
+    EXPECT_EQ(asked.front().current_leader_epochs.at(0), 1);
+  }
+}

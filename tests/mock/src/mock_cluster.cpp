@@ -350,6 +350,7 @@ struct MockCluster::State {
     switch (static_cast<ApiKey>(api)) {
       case ApiKey::metadata: return metadata(node, payload, version);
       case ApiKey::list_offsets: return list_offsets(node, payload, version);
+      case ApiKey::offset_for_leader_epoch: return offset_for_leader_epoch(node, payload, version);
       case ApiKey::fetch: return fetch(node, payload, version);
       case ApiKey::produce: return produce(node, payload, version);
       case ApiKey::create_topics: return create_topics(node, payload, version);
@@ -703,6 +704,57 @@ struct MockCluster::State {
     return r;
   }
 
+  // Where each asked epoch ends in the leader's log: the largest epoch <= the
+  // one asked for, and the base offset of the first batch of a later epoch
+  // (the log end offset for the current epoch), as a broker answers.
+  Reply offset_for_leader_epoch(std::int32_t node, const Bytes& payload, std::int16_t version) {
+    OffsetForLeaderEpochRequest req;
+    RequestHeader h;
+    if (!decode_body(payload, req, version, h)) return Reply{std::nullopt, {}, false, true, {}, {}};
+    auto& rec = record(ApiKey::offset_for_leader_epoch, version, node, h.correlation_id);
+    for (auto& t : req.topics)
+      for (auto& p : t.partitions) {
+        rec.partitions.push_back({t.topic, p.partition, p.leader_epoch});
+        rec.current_leader_epochs.push_back(p.current_leader_epoch);
+      }
+    auto e = take_faults(ApiKey::offset_for_leader_epoch, node, rec.partitions);
+    OffsetForLeaderEpochResponse resp;
+    resp.throttle_time_ms = e.throttle_ms;
+    for (auto& t : req.topics) {
+      OffsetForLeaderEpochResponse::OffsetForLeaderTopicResult rt;
+      rt.topic = t.topic;
+      for (auto& p : t.partitions) {
+        OffsetForLeaderEpochResponse::EpochEndOffset r;
+        r.partition = p.partition;
+        r.error_code = e.error_for(t.topic, p.partition);
+        auto* pl = find(t.topic, p.partition);
+        if (!r.error_code && !pl) r.error_code = err(ErrorCode::unknown_topic_or_partition);
+        if (!r.error_code && pl->leader != node) r.error_code = err(ErrorCode::not_leader_or_follower);
+        if (!r.error_code && p.current_leader_epoch >= 0 && p.current_leader_epoch != pl->epoch)
+          r.error_code = err(p.current_leader_epoch < pl->epoch ? ErrorCode::fenced_leader_epoch
+                                                                : ErrorCode::unknown_leader_epoch);
+        if (!r.error_code) {
+          std::int32_t found = p.leader_epoch >= pl->epoch ? pl->epoch : -1;
+          for (auto& b : pl->batches)
+            if (b.epoch <= p.leader_epoch) found = std::max(found, b.epoch);
+          r.leader_epoch = found;
+          r.end_offset = -1;
+          if (found >= 0) {
+            r.end_offset = pl->hwm;
+            for (auto& b : pl->batches)
+              if (b.epoch > found) {
+                r.end_offset = b.base;
+                break;
+              }
+          }
+        }
+        rt.partitions.push_back(r);
+      }
+      resp.topics.push_back(std::move(rt));
+    }
+    return finish(response_frame(resp, version, h.correlation_id), e);
+  }
+
   Reply produce(std::int32_t node, const Bytes& payload, std::int16_t version) {
     ProduceRequest req;
     RequestHeader h;
@@ -913,6 +965,7 @@ MockCluster::MockCluster(int brokers) : state_(std::make_unique<State>()) {
   add(ApiKey::api_versions, 0, ApiVersionsRequest::max_version);
   add(ApiKey::create_topics, 2, CreateTopicsRequest::max_version);
   add(ApiKey::delete_topics, 1, DeleteTopicsRequest::max_version);
+  add(ApiKey::offset_for_leader_epoch, 2, OffsetForLeaderEpochRequest::max_version);
   for (int i = 0; i < brokers; ++i) {
     State::BrokerSocket b;
     b.node = i + 1;
