@@ -2,7 +2,8 @@
 // executors cache theirs): connections to the mock cluster do not grow with
 // the number of batches, a prefetch in flight at the end of a batch neither
 // leaks records into the next batch nor repeats any, partitions may leave and
-// rejoin the batches, and a failed read gets a fresh consumer.
+// rejoin the batches, and a failed read gets a fresh consumer. RangeReader on
+// its own: ranges read one after another with the caller's consumer.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -13,12 +14,16 @@
 #include <vector>
 
 #include "../temp_dir.hpp"
+#include "kwire/client/consumer.hpp"
 #include "kwire/mock/mock_cluster.hpp"
 #include "kwire/source/stream.hpp"
 
 using kwire::mock::MockCluster;
 using kwire::source::BatchProgress;
 using kwire::source::DataLossError;
+using kwire::source::OffsetRange;
+using kwire::source::RangeReader;
+using kwire::source::RangeReaderOptions;
 using kwire::source::Row;
 using kwire::source::StreamingQuery;
 using kwire::source::Trigger;
@@ -221,4 +226,53 @@ TEST(MockStreamConsumer, AFailedReadGetsAFreshConsumer) {
   EXPECT_EQ(after_replay.consumers_created, 2u);
   EXPECT_GT(after_replay.consumer_connects, before.consumer_connects);
   EXPECT_EQ(sink.batches.size(), 1u);
+}
+
+TEST(RangeReader, ReadsRangesOneAfterAnotherWithTheCallersConsumer) {
+  MockCluster c;
+  c.create_topic("t", 2);
+  c.append_values("t", 0, 10, 3);
+  c.append_values("t", 1, 6, 2);
+  auto props = RangeReader::consumer_properties(
+      {{"bootstrap.servers", c.bootstrap_servers()}, {"fetch.max.wait.ms", "20"}, {"request.timeout.ms", "3000"}});
+  EXPECT_EQ(props.at("auto.offset.reset"), "none");
+  EXPECT_EQ(props.at("max.poll.records"), "100000");
+  kwire::client::Consumer consumer(props);
+  RangeReaderOptions opts;
+  opts.poll_timeout_ms = 5000;
+  RangeReader reader(consumer, opts);
+  BatchSink sink;
+  auto range = [](int p, std::int64_t from, std::int64_t until) {
+    return OffsetRange{kwire::source::TopicPartition{"t", p}, from, until, std::nullopt};
+  };
+
+  sink.begin_batch(0);
+  auto r0 = reader.read({range(0, 2, 5), range(0, 5, 7)}, sink);
+  sink.commit_batch(0);
+  EXPECT_EQ(r0.rows, 5);
+  EXPECT_EQ(sink.batches[0], rows_of("t-0", 2, 7));
+  EXPECT_EQ(consumer.assignment(), (std::vector<kwire::client::TopicPartition>{{"t", 0}}));
+
+  sink.begin_batch(1);
+  auto r1 = reader.read({range(0, 0, 3), range(1, 1, 4)}, sink);
+  sink.commit_batch(1);
+  EXPECT_EQ(r1.rows, 6);
+  auto want = rows_of("t-0", 0, 3);
+  for (auto& r : rows_of("t-1", 1, 4)) want.push_back(r);
+  EXPECT_EQ(sorted(sink.batches[1]), sorted(want));
+  EXPECT_EQ(consumer.assignment().size(), 2u);
+
+  // Records aged out before the read: skipped with a warning when allowed.
+  c.set_log_start_offset("t", 0, 8);
+  RangeReaderOptions lenient = opts;
+  lenient.fail_on_data_loss = false;
+  sink.begin_batch(2);
+  auto r2 = RangeReader(consumer, lenient).read({range(0, 6, 10)}, sink);
+  sink.commit_batch(2);
+  EXPECT_EQ(sink.batches[2], rows_of("t-0", 8, 10));
+  EXPECT_EQ(r2.offset_out_of_range, 2);
+  ASSERT_EQ(r2.warnings.size(), 1u);
+  EXPECT_NE(r2.warnings[0].find("KAFKA_DATA_LOSS.COULD_NOT_READ_OFFSET_RANGE"), std::string::npos) << r2.warnings[0];
+  sink.begin_batch(3);
+  EXPECT_THROW(reader.read({range(0, 6, 10)}, sink), DataLossError);
 }
