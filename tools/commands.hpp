@@ -75,6 +75,7 @@ struct StreamArgs {
   std::optional<std::string> schema;      // Spark DDL, with --value-format json
   std::string kafka_columns = "topic,partition,offset,timestamp";
   bool plan_only = false;
+  bool stats = false;  // a summary line on stderr at the end (batches, batch time, connections)
 };
 struct ReadRangeArgs {
   std::string topic;

@@ -146,7 +146,10 @@ int main(int argc, char** argv) {
   s->add_option("--kafka-columns", st.kafka_columns,
                 "With --value-format json: kafka columns kept next to the decoded ones (comma list of key, value, "
                 "topic, partition, offset, timestamp, timestampType, headers; or none)");
-  s->add_flag("--plan-only", st.plan_only, "Print the next batch's plan as JSON; read nothing, write no checkpoint");
+  s->add_flag("--plan-only", st.plan_only,
+              "Print the next batch's plan as JSON; read nothing, create or change no file or folder");
+  s->add_flag("--stats", st.stats,
+              "Print a summary on stderr at the end: batches, rows, batch time (p50, max), connections made");
 
   // read-range
   ReadRangeArgs rr;

@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
 #include <stdexcept>
 #include <system_error>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -123,11 +125,15 @@ JsonLinesSink::Formatter value_formatter(const std::string& format, const std::o
   };
 }
 
-std::unique_ptr<Sink> make_sink(const std::string& spec, JsonLinesSink::Formatter formatter) {
-  if (spec == "console") return std::make_unique<ConsoleSink>(std::move(formatter));
-  if (spec.rfind("jsonl:", 0) == 0 && spec.size() > 6)
-    return std::make_unique<JsonLinesSink>(spec.substr(6), std::move(formatter));
+void check_sink_spec(const std::string& spec) {
+  if (spec == "console" || (spec.rfind("jsonl:", 0) == 0 && spec.size() > 6)) return;
   throw std::invalid_argument(fmt::format("invalid --sink '{}': expected jsonl:DIR or console", spec));
+}
+
+std::unique_ptr<Sink> make_sink(const std::string& spec, JsonLinesSink::Formatter formatter) {
+  check_sink_spec(spec);
+  if (spec == "console") return std::make_unique<ConsoleSink>(std::move(formatter));
+  return std::make_unique<JsonLinesSink>(spec.substr(6), std::move(formatter));
 }
 
 // --prometheus FILE is rewritten after each batch: its folder must be
@@ -145,6 +151,35 @@ void check_prometheus_path(const std::string& file) {
   if (std::filesystem::is_directory(file, ec))
     throw std::invalid_argument(fmt::format("--prometheus {}: is a folder, expected a file name", file));
 }
+
+// --stats: one line on stderr when the run ends (also after an error).
+class RunStats {
+ public:
+  void add(const BatchProgress& p) {
+    durations_.push_back(p.duration_ms);
+    rows_in_ += p.num_input_rows;
+    rows_out_ += p.num_output_rows;
+  }
+  std::string line(const StreamingQuery& q) const {
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+    auto sorted = durations_;
+    std::sort(sorted.begin(), sorted.end());
+    std::string times = "-";
+    if (!sorted.empty()) times = fmt::format("p50 {} ms, max {} ms", sorted[(sorted.size() - 1) / 2], sorted.back());
+    const auto c = q.connection_stats();
+    return fmt::format(
+        "stream stats: {} batches in {:.3f} s, {} rows in, {} rows out; batch time {}; connections {} (admin {}, "
+        "consumer {}), reauthentications {}, consumers {}",
+        durations_.size(), secs, rows_in_, rows_out_, times, c.connects, c.admin_connects, c.consumer_connects,
+        c.reauthentications, c.consumers_created);
+  }
+
+ private:
+  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+  std::vector<std::int64_t> durations_;
+  std::int64_t rows_in_ = 0;
+  std::int64_t rows_out_ = 0;
+};
 }  // namespace
 
 int cmd_stream(const CommonOptions& common, const StreamArgs& args) {
@@ -154,31 +189,47 @@ int cmd_stream(const CommonOptions& common, const StreamArgs& args) {
     throw std::invalid_argument(fmt::format("--max-batches must be positive, got {}", *args.max_batches));
   if (args.prometheus) check_prometheus_path(*args.prometheus);
   auto options = source_options(common, args.options);
-  auto sink = make_sink(args.sink, value_formatter(args.value_format, args.schema, args.kafka_columns));
-  // --plan-only is a read-only view: no file or folder is created in the checkpoint.
-  StreamingQuery query(options, args.checkpoint, *sink, Trigger::parse(args.trigger),
-                       args.plan_only ? checkpoint::Access::read_only : checkpoint::Access::read_write);
+  auto formatter = value_formatter(args.value_format, args.schema, args.kafka_columns);
   if (args.plan_only) {
+    // A read-only view: the sink is checked but not opened (its folder is not
+    // created) and the checkpoint is opened read-only (nothing is created in it).
+    check_sink_spec(args.sink);
+    NullSink none;
+    StreamingQuery query(options, args.checkpoint, none, Trigger::parse(args.trigger), checkpoint::Access::read_only);
     auto plan = query.plan_next_batch();
     if (plan) fmt::print("{}\n", plan->plan_json());
     else
       fmt::print("{{\"batchId\":{},\"replay\":false,\"ranges\":[],\"note\":\"no new data\"}}\n", query.next_batch_id());
     return 0;
   }
+  auto sink = make_sink(args.sink, std::move(formatter));
+  StreamingQuery query(options, args.checkpoint, *sink, Trigger::parse(args.trigger));
   g_query = &query;
   std::signal(SIGINT, on_stop);
   std::signal(SIGTERM, on_stop);
   auto description = query.description();
-  query.run(
-      [&](const BatchProgress& p) {
-        // std::fprintf does not throw: a progress line that cannot be written
-        // (stderr on a full disk) does not stop a committed query.
-        const auto line = args.json_progress ? p.to_json(description) : p.to_line();
-        std::fprintf(stderr, "%s\n", line.c_str());
-        if (args.prometheus) checkpoint::atomic_write_file(*args.prometheus, p.to_prometheus());
-      },
-      args.max_batches);
+  RunStats stats;
+  auto print_stats = [&] {
+    if (args.stats) std::fprintf(stderr, "%s\n", stats.line(query).c_str());
+  };
+  try {
+    query.run(
+        [&](const BatchProgress& p) {
+          stats.add(p);
+          // std::fprintf does not throw: a progress line that cannot be written
+          // (stderr on a full disk) does not stop a committed query.
+          const auto line = args.json_progress ? p.to_json(description) : p.to_line();
+          std::fprintf(stderr, "%s\n", line.c_str());
+          if (args.prometheus) checkpoint::atomic_write_file(*args.prometheus, p.to_prometheus());
+        },
+        args.max_batches);
+  } catch (...) {
+    g_query = nullptr;
+    print_stats();
+    throw;
+  }
   g_query = nullptr;
+  print_stats();
   return 0;
 }
 

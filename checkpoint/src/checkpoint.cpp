@@ -10,7 +10,6 @@
 #include <cerrno>
 #include <charconv>
 #include <cstring>
-#include <random>
 #include <system_error>
 #include <utility>
 #include <vector>
@@ -18,10 +17,15 @@
 #include <fmt/format.h>
 #include <simdjson.h>
 
+#include "file_io.hpp"
 #include "kwire/protocol/bytes.hpp"
 
 namespace kwire::checkpoint {
 namespace fs = std::filesystem;
+using detail::fsync_dir;
+using detail::io_error;
+using detail::parent_or_dot;
+using detail::write_temp;
 
 namespace {
 
@@ -85,12 +89,6 @@ std::optional<std::int64_t> parse_batch_name(std::string_view name) {
   return value;
 }
 
-std::string errno_text(int err) { return std::system_category().message(err); }
-
-[[noreturn]] void io_error(std::string_view what, const fs::path& path, int err) {
-  throw CheckpointError(fmt::format("{} {}: {}", what, path.string(), errno_text(err)));
-}
-
 [[noreturn]] void corrupt(const fs::path& path, std::string_view why) {
   throw CheckpointError(fmt::format("Corrupt checkpoint file {}: {}", path.string(), why));
 }
@@ -117,68 +115,6 @@ std::optional<std::string> read_file(const fs::path& path) {
   }
   ::close(fd);
   return out;
-}
-
-std::string random_hex(std::size_t bytes) {
-  std::random_device rd;
-  std::string out;
-  out.reserve(bytes * 2);
-  for (std::size_t i = 0; i < bytes; ++i) {
-    out += fmt::format("{:02x}", static_cast<unsigned>(rd() & 0xffu));
-  }
-  return out;
-}
-
-void fsync_dir(const fs::path& dir) {
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) io_error("Cannot open folder", dir, errno);
-  if (::fsync(fd) != 0 && errno != EINVAL) {
-    int err = errno;
-    ::close(fd);
-    io_error("Cannot fsync folder", dir, err);
-  }
-  ::close(fd);
-}
-
-fs::path parent_or_dot(const fs::path& path) {
-  fs::path dir = path.parent_path();
-  return dir.empty() ? fs::path(".") : dir;
-}
-
-// Writes `content` into a fresh temp file next to `path`, fsynced and closed.
-fs::path write_temp(const fs::path& path, std::string_view content) {
-  const fs::path dir = parent_or_dot(path);
-  // Appended piecewise: GCC 12 at -O3 reports a false -Wrestrict for
-  // `"." + std::string&&`.
-  std::string name = ".";
-  name += path.filename().string();
-  name += '.';
-  name += random_hex(8);
-  name += ".tmp";
-  const fs::path tmp = dir / name;
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) io_error("Cannot create temp file for", path, errno);
-  auto fail = [&](std::string_view what, int err) {
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    io_error(what, path, err);
-  };
-  std::size_t done = 0;
-  while (done < content.size()) {
-    ssize_t n = ::write(fd, content.data() + done, content.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      fail("Cannot write", errno);
-    }
-    done += static_cast<std::size_t>(n);
-  }
-  if (::fsync(fd) != 0) fail("Cannot fsync", errno);
-  if (::close(fd) != 0) {
-    int err = errno;
-    ::unlink(tmp.c_str());
-    io_error("Cannot close", path, err);
-  }
-  return tmp;
 }
 
 // Creates `path` with `content` atomically unless it already exists.
@@ -354,17 +290,6 @@ void purge_below(const fs::path& dir, std::int64_t threshold) {
   }
 }
 
-// A temp file of write_temp: ".<target name>.<16 hex digits>.tmp".
-bool is_temp_name(std::string_view name) {
-  constexpr std::size_t kHex = 16;
-  constexpr std::string_view kSuffix = ".tmp";
-  if (name.size() < 1 + 1 + 1 + kHex + kSuffix.size() || name.front() != '.') return false;
-  if (name.substr(name.size() - kSuffix.size()) != kSuffix) return false;
-  const std::string_view hex = name.substr(name.size() - kSuffix.size() - kHex, kHex);
-  if (name[name.size() - kSuffix.size() - kHex - 1] != '.') return false;
-  return std::all_of(hex.begin(), hex.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
-}
-
 void check_batch_id(std::int64_t batch) {
   if (batch < 0) throw CheckpointError(fmt::format("Invalid batch id {}", batch));
 }
@@ -414,32 +339,6 @@ PartitionOffsets offsets_from_json(std::string_view json) {
     result[std::string(field.key)] = std::move(parsed);
   }
   return result;
-}
-
-void remove_stale_temp_files(const fs::path& dir) {
-  std::error_code ec;
-  fs::directory_iterator it(dir, ec);
-  if (ec) {
-    if (ec == std::errc::no_such_file_or_directory) return;
-    throw CheckpointError(fmt::format("Cannot list {}: {}", dir.string(), ec.message()));
-  }
-  std::vector<fs::path> victims;
-  for (const auto& entry : it) {
-    if (is_temp_name(entry.path().filename().string())) victims.push_back(entry.path());
-  }
-  for (const auto& p : victims) {
-    if (::unlink(p.c_str()) != 0 && errno != ENOENT) io_error("Cannot delete stale temp file", p, errno);
-  }
-}
-
-void atomic_write_file(const fs::path& path, std::string_view content) {
-  const fs::path tmp = write_temp(path, content);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    int err = errno;
-    ::unlink(tmp.c_str());
-    io_error("Cannot rename temp file to", path, err);
-  }
-  fsync_dir(parent_or_dot(path));
 }
 
 namespace {

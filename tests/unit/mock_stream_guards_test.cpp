@@ -1,13 +1,17 @@
 // The streaming source's guards against the in-process mock cluster: assigned
-// partitions that do not exist, --plan-only's read-only checkpoint, the
-// checkpoint lock between two queries, and the polling delay of a
-// processing-time trigger that finds no data.
+// partitions that do not exist, --plan-only's read-only checkpoint (nothing
+// created, an existing checkpoint byte-for-byte unchanged, the query's
+// planning state untouched), the checkpoint lock between two queries, and the
+// polling delay of a processing-time trigger that finds no data.
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <thread>
 
@@ -58,6 +62,35 @@ Trigger every_call() {
   t.kind = Trigger::Kind::processing_time;
   t.interval_ms = 0;
   return t;
+}
+
+// Fails (like a crash) while committing one chosen batch.
+class FailAtCommitSink : public CountSink {
+ public:
+  explicit FailAtCommitSink(std::int64_t fail_batch) : fail_batch_(fail_batch) {}
+  std::int64_t commit_batch(std::int64_t id) override {
+    if (id == fail_batch_) throw std::runtime_error("simulated crash before the batch was committed");
+    return CountSink::commit_batch(id);
+  }
+
+ private:
+  std::int64_t fail_batch_;
+};
+
+// Every file and folder under `dir`: relative path -> content and mtime.
+std::map<std::string, std::string> snapshot(const fs::path& dir) {
+  std::map<std::string, std::string> out;
+  for (auto& e : fs::recursive_directory_iterator(dir)) {
+    const auto rel = fs::relative(e.path(), dir).string();
+    const auto mtime = std::to_string(fs::last_write_time(e.path()).time_since_epoch().count());
+    if (e.is_directory()) {
+      out[rel] = "<folder> " + mtime;
+      continue;
+    }
+    std::ifstream in(e.path(), std::ios::binary);
+    out[rel] = std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()) + " " + mtime;
+  }
+  return out;
 }
 
 std::size_t entries_under(const fs::path& dir) {
@@ -116,6 +149,76 @@ TEST(MockStreamGuards, PlanOnlyCreatesNothingInAnEmptyCheckpoint) {
   StreamingQuery missing(options(c, {{"subscribe", "t"}}), dir / "none", sink, every_call(), Access::read_only);
   EXPECT_TRUE(missing.plan_next_batch().has_value());
   EXPECT_FALSE(fs::exists(dir / "none"));
+}
+
+TEST(MockStreamGuards, PlanLeavesAnExistingCheckpointByteForByteUnchanged) {
+  MockCluster c;
+  c.create_topic("t", 2);
+  c.append_values("t", 0, 4);
+  TempDir dir;
+  const auto ck = dir / "ck";
+  {
+    // Two committed batches, then a third logged in offsets/2 but not committed.
+    FailAtCommitSink sink(2);
+    StreamingQuery q(options(c, {{"subscribe", "t"}}), ck, sink, every_call());
+    ASSERT_TRUE(q.run_once_batch().has_value());
+    c.append_values("t", 1, 3);
+    ASSERT_TRUE(q.run_once_batch().has_value());
+    c.append_values("t", 0, 2);
+    EXPECT_THROW(q.run_once_batch(), std::runtime_error);
+  }
+  ASSERT_TRUE(fs::exists(ck / "offsets" / "2"));
+  ASSERT_FALSE(fs::exists(ck / "commits" / "2"));
+  c.append_values("t", 1, 5);
+  const auto before = snapshot(ck);
+  ASSERT_GT(before.size(), 8u);
+  CountSink sink;
+  StreamingQuery planner(options(c, {{"subscribe", "t"}}), ck, sink, every_call(), Access::read_only);
+  auto plan = planner.plan_next_batch();
+  ASSERT_TRUE(plan.has_value());
+  // The uncommitted batch is planned again with its logged range.
+  EXPECT_TRUE(plan->replayed);
+  EXPECT_EQ(plan->batch_id, 2);
+  EXPECT_EQ(plan->end_offsets, (kwire::checkpoint::PartitionOffsets{{"t", {{0, 6}, {1, 3}}}}));
+  EXPECT_EQ(planner.next_batch_id(), 2);
+  EXPECT_EQ(sink.rows, 0);
+  EXPECT_EQ(snapshot(ck), before);
+}
+
+TEST(MockStreamGuards, PlanDoesNotChangeTheQueryState) {
+  MockCluster c;
+  c.create_topic("t", 1);
+  c.append_values("t", 0, 4);
+  TempDir dir;
+  {
+    // AvailableNow fixes its end at the first plan of a run; a plan alone
+    // must not fix it.
+    CountSink sink;
+    Trigger available_now;
+    StreamingQuery q(options(c, {{"subscribe", "t"}}), dir / "ck1", sink, available_now);
+    auto plan = q.plan_next_batch();
+    ASSERT_TRUE(plan.has_value());
+    EXPECT_EQ(plan->end_offsets.at("t").at(0), 4);
+    c.append_values("t", 0, 3);
+    q.run();
+    EXPECT_EQ(sink.rows, 7);
+  }
+  {
+    // The first trigger of a query always fires despite minOffsetsPerTrigger;
+    // a plan must not count as that first trigger.
+    CountSink sink;
+    StreamingQuery q(options(c, {{"subscribe", "t"}, {"minOffsetsPerTrigger", "100"}, {"maxTriggerDelay", "1h"}}),
+                     dir / "ck2", sink, every_call());
+    ASSERT_TRUE(q.plan_next_batch().has_value());
+    ASSERT_TRUE(q.plan_next_batch().has_value());
+    auto batch = q.run_once_batch();
+    ASSERT_TRUE(batch.has_value());
+    EXPECT_EQ(sink.rows, 7);
+    // Now the delay applies: 1 new offset is below the minimum.
+    c.append_values("t", 0, 1);
+    EXPECT_FALSE(q.plan_next_batch().has_value());
+    EXPECT_FALSE(q.run_once_batch().has_value());
+  }
 }
 
 TEST(MockStreamGuards, SecondQueryOnALockedCheckpointFailsFast) {

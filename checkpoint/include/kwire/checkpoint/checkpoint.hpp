@@ -22,6 +22,7 @@
 // This layer does no networking: pure functions and file I/O only.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -63,6 +64,48 @@ void atomic_write_file(const std::filesystem::path& path, std::string_view conte
 /// folder with a single writer that is not writing right now. A missing
 /// folder is fine. Errors: CheckpointError naming the file and errno text.
 void remove_stale_temp_files(const std::filesystem::path& dir);
+
+/// atomic_write_file for content that arrives in pieces: append() writes to a
+/// temp file next to `path` (named as atomic_write_file's, so a process killed
+/// mid-write leaves a file remove_stale_temp_files() deletes) through a buffer
+/// of at most `buffer_bytes` (so memory does not grow with the file); commit()
+/// writes the rest, fsyncs, renames the temp file over `path` and fsyncs the
+/// folder. Until commit() `path` is untouched. abort(), or destruction without
+/// commit(), deletes the temp file. Errors (ENOSPC, EFBIG, EIO...) throw
+/// CheckpointError naming `path` and the OS reason, delete the temp file and
+/// leave the writer aborted. Not thread-safe.
+class AtomicFileWriter {
+ public:
+  static constexpr std::size_t kDefaultBufferBytes = std::size_t{1} << 20;  // 1 MiB
+
+  /// Creates the temp file (CheckpointError when the folder is missing or not writable).
+  explicit AtomicFileWriter(std::filesystem::path path, std::size_t buffer_bytes = kDefaultBufferBytes);
+  ~AtomicFileWriter();
+  AtomicFileWriter(const AtomicFileWriter&) = delete;
+  AtomicFileWriter& operator=(const AtomicFileWriter&) = delete;
+
+  void append(std::string_view data);
+  /// Durable at `path` on return. Throws CheckpointError if aborted or already committed.
+  void commit();
+  /// Deletes the temp file; `path` stays as it was. Never throws.
+  void abort() noexcept;
+
+  const std::filesystem::path& path() const noexcept { return path_; }
+  const std::filesystem::path& temp_path() const noexcept { return tmp_; }
+  /// Bytes appended so far (written or buffered).
+  std::uint64_t size() const noexcept { return size_; }
+  /// Bytes held in memory right now (at most buffer_bytes).
+  std::size_t buffered() const noexcept { return buffer_.size(); }
+
+ private:
+  void flush();
+  std::filesystem::path path_;
+  std::filesystem::path tmp_;
+  int fd_ = -1;
+  std::string buffer_;
+  std::size_t buffer_bytes_;
+  std::uint64_t size_ = 0;
+};
 
 /// Where a (re)started query continues.
 struct ResumePoint {

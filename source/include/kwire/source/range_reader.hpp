@@ -1,0 +1,99 @@
+// Reads offset ranges [from, until) with a consumer the caller owns and
+// keeps, the way Spark's executors read a batch's ranges with their cached
+// Kafka consumers (KafkaDataConsumer): the same consumer serves read after
+// read, moved between them with assign/seek/pause/resume, so a query pays
+// its connections (TCP, TLS, SASL) and fetch session once.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kwire/source/planning.hpp"
+#include "kwire/source/sink.hpp"
+
+namespace kwire::client {
+class Consumer;
+}
+
+namespace kwire::source {
+
+struct SourceOptions;
+
+/// The reader's settings, Spark's source options of the same meaning.
+struct RangeReaderOptions {
+  /// failOnDataLoss: lost offsets throw DataLossError (true) or are skipped
+  /// with a warning and counted (false).
+  bool fail_on_data_loss = true;
+  /// kafkaConsumer.pollTimeoutMs: a read that makes no progress this long
+  /// throws client::TimeoutError "Cannot fetch record for offset X in N
+  /// milliseconds" (not data loss, as in Spark).
+  std::int64_t poll_timeout_ms = 120000;
+  /// includeHeaders: rows carry the records' headers.
+  bool include_headers = false;
+  /// kafka.group.id when set: only named in data-loss messages.
+  std::optional<std::string> group_id;
+
+  static RangeReaderOptions from(const SourceOptions& options);
+};
+
+/// What one RangeReader::read did.
+struct RangeReadResult {
+  std::int64_t rows = 0;  // rows handed to the sink
+  /// Spark's dataLoss metric: gaps of aged-out records skipped inside a range.
+  std::int64_t data_loss = 0;
+  /// Spark's offsetOutOfRange metric: offsets skipped because the broker no
+  /// longer had them when the read started or resumed.
+  std::int64_t offset_out_of_range = 0;
+  /// One "KAFKA_DATA_LOSS.COULD_NOT_READ_OFFSET_RANGE ..." warning per skipped
+  /// span (failOnDataLoss=false), also printed on stderr as "WARN ...".
+  std::vector<std::string> warnings;
+};
+
+/// Reads ranges into a sink with Spark's reader rules (KafkaDataConsumer.get):
+///  - a record inside the range becomes a row, the next offset is its offset + 1;
+///  - a record past the offset asked for is a gap: data loss when the earliest
+///    offset still available is past the one asked for (aged out), otherwise
+///    invisible records (compaction, transaction markers, aborted records) that
+///    are skipped silently;
+///  - OFFSET_OUT_OF_RANGE (the consumer uses auto.offset.reset=none): with
+///    failOnDataLoss=false, skip to the earliest offset, or skip the whole range
+///    when nothing of it is left; offsetOutOfRange counts the offsets skipped.
+///
+/// The consumer (created with consumer_properties()) belongs to the caller and
+/// may serve any number of reads, one at a time. read() assigns it exactly the
+/// ranges' partitions (assign() is called only when that set changes, so the
+/// fetch session stays), seeks each to its range start and resumes it; each
+/// partition is paused as soon as its range is read, so when read() returns
+/// every partition is paused and nothing is fetched past the ranges. A Fetch
+/// sent before read() and still in flight is used only for a partition whose
+/// range starts where that Fetch was sent from (the consumer drops answers for
+/// partitions that were sought or paused meanwhile), so no record of a
+/// previous read leaks into the next and none is read twice. After read()
+/// throws, the consumer may be left mid-range; the next read() seeks again,
+/// but callers may prefer a new consumer, as Spark does after a failed task.
+class RangeReader {
+ public:
+  /// Properties for the consumer: `client_properties` with
+  /// auto.offset.reset=none and max.poll.records defaulting to 100000.
+  static std::map<std::string, std::string> consumer_properties(std::map<std::string, std::string> client_properties);
+
+  RangeReader(client::Consumer& consumer, RangeReaderOptions options)
+      : consumer_(consumer), options_(std::move(options)) {}
+
+  /// Reads every range into `sink` (Sink::write only: begin_batch and
+  /// commit_batch are the caller's). Ranges of one partition must be
+  /// contiguous (plan_batch's splits are); they are read as one span
+  /// [lowest from, highest until). Empty ranges are allowed. Throws
+  /// DataLossError (failOnDataLoss=true), client::TimeoutError, client errors,
+  /// and whatever the sink throws.
+  RangeReadResult read(const std::vector<OffsetRange>& ranges, Sink& sink);
+
+ private:
+  client::Consumer& consumer_;
+  RangeReaderOptions options_;
+};
+
+}  // namespace kwire::source

@@ -1,0 +1,31 @@
+// Small helpers shared by the streaming query's source files.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+#include "kwire/client/kafka_client.hpp"
+#include "kwire/source/planning.hpp"
+
+namespace kwire::source::detail {
+
+inline std::int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+inline std::int64_t elapsed_ms(std::chrono::steady_clock::time_point since) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - since).count();
+}
+
+inline client::TopicPartition to_client(const TopicPartition& tp) {
+  return client::TopicPartition{tp.topic, tp.partition};
+}
+
+// Never throws: a warning that cannot be written (stderr on a full disk)
+// must not fail the batch.
+inline void warn(const std::string& text) noexcept { std::fprintf(stderr, "WARN %s\n", text.c_str()); }
+
+}  // namespace kwire::source::detail

@@ -1,0 +1,294 @@
+// JsonLinesSink and checkpoint::AtomicFileWriter: rows reach the batch's temp
+// file as they arrive (memory bounded by the write buffer), the part file
+// appears whole at commit, a replayed batch replaces it with identical
+// content, and a failed or killed batch leaves no file behind once the next
+// batch or sink starts. A full disk is simulated with RLIMIT_FSIZE.
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "../temp_dir.hpp"
+#include "kwire/checkpoint/checkpoint.hpp"
+#include "kwire/source/sink.hpp"
+
+namespace fs = std::filesystem;
+using kwire::checkpoint::AtomicFileWriter;
+using kwire::checkpoint::CheckpointError;
+using kwire::source::JsonLinesSink;
+using kwire::source::Row;
+using kwire_test::TempDir;
+
+namespace {
+
+std::string read_all(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+std::vector<std::string> names_in(const fs::path& dir) {
+  std::vector<std::string> out;
+  for (auto& e : fs::directory_iterator(dir)) out.push_back(e.path().filename().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// The temp files in `dir` (".<name>.<16 hex>.tmp").
+std::vector<fs::path> temp_files(const fs::path& dir) {
+  std::vector<fs::path> out;
+  for (auto& e : fs::directory_iterator(dir))
+    if (e.path().filename().string().front() == '.' && e.path().extension() == ".tmp") out.push_back(e.path());
+  return out;
+}
+
+// Rows with values "value-<offset>" for offsets [from, until) of t-0.
+struct Rows {
+  std::vector<std::string> values;
+  std::vector<Row> rows;
+  Rows(std::int64_t from, std::int64_t until) {
+    for (auto o = from; o < until; ++o) values.push_back(fmt::format("value-{}", o));
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      Row r;
+      r.value = kwire::protocol::ByteSpan(reinterpret_cast<const std::uint8_t*>(values[i].data()), values[i].size());
+      r.topic = "t";
+      r.offset = from + static_cast<std::int64_t>(i);
+      r.timestamp = 1000 + r.offset;
+      r.timestamp_type = 0;
+      rows.push_back(r);
+    }
+  }
+};
+
+std::string expected_lines(std::int64_t from, std::int64_t until) {
+  std::string out;
+  for (auto o = from; o < until; ++o)
+    out += fmt::format(
+        "{{\"key\":null,\"value\":\"value-{}\",\"topic\":\"t\",\"partition\":0,\"offset\":{},\"timestamp\":{},"
+        "\"timestampType\":0}}\n",
+        o, o, 1000 + o);
+  return out;
+}
+
+class FileSizeLimit {
+ public:
+  explicit FileSizeLimit(rlim_t bytes) {
+    old_handler_ = ::signal(SIGXFSZ, SIG_IGN);
+    ::getrlimit(RLIMIT_FSIZE, &old_);
+    rlimit rl = old_;
+    rl.rlim_cur = bytes;
+    ok_ = ::setrlimit(RLIMIT_FSIZE, &rl) == 0;
+  }
+  ~FileSizeLimit() {
+    ::setrlimit(RLIMIT_FSIZE, &old_);
+    ::signal(SIGXFSZ, old_handler_);
+  }
+  bool ok() const { return ok_; }
+
+ private:
+  rlimit old_{};
+  sighandler_t old_handler_{};
+  bool ok_ = false;
+};
+
+}  // namespace
+
+TEST(AtomicFileWriter, AppendsGoToTheTempFileAndCommitRenamesIt) {
+  TempDir dir;
+  const auto target = dir / "out.txt";
+  AtomicFileWriter w(target, 100);
+  const std::string piece(30, 'a');
+  for (int i = 0; i < 10; ++i) {
+    w.append(piece);
+    EXPECT_LE(w.buffered(), 100u);
+  }
+  EXPECT_EQ(w.size(), 300u);
+  EXPECT_FALSE(fs::exists(target));
+  ASSERT_TRUE(fs::exists(w.temp_path()));
+  // Everything but the buffered tail is in the temp file already.
+  EXPECT_EQ(fs::file_size(w.temp_path()) + w.buffered(), 300u);
+  EXPECT_GE(fs::file_size(w.temp_path()), 200u);
+  // A piece larger than the buffer is written through.
+  w.append(std::string(250, 'b'));
+  EXPECT_LE(w.buffered(), 100u);
+  w.commit();
+  EXPECT_EQ(read_all(target), std::string(300, 'a') + std::string(250, 'b'));
+  EXPECT_EQ(names_in(dir.path()), std::vector<std::string>{"out.txt"});
+  EXPECT_THROW(w.append("x"), CheckpointError);
+  EXPECT_THROW(w.commit(), CheckpointError);
+}
+
+TEST(AtomicFileWriter, AbortOrDestructionKeepsTheOldFile) {
+  TempDir dir;
+  const auto target = dir / "out.txt";
+  kwire::checkpoint::atomic_write_file(target, "old\n");
+  {
+    AtomicFileWriter w(target, 8);
+    w.append("new content that is longer than the buffer\n");
+    EXPECT_EQ(temp_files(dir.path()).size(), 1u);
+  }
+  EXPECT_EQ(read_all(target), "old\n");
+  EXPECT_EQ(names_in(dir.path()), std::vector<std::string>{"out.txt"});
+  AtomicFileWriter w(target);
+  w.append("x");
+  w.abort();
+  EXPECT_EQ(read_all(target), "old\n");
+  EXPECT_EQ(names_in(dir.path()), std::vector<std::string>{"out.txt"});
+}
+
+TEST(AtomicFileWriter, FullDiskFailsNamingTheFileAndLeavesNoTempFile) {
+  TempDir dir;
+  const auto target = dir / "part-00000000000000000004.jsonl";
+  kwire::checkpoint::atomic_write_file(target, "{\"old\":1}\n");
+  AtomicFileWriter w(target, 64);
+  try {
+    FileSizeLimit full(100);
+    ASSERT_TRUE(full.ok());
+    for (int i = 0; i < 10; ++i) w.append(std::string(50, 'x'));
+    FAIL() << "expected a CheckpointError";
+  } catch (const CheckpointError& e) {
+    EXPECT_NE(std::string(e.what()).find("Cannot write " + target.string() + ": File too large"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(read_all(target), "{\"old\":1}\n");
+  EXPECT_EQ(names_in(dir.path()), std::vector<std::string>{target.filename().string()});
+  EXPECT_THROW(w.commit(), CheckpointError);
+}
+
+TEST(AtomicFileWriter, MissingFolderIsReportedAtOnce) {
+  TempDir dir;
+  try {
+    AtomicFileWriter w(dir / "no" / "such" / "f");
+    FAIL() << "expected a CheckpointError";
+  } catch (const CheckpointError& e) {
+    EXPECT_NE(std::string(e.what()).find("Cannot create temp file for " + (dir / "no" / "such" / "f").string()),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(JsonLinesSink, RowsReachTheTempFileBeforeCommitWithBoundedMemory) {
+  TempDir dir;
+  JsonLinesSink sink(dir / "out", {}, 4096);
+  Rows rows(0, 5000);
+  sink.begin_batch(3);
+  for (std::size_t i = 0; i < rows.rows.size(); i += 100)
+    sink.write(std::span<const Row>(rows.rows).subspan(i, std::min<std::size_t>(100, rows.rows.size() - i)));
+  const auto expected = expected_lines(0, 5000);
+  ASSERT_GT(expected.size(), 200000u);
+  // Before the commit: no part file, and all but at most one buffer of the
+  // rows is already in the temp file.
+  EXPECT_FALSE(fs::exists(sink.part_path(3)));
+  auto temps = temp_files(dir / "out");
+  ASSERT_EQ(temps.size(), 1u);
+  EXPECT_EQ(temps[0].filename().string().rfind(".part-00000000000000000003.jsonl.", 0), 0u) << temps[0];
+  EXPECT_GE(fs::file_size(temps[0]) + 4096, expected.size());
+  EXPECT_EQ(sink.commit_batch(3), 5000);
+  EXPECT_EQ(read_all(sink.part_path(3)), expected);
+  EXPECT_EQ(names_in(dir / "out"), std::vector<std::string>{"part-00000000000000000003.jsonl"});
+}
+
+TEST(JsonLinesSink, ReplayedBatchReplacesItsFileWithIdenticalContent) {
+  TempDir dir;
+  JsonLinesSink sink(dir / "out", {}, 1000);
+  Rows rows(10, 400);
+  sink.begin_batch(0);
+  sink.write(rows.rows);
+  EXPECT_EQ(sink.commit_batch(0), 390);
+  const auto first = read_all(sink.part_path(0));
+  EXPECT_EQ(first, expected_lines(10, 400));
+  // Replay: a new sink object, as after a restart, writes the same rows again.
+  JsonLinesSink again(dir / "out", {}, 64);
+  again.begin_batch(0);
+  again.write(std::span<const Row>(rows.rows).first(200));
+  again.write(std::span<const Row>(rows.rows).subspan(200));
+  EXPECT_EQ(again.commit_batch(0), 390);
+  EXPECT_EQ(read_all(sink.part_path(0)), first);
+  EXPECT_EQ(names_in(dir / "out"), std::vector<std::string>{"part-00000000000000000000.jsonl"});
+}
+
+TEST(JsonLinesSink, FailedBatchLeavesNothingOnceTheNextBatchBegins) {
+  TempDir dir;
+  Rows rows(0, 50);
+  {
+    JsonLinesSink sink(dir / "out", {}, 16);
+    sink.begin_batch(5);
+    sink.write(rows.rows);
+    EXPECT_EQ(temp_files(dir / "out").size(), 1u);
+    // The batch failed before its commit; its replay begins.
+    sink.begin_batch(5);
+    EXPECT_EQ(temp_files(dir / "out").size(), 1u);  // the new batch's file only
+    sink.write(std::span<const Row>(rows.rows).first(10));
+    EXPECT_EQ(sink.commit_batch(5), 10);
+    EXPECT_EQ(read_all(sink.part_path(5)), expected_lines(0, 10));
+    sink.begin_batch(6);
+    sink.write(rows.rows);
+  }
+  // Destroyed mid-batch: its temp file goes with it.
+  EXPECT_EQ(names_in(dir / "out"), std::vector<std::string>{"part-00000000000000000005.jsonl"});
+}
+
+TEST(JsonLinesSink, KilledMidBatchLeavesATempFileTheNextSinkRemoves) {
+  TempDir dir;
+  const auto out = dir / "out";
+  {
+    JsonLinesSink sink(out);
+    sink.begin_batch(0);
+    Rows rows(0, 3);
+    sink.write(rows.rows);
+    sink.commit_batch(0);
+  }
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // A process that dies mid-batch: no destructor runs.
+    JsonLinesSink sink(out, {}, 128);
+    Rows rows(3, 1000);
+    sink.begin_batch(1);
+    sink.write(rows.rows);
+    ::_exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  auto left = temp_files(out);
+  ASSERT_EQ(left.size(), 1u);
+  EXPECT_GT(fs::file_size(left[0]), 0u);
+  EXPECT_FALSE(fs::exists(out / "part-00000000000000000001.jsonl"));
+  JsonLinesSink next(out);
+  EXPECT_EQ(names_in(out), std::vector<std::string>{"part-00000000000000000000.jsonl"});
+  EXPECT_EQ(read_all(out / "part-00000000000000000000.jsonl"), expected_lines(0, 3));
+}
+
+TEST(JsonLinesSink, FormatterFiltersAndReplacesLines) {
+  TempDir dir;
+  JsonLinesSink sink(dir / "out", [](const Row& r) -> std::optional<std::string> {
+    if (r.offset % 2) return std::nullopt;
+    return fmt::format("{}:{}", r.offset, r.value_string());
+  });
+  Rows rows(0, 5);
+  sink.begin_batch(1);
+  sink.write(rows.rows);
+  EXPECT_EQ(sink.commit_batch(1), 3);
+  EXPECT_EQ(read_all(sink.part_path(1)), "0:value-0\n2:value-2\n4:value-4\n");
+}
+
+TEST(JsonLinesSink, CommitWithoutRowsWritesAnEmptyFile) {
+  TempDir dir;
+  JsonLinesSink sink(dir / "out");
+  sink.begin_batch(2);
+  EXPECT_EQ(sink.commit_batch(2), 0);
+  EXPECT_TRUE(fs::exists(sink.part_path(2)));
+  EXPECT_EQ(fs::file_size(sink.part_path(2)), 0u);
+  sink.begin_batch(3);
+  EXPECT_THROW(sink.commit_batch(4), std::logic_error);
+}
