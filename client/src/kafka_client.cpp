@@ -15,8 +15,6 @@ namespace kwire::client {
 
 using namespace kwire::protocol;
 
-std::string to_string(const TopicPartition& tp) { return fmt::format("{}-{}", tp.topic, tp.partition); }
-
 const TopicMetadata* ClusterMetadata::topic(const std::string& name) const {
   for (auto& t : topics)
     if (t.name == name) return &t;

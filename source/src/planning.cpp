@@ -106,8 +106,6 @@ std::int64_t part_count(std::int64_t size, std::int64_t total, std::int64_t min_
 
 }  // namespace
 
-std::string to_string(const TopicPartition& tp) { return fmt::format("{}-{}", tp.topic, tp.partition); }
-
 // ---- rate_limit ----
 
 PartitionOffsets rate_limit(std::int64_t limit, const PartitionOffsets& from, const PartitionOffsets& until,

@@ -50,7 +50,7 @@ RangeReadResult RangeReader::read(const std::vector<OffsetRange>& ranges, Sink& 
   std::map<client::TopicPartition, std::pair<std::int64_t, std::int64_t>> want;  // next, until
   std::set<client::TopicPartition> done;                                         // read (and paused)
   for (auto& r : ranges) {
-    auto tp = detail::to_client(r.tp);
+    auto tp = r.tp;
     auto it = want.find(tp);
     if (it == want.end()) want[tp] = {r.from_offset, r.until_offset};
     else {
@@ -99,8 +99,7 @@ RangeReadResult RangeReader::read(const std::vector<OffsetRange>& ranges, Sink& 
       auto tp = e.partition();
       auto& [next, until] = want[tp];
       if (options_.fail_on_data_loss)
-        throw DataLossError::could_not_read_offset_range(TopicPartition{tp.topic, tp.partition}, next, until,
-                                                         options_.group_id);
+        throw DataLossError::could_not_read_offset_range(tp, next, until, options_.group_id);
       // Spark's rule: compare the offset with the range the broker still has.
       const auto earliest = consumer_.beginning_offsets({tp})[tp];
       const auto latest = consumer_.end_offsets({tp})[tp];

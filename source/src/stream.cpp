@@ -30,15 +30,7 @@ using detail::warn;
 
 namespace {
 
-std::string new_run_id() {
-  std::random_device rd;
-  std::mt19937_64 gen((static_cast<std::uint64_t>(rd()) << 32) ^ rd());
-  std::uint64_t hi = gen(), lo = gen();
-  hi = (hi & 0xffffffffffff0fffULL) | 0x0000000000004000ULL;  // version 4
-  lo = (lo & 0x3fffffffffffffffULL) | 0x8000000000000000ULL;  // variant 1
-  return fmt::format("{:08x}-{:04x}-{:04x}-{:04x}-{:012x}", hi >> 32, (hi >> 16) & 0xffff, hi & 0xffff, lo >> 48,
-                     lo & 0xffffffffffffULL);
-}
+std::string new_run_id() { return protocol::Uuid::random().to_string(); }
 
 // The starting* options as given (keys lower-cased, sorted), to tell on a
 // restart whether they changed since sources/0/0 was written.

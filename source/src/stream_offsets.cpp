@@ -73,7 +73,7 @@ PartitionOffsets StreamingQuery::fetch_offsets(const std::vector<TopicPartition>
   PartitionOffsets out;
   if (tps.empty()) return out;
   std::map<client::TopicPartition, std::int64_t> req;
-  for (auto& tp : tps) req[detail::to_client(tp)] = target;
+  for (auto& tp : tps) req[tp] = target;
   const int attempts = std::max(1, options_.fetch_offset_num_retries);
   for (int attempt = 1;; ++attempt) {
     try {
@@ -155,7 +155,7 @@ PartitionOffsets StreamingQuery::resolve_initial_offsets() {
   // Timestamps.
   std::map<client::TopicPartition, std::int64_t> req;
   if (auto* g = std::get_if<GlobalTimestamp>(&spec)) {
-    for (auto& tp : tps) req[detail::to_client(tp)] = g->timestamp_ms;
+    for (auto& tp : tps) req[tp] = g->timestamp_ms;
   } else {
     auto& st = std::get<SpecificTimestamps>(spec);
     std::set<TopicPartition> given, assigned(tps.begin(), tps.end());

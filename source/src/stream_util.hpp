@@ -20,10 +20,6 @@ inline std::int64_t elapsed_ms(std::chrono::steady_clock::time_point since) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - since).count();
 }
 
-inline client::TopicPartition to_client(const TopicPartition& tp) {
-  return client::TopicPartition{tp.topic, tp.partition};
-}
-
 // Never throws: a warning that cannot be written (stderr on a full disk)
 // must not fail the batch.
 inline void warn(const std::string& text) noexcept { std::fprintf(stderr, "WARN %s\n", text.c_str()); }

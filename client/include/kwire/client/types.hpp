@@ -5,12 +5,12 @@
 #pragma once
 
 #include <chrono>
-#include <compare>
 #include <cstdint>
 #include <memory>
 #include <string>
 
 #include "kwire/protocol/bytes.hpp"
+#include "kwire/protocol/topic_partition.hpp"
 
 namespace kwire::client {
 
@@ -28,14 +28,8 @@ struct Response {
   std::int16_t version = 0;
 };
 
-/// A partition of a topic, ordered by topic name then partition number.
-struct TopicPartition {
-  std::string topic;
-  std::int32_t partition = 0;
-  auto operator<=>(const TopicPartition&) const = default;
-  bool operator==(const TopicPartition&) const = default;
-};
-std::string to_string(const TopicPartition& tp);  // "topic-3", as Kafka prints it
+using protocol::to_string;
+using protocol::TopicPartition;
 
 /// ListOffsets targets (protocol guide): -2 earliest, -1 latest, -3 the offset
 /// of the record with the largest timestamp; >= 0 a timestamp in ms.

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "kwire/checkpoint/checkpoint.hpp"
+#include "kwire/protocol/topic_partition.hpp"
 
 namespace kwire::source {
 
@@ -23,15 +24,8 @@ using checkpoint::PartitionOffsets;
 
 struct SourceOptions;
 
-struct TopicPartition {
-  std::string topic;
-  std::int32_t partition = 0;
-  auto operator<=>(const TopicPartition&) const = default;
-  bool operator==(const TopicPartition&) const = default;
-};
-
-/// Kafka's TopicPartition text, "topic-partition".
-std::string to_string(const TopicPartition& tp);
+using protocol::to_string;  // "topic-partition", as Kafka prints it
+using protocol::TopicPartition;
 
 /// Offsets [from_offset, until_offset) of one partition.
 struct OffsetRange {
