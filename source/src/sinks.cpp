@@ -1,6 +1,8 @@
 // The sinks: JsonLinesSink (a file per batch, written as rows arrive and made
 // durable at commit), ConsoleSink, and the query's internal MeteringSink.
 #include <cstdio>
+#include <iterator>
+#include <memory>
 #include <stdexcept>
 
 #include <fmt/format.h>
