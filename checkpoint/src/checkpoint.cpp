@@ -18,6 +18,7 @@
 #include <simdjson.h>
 
 #include "file_io.hpp"
+#include "kwire/checkpoint/json_escape.hpp"
 #include "kwire/protocol/bytes.hpp"
 
 namespace kwire::checkpoint {
@@ -39,28 +40,6 @@ constexpr std::string_view kCommitBody = R"({"nextBatchWatermarkMs":0})";
   throw CheckpointError(msg);
 }
 
-void append_json_string(std::string& out, std::string_view s) {
-  out.push_back('"');
-  for (char ch : s) {
-    const auto c = static_cast<unsigned char>(ch);
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (c < 0x20) {
-          out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
-        } else {
-          out.push_back(ch);
-        }
-    }
-  }
-  out.push_back('"');
-}
 
 // A partition key: optional '-', then 1+ decimal digits, fitting in int32.
 std::optional<std::int32_t> parse_partition_key(std::string_view key) {

@@ -1,15 +1,11 @@
-// JSON string escaping for sinks and tools.
+// JSON string escaping for sinks and tools: the checkpoint module's escaper.
 #pragma once
 
-#include <cstdint>
-#include <string>
-#include <string_view>
+#include "kwire/checkpoint/json_escape.hpp"
 
 namespace kwire::source {
 
-/// Append `s` as a JSON string literal (quotes included). Bytes that are not
-/// valid UTF-8 are written as \u00XX escapes of the byte value.
-void append_json_string(std::string& out, std::string_view s);
-std::string json_string(std::string_view s);
+using checkpoint::append_json_string;
+using checkpoint::json_string;
 
 }  // namespace kwire::source

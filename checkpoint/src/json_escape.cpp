@@ -1,8 +1,8 @@
-#include "kwire/source/json_escape.hpp"
+#include "kwire/checkpoint/json_escape.hpp"
 
 #include <fmt/format.h>
 
-namespace kwire::source {
+namespace kwire::checkpoint {
 
 namespace {
 // Length of a valid UTF-8 sequence starting at s[i], or 0.
@@ -48,4 +48,4 @@ std::string json_string(std::string_view s) {
   return out;
 }
 
-}  // namespace kwire::source
+}  // namespace kwire::checkpoint
