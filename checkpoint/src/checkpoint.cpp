@@ -40,7 +40,6 @@ constexpr std::string_view kCommitBody = R"({"nextBatchWatermarkMs":0})";
   throw CheckpointError(msg);
 }
 
-
 // A partition key: optional '-', then 1+ decimal digits, fitting in int32.
 std::optional<std::int32_t> parse_partition_key(std::string_view key) {
   if (key.empty()) return std::nullopt;

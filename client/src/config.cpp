@@ -80,19 +80,68 @@ std::string lower(std::string s) {
   return s;
 }
 
-// Java client (producer, consumer, admin) and librdkafka keys that kwire
-// accepts without using. Prefix entries end in '.'.
+// Every configuration name of Java's KafkaConsumer (ConsumerConfig), the one
+// list of them: the source uses it to tell a client option given without
+// its "kafka." prefix.
+const std::set<std::string_view>& java_consumer_properties() {
+  static const std::set<std::string_view> names = {
+      "allow.auto.create.topics",
+      "auto.commit.interval.ms",
+      "auto.include.jmx.reporter",
+      "auto.offset.reset",
+      "bootstrap.servers",
+      "check.crcs",
+      "client.dns.lookup",
+      "client.id",
+      "client.rack",
+      "connections.max.idle.ms",
+      "default.api.timeout.ms",
+      "enable.auto.commit",
+      "enable.metrics.push",
+      "exclude.internal.topics",
+      "fetch.max.bytes",
+      "fetch.max.wait.ms",
+      "fetch.min.bytes",
+      "group.id",
+      "group.instance.id",
+      "group.protocol",
+      "group.remote.assignor",
+      "heartbeat.interval.ms",
+      "interceptor.classes",
+      "isolation.level",
+      "key.deserializer",
+      "max.partition.fetch.bytes",
+      "max.poll.interval.ms",
+      "max.poll.records",
+      "metadata.max.age.ms",
+      "metadata.recovery.rebootstrap.trigger.ms",
+      "metadata.recovery.strategy",
+      "metric.reporters",
+      "metrics.num.samples",
+      "metrics.recording.level",
+      "metrics.sample.window.ms",
+      "partition.assignment.strategy",
+      "receive.buffer.bytes",
+      "reconnect.backoff.max.ms",
+      "reconnect.backoff.ms",
+      "request.timeout.ms",
+      "retry.backoff.max.ms",
+      "retry.backoff.ms",
+      "security.providers",
+      "send.buffer.bytes",
+      "session.timeout.ms",
+      "socket.connection.setup.timeout.max.ms",
+      "socket.connection.setup.timeout.ms",
+      "value.deserializer",
+  };
+  return names;
+}
+
+// Java producer and admin and librdkafka keys that kwire accepts without
+// using (the consumer's are in java_consumer_properties()). Prefix entries
+// end in '.'.
 const std::set<std::string_view>& known_unused_keys() {
   static const std::set<std::string_view> keys = {
-      // Java consumer
-      "allow.auto.create.topics", "auto.commit.interval.ms", "auto.include.jmx.reporter", "auto.offset.reset",
-      "client.dns.lookup", "client.rack", "connections.max.idle.ms", "enable.auto.commit", "enable.metrics.push",
-      "exclude.internal.topics", "group.instance.id", "group.protocol", "group.remote.assignor",
-      "heartbeat.interval.ms", "interceptor.classes", "key.deserializer", "max.poll.interval.ms",
-      "metadata.recovery.strategy", "metadata.recovery.rebootstrap.trigger.ms", "metric.reporters",
-      "metrics.num.samples", "metrics.recording.level", "metrics.sample.window.ms", "partition.assignment.strategy",
-      "reconnect.backoff.max.ms", "reconnect.backoff.ms", "retry.backoff.max.ms", "session.timeout.ms",
-      "socket.connection.setup.timeout.max.ms", "value.deserializer", "security.providers",
       // Java producer
       "buffer.memory", "enable.idempotence", "key.serializer", "max.block.ms", "max.in.flight.requests.per.connection",
       "metadata.max.idle.ms", "partitioner.class", "partitioner.ignore.keys",
@@ -125,8 +174,10 @@ constexpr std::string_view kKnownUnusedPrefixes[] = {"metrics.", "sasl.login."};
 
 }  // namespace
 
+bool is_java_consumer_property(std::string_view key) { return java_consumer_properties().count(key) > 0; }
+
 bool is_known_client_config(std::string_view key) {
-  if (known_unused_keys().count(key)) return true;
+  if (known_unused_keys().count(key) || is_java_consumer_property(key)) return true;
   for (auto p : kKnownUnusedPrefixes)
     if (key.substr(0, p.size()) == p) return true;
   return false;

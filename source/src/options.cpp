@@ -1,5 +1,7 @@
 #include "kwire/source/options.hpp"
 
+#include "kwire/client/config.hpp"
+
 #include <algorithm>
 #include <array>
 #include <charconv>
@@ -250,58 +252,6 @@ void check_specific_offsets(const OffsetSpec& spec, std::string_view option, boo
 constexpr std::array<std::string_view, 5> kForbiddenKafkaOptions = {
     "auto.offset.reset", "key.deserializer", "value.deserializer", "enable.auto.commit", "interceptor.classes"};
 
-const std::set<std::string_view>& known_client_options() {
-  static const std::set<std::string_view> names = {
-      "allow.auto.create.topics",
-      "auto.commit.interval.ms",
-      "auto.include.jmx.reporter",
-      "auto.offset.reset",
-      "bootstrap.servers",
-      "check.crcs",
-      "client.dns.lookup",
-      "client.id",
-      "client.rack",
-      "connections.max.idle.ms",
-      "default.api.timeout.ms",
-      "enable.auto.commit",
-      "enable.metrics.push",
-      "exclude.internal.topics",
-      "fetch.max.bytes",
-      "fetch.max.wait.ms",
-      "fetch.min.bytes",
-      "group.id",
-      "group.instance.id",
-      "group.protocol",
-      "group.remote.assignor",
-      "heartbeat.interval.ms",
-      "interceptor.classes",
-      "isolation.level",
-      "key.deserializer",
-      "max.partition.fetch.bytes",
-      "max.poll.interval.ms",
-      "max.poll.records",
-      "metadata.max.age.ms",
-      "metadata.recovery.strategy",
-      "metric.reporters",
-      "metrics.num.samples",
-      "metrics.recording.level",
-      "metrics.sample.window.ms",
-      "partition.assignment.strategy",
-      "receive.buffer.bytes",
-      "reconnect.backoff.max.ms",
-      "reconnect.backoff.ms",
-      "request.timeout.ms",
-      "retry.backoff.max.ms",
-      "retry.backoff.ms",
-      "send.buffer.bytes",
-      "session.timeout.ms",
-      "socket.connection.setup.timeout.max.ms",
-      "socket.connection.setup.timeout.ms",
-      "value.deserializer",
-  };
-  return names;
-}
-
 std::string forbidden_message(std::string_view name) {
   if (name == "auto.offset.reset") {
     return "Kafka option 'auto.offset.reset' is not supported. Instead set the source option "
@@ -503,7 +453,7 @@ bool is_kafka_client_option(std::string_view name) {
   const std::string lower = to_lower(name);
   const std::string_view v = lower;
   if (v.starts_with("ssl.") || v.starts_with("sasl.") || v.starts_with("security.")) return true;
-  return known_client_options().count(v) > 0;
+  return client::is_java_consumer_property(v);
 }
 
 bool SourceOptions::group_id_set() const {

@@ -28,6 +28,9 @@ std::vector<BrokerAddress> parse_bootstrap_servers(const std::string& list);
 /// that kwire accepts without using, so that giving it is not reported as
 /// unknown (kwire's own keys are handled by ClientConfig::from_properties).
 bool is_known_client_config(std::string_view key);
+/// Whether `key` is a configuration name of Java's KafkaConsumer
+/// (ConsumerConfig), e.g. "max.poll.records" or "group.id".
+bool is_java_consumer_property(std::string_view key);
 
 struct ClientConfig {
   std::vector<BrokerAddress> bootstrap_servers;  // bootstrap.servers (metadata.broker.list)
