@@ -44,6 +44,8 @@ std::int64_t Consumer::position(const TopicPartition& tp) {
   return fetcher_->position(tp).value();
 }
 
+std::optional<std::int64_t> Consumer::known_position(const TopicPartition& tp) const { return fetcher_->position(tp); }
+
 void Consumer::pause(const std::vector<TopicPartition>& tps) { fetcher_->pause(tps); }
 void Consumer::resume(const std::vector<TopicPartition>& tps) { fetcher_->resume(tps); }
 

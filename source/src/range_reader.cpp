@@ -62,12 +62,16 @@ RangeReadResult RangeReader::read(const std::vector<OffsetRange>& ranges, Sink& 
   for (auto& [tp, _] : want) tps.push_back(tp);
 
   // Move the consumer to this read: the same assignment keeps the fetch
-  // session; seek() makes answers of fetches sent from other positions
-  // (an earlier read's prefetch) be dropped and fetched again.
+  // session. A partition already at the range's start (the previous batch
+  // ended there) is not sought: what was prefetched for it is used, and the
+  // leader epoch of its last record stays known, so a log truncated since
+  // (an unclean leader election) is detected (KIP-320). Others are sought,
+  // which drops answers fetched from other positions.
   auto assigned = consumer_.assignment();
   std::sort(assigned.begin(), assigned.end());
   if (assigned != tps) consumer_.assign(tps);
-  for (auto& [tp, w] : want) consumer_.seek(tp, w.first);
+  for (auto& [tp, w] : want)
+    if (consumer_.known_position(tp) != w.first) consumer_.seek(tp, w.first);
   consumer_.resume(tps);
 
   // failOnDataLoss=false: one warning per skipped span, printed and kept.
@@ -95,6 +99,22 @@ RangeReadResult RangeReader::read(const std::vector<OffsetRange>& ranges, Sink& 
     client::ConsumerRecords recs;
     try {
       recs = consumer_.poll(std::min(poll_timeout, std::chrono::milliseconds(1000)));
+    } catch (const client::LogTruncationError& e) {
+      // The log was truncated below what was read (KIP-320): Spark's
+      // PARTITION_OFFSET_CHANGED. Without failOnDataLoss the read goes on
+      // from where it was; the records that replaced the truncated ones below
+      // it are not read.
+      auto tp = e.partition();
+      auto& next = want[tp].first;
+      auto loss = DataLossError::partition_offset_changed(tp, e.offset(), e.divergent_offset());
+      if (options_.fail_on_data_loss) throw loss;
+      auto text = data_loss_warning(loss);
+      warn(text);
+      result.warnings.push_back(std::move(text));
+      result.data_loss += 1;
+      consumer_.seek(tp, next);
+      last_progress = std::chrono::steady_clock::now();
+      continue;
     } catch (const client::OffsetOutOfRangeError& e) {
       auto tp = e.partition();
       auto& [next, until] = want[tp];

@@ -220,3 +220,46 @@ TEST(MockSource, ExactlyOnceRowsAcrossLeaderMoveDropsAndTruncation) {
   }
   EXPECT_TRUE(moved);
 }
+
+// A log truncated below what a query read (an unclean leader election between
+// two batches) is Spark's PARTITION_OFFSET_CHANGED: the query's consumer
+// keeps the leader epoch of the last record read and checks it with
+// OffsetForLeaderEpoch against the new leader.
+TEST(MockSource, LogTruncatedBelowWhatWasReadIsDataLoss) {
+  for (const std::string fail : {"true", "false"}) {
+    SCOPED_TRACE("failOnDataLoss=" + fail);
+    MockCluster c(2);
+    c.create_topic("t", 1, {1});
+    c.append_values("t", 0, 10, 5);
+    TempDir dir;
+    CollectSink sink;
+    StreamingQuery q(options(c, {{"failOnDataLoss", fail}}), dir.path(), sink, every_call());
+    ASSERT_TRUE(q.run_once_batch().has_value());
+    EXPECT_EQ(sink.rows, rows_of("t-0", 0, 10));
+    c.move_leader("t", 0, 2);
+    c.truncate_log("t", 0, 5);
+    c.append_values("t", 0, 8, 4, "w");  // 5-12 under the new epoch
+    if (fail == "true") {
+      try {
+        q.run_once_batch();
+        FAIL() << "expected DataLossError";
+      } catch (const DataLossError& e) {
+        EXPECT_EQ(e.kind(), DataLossKind::partition_offset_changed);
+        EXPECT_EQ(e.partition(), 0);
+        EXPECT_EQ(e.start_offset(), 10);
+        EXPECT_EQ(e.end_offset(), 5);
+      }
+      EXPECT_EQ(sink.rows.size(), 10u);
+    } else {
+      auto b1 = q.run_once_batch();
+      ASSERT_TRUE(b1.has_value());
+      EXPECT_EQ(b1->data_loss, 1);
+      ASSERT_FALSE(b1->warnings.empty());
+      EXPECT_NE(b1->warnings.front().find("PARTITION_OFFSET_CHANGED"), std::string::npos) << b1->warnings.front();
+      auto want = rows_of("t-0", 0, 10);
+      auto tail = rows_of("t-0", 10, 13, "w");
+      want.insert(want.end(), tail.begin(), tail.end());
+      EXPECT_EQ(sink.rows, want);
+    }
+  }
+}

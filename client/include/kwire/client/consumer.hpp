@@ -63,6 +63,10 @@ class Consumer {
   void seek_to_end(const std::vector<TopicPartition>& tps);
   /// Next offset to read; resolves it with auto.offset.reset when unknown.
   std::int64_t position(const TopicPartition& tp);
+  /// The position when one is known, without resolving it (nullopt for a
+  /// partition just assigned, or reset after OFFSET_OUT_OF_RANGE). Throws
+  /// ClientError when the partition is not assigned.
+  std::optional<std::int64_t> known_position(const TopicPartition& tp) const;
   /// Stop fetching a partition (e.g. once a range end is reached) / resume
   /// it. Nothing of a paused partition is returned; records received for it
   /// before the pause are kept and returned after resume(), as in Java.
