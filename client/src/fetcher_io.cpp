@@ -250,7 +250,7 @@ void Fetcher::take_partition(const TopicPartition& tp, const InFlight& f, FetchR
   if (code == 0) {
     s.failures = s.attempts = 0;
     s.not_before = {};
-    s.info = FetchedPartition{tp, sent, 0, p.high_watermark, p.last_stable_offset, p.log_start_offset};
+    s.info = FetchedPartition{tp, sent, p.high_watermark, p.last_stable_offset, p.log_start_offset};
     if (f.version >= 12 && (p.diverging_epoch.epoch >= 0 || p.diverging_epoch.end_offset >= 0)) {
       // KIP-320: the log diverged from what was fetched before `sent`.
       truncated(tp, s, p.diverging_epoch.end_offset, p.diverging_epoch.epoch);

@@ -52,7 +52,6 @@ class Sink {
   }
   std::uint8_t* free_begin() noexcept { return out_.data() + used_; }
   std::size_t free_size() const noexcept { return out_.size() - used_; }
-  std::size_t used() const noexcept { return used_; }
   void produced(std::size_t n) noexcept { used_ += n; }
   /// Makes room for more output or throws when the limit is reached.
   void ensure_room() {

@@ -110,11 +110,11 @@ class CorruptBatchError : public ClientError {
   protocol::CorruptionKind kind_;
 };
 
-/// A partition's answer to the last Fetch: its offsets as the leader reported them.
+/// A partition's last Fetch answer without error: its offsets as the leader
+/// reported them.
 struct FetchedPartition {
   TopicPartition tp;
   std::int64_t fetch_offset = 0;
-  std::int16_t error_code = 0;
   std::int64_t high_watermark = -1;
   std::int64_t last_stable_offset = -1;
   std::int64_t log_start_offset = -1;
