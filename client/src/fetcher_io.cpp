@@ -65,16 +65,21 @@ void Fetcher::send_fetches() {
         !s.answers.empty() && s.answers.back().last_epoch >= 0 ? s.answers.back().last_epoch : s.position_epoch;
     by_leader[leader.node].push_back({tp, sent});
   }
+  // A broker that cannot be reached: its partitions back off (not counted
+  // against the retry budget) and metadata is refreshed.
+  auto unreachable = [&](std::int32_t node, const std::vector<Want>& wants) {
+    sessions_.erase(node);
+    for (auto& w : wants) {
+      back_off(w.tp, state(w.tp), kNetworkException, false);
+      refresh.push_back(w.tp.topic);
+    }
+  };
   for (auto& [node, wants] : by_leader) {
     std::int16_t v;
     try {
       v = cluster_.fetch_version(node);
     } catch (const ConnectionError&) {
-      sessions_.erase(node);
-      for (auto& w : wants) {
-        back_off(w.tp, state(w.tp), kNetworkException, false);
-        refresh.push_back(w.tp.topic);
-      }
+      unreachable(node, wants);
       continue;
     }
     // Topic ids are required from v13; stay at v12 while one is unknown.
@@ -141,11 +146,7 @@ void Fetcher::send_fetches() {
       f->pending.deadline =
           Clock::now() + std::chrono::milliseconds(config_.fetch_max_wait_ms + config_.request_timeout_ms);
     } catch (const ConnectionError&) {
-      sessions_.erase(node);
-      for (auto& w : wants) {
-        back_off(w.tp, state(w.tp), kNetworkException, false);
-        refresh.push_back(w.tp.topic);
-      }
+      unreachable(node, wants);
       continue;
     }
     in_flight_[node] = std::move(f);

@@ -17,6 +17,7 @@
 #include "kwire/mock/mock_cluster.hpp"
 #include "kwire/source/planning.hpp"
 #include "kwire/source/stream.hpp"
+#include "mock_source_support.hpp"
 
 using namespace std::chrono_literals;
 using kwire::mock::Fault;
@@ -34,52 +35,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-class CollectSink : public kwire::source::Sink {
- public:
-  void begin_batch(std::int64_t) override { current_.clear(); }
-  void write(std::span<const Row> rows) override {
-    for (auto& r : rows)
-      current_.push_back(std::string(r.topic) + "-" + std::to_string(r.partition) + "@" + std::to_string(r.offset) +
-                         "=" + std::string(r.value_string()));
-  }
-  std::int64_t commit_batch(std::int64_t) override {
-    rows.insert(rows.end(), current_.begin(), current_.end());
-    return static_cast<std::int64_t>(current_.size());
-  }
-  std::vector<std::string> rows;
-
- private:
-  std::vector<std::string> current_;
-};
-
 using kwire_test::TempDir;
-
-std::map<std::string, std::string> options(const MockCluster& c, std::map<std::string, std::string> extra = {}) {
-  std::map<std::string, std::string> o{{"kafka.bootstrap.servers", c.bootstrap_servers()},
-                                       {"subscribe", "t"},
-                                       {"startingOffsets", "earliest"},
-                                       {"kafka.fetch.max.wait.ms", "20"},
-                                       {"kafka.retry.backoff.ms", "20"},
-                                       {"kafka.request.timeout.ms", "3000"},
-                                       {"fetchOffset.retryIntervalMs", "10"},
-                                       {"kafkaConsumer.pollTimeoutMs", "5000"}};
-  for (auto& [k, v] : extra) o[k] = v;
-  return o;
-}
-
-Trigger every_call() {
-  Trigger t;
-  t.kind = Trigger::Kind::processing_time;
-  t.interval_ms = 0;
-  return t;
-}
-
-std::vector<std::string> rows_of(const std::string& tp, std::int64_t from, std::int64_t until,
-                                 const std::string& prefix = "v") {
-  std::vector<std::string> out;
-  for (auto o = from; o < until; ++o) out.push_back(tp + "@" + std::to_string(o) + "=" + prefix + std::to_string(o));
-  return out;
-}
+using namespace kwire_test;
 
 std::vector<std::string> sorted(std::vector<std::string> v) {
   std::sort(v.begin(), v.end());
@@ -93,8 +50,8 @@ TEST(MockSource, LogStartMoveWithFailOnDataLossRaises) {
   c.create_topic("t", 1);
   c.append_values("t", 0, 5);
   TempDir dir;
-  CollectSink sink;
-  StreamingQuery q(options(c, {{"failOnDataLoss", "true"}}), dir.path(), sink, every_call());
+  BatchSink sink;
+  StreamingQuery q(source_options(c, {{"failOnDataLoss", "true"}}), dir.path(), sink, every_call());
   auto b0 = q.run_once_batch();
   ASSERT_TRUE(b0.has_value());
   EXPECT_EQ(sink.rows, rows_of("t-0", 0, 5));
@@ -116,8 +73,8 @@ TEST(MockSource, LogStartMoveWithoutFailOnDataLossSkipsTheLostRange) {
   c.create_topic("t", 1);
   c.append_values("t", 0, 5);
   TempDir dir;
-  CollectSink sink;
-  StreamingQuery q(options(c, {{"failOnDataLoss", "false"}}), dir.path(), sink, every_call());
+  BatchSink sink;
+  StreamingQuery q(source_options(c, {{"failOnDataLoss", "false"}}), dir.path(), sink, every_call());
   ASSERT_TRUE(q.run_once_batch().has_value());
   c.append_values("t", 0, 5);
   c.set_log_start_offset("t", 0, 8);
@@ -137,8 +94,8 @@ TEST(MockSource, TopicRecreatedIsReportedAsDataLoss) {
   c.create_topic("t", 1);
   c.append_values("t", 0, 5);
   TempDir dir;
-  CollectSink sink;
-  StreamingQuery q(options(c, {{"failOnDataLoss", "true"}, {"fetchOffset.numRetries", "2"}}), dir.path(), sink,
+  BatchSink sink;
+  StreamingQuery q(source_options(c, {{"failOnDataLoss", "true"}, {"fetchOffset.numRetries", "2"}}), dir.path(), sink,
                    every_call());
   ASSERT_TRUE(q.run_once_batch().has_value());
   c.recreate_topic("t", 1);
@@ -159,8 +116,8 @@ TEST(MockSource, PartitionsAppearingArePickedUpWithSubscribe) {
   c.create_topic("t", 1);
   c.append_values("t", 0, 3);
   TempDir dir;
-  CollectSink sink;
-  StreamingQuery q(options(c), dir.path(), sink, every_call());
+  BatchSink sink;
+  StreamingQuery q(source_options(c), dir.path(), sink, every_call());
   ASSERT_TRUE(q.run_once_batch().has_value());
   EXPECT_EQ(sink.rows, rows_of("t-0", 0, 3));
   c.add_partitions("t", 3);
@@ -183,8 +140,8 @@ TEST(MockSource, ExactlyOnceRowsAcrossLeaderMoveDropsAndTruncation) {
   c.append_values("t", 0, 6, 2);
   c.append_values("t", 1, 6, 3);
   TempDir dir;
-  CollectSink sink;
-  StreamingQuery q(options(c, {{"maxOffsetsPerTrigger", "6"}}), dir.path(), sink, every_call());
+  BatchSink sink;
+  StreamingQuery q(source_options(c, {{"maxOffsetsPerTrigger", "6"}}), dir.path(), sink, every_call());
   ASSERT_TRUE(q.run_once_batch().has_value());  // 3 + 3 rows
 
   c.move_leader("t", 0, 2);
@@ -232,8 +189,8 @@ TEST(MockSource, LogTruncatedBelowWhatWasReadIsDataLoss) {
     c.create_topic("t", 1, {1});
     c.append_values("t", 0, 10, 5);
     TempDir dir;
-    CollectSink sink;
-    StreamingQuery q(options(c, {{"failOnDataLoss", fail}}), dir.path(), sink, every_call());
+    BatchSink sink;
+    StreamingQuery q(source_options(c, {{"failOnDataLoss", fail}}), dir.path(), sink, every_call());
     ASSERT_TRUE(q.run_once_batch().has_value());
     EXPECT_EQ(sink.rows, rows_of("t-0", 0, 10));
     c.move_leader("t", 0, 2);

@@ -17,6 +17,7 @@
 #include "kwire/client/consumer.hpp"
 #include "kwire/mock/mock_cluster.hpp"
 #include "kwire/source/stream.hpp"
+#include "mock_source_support.hpp"
 
 using kwire::mock::MockCluster;
 using kwire::source::BatchProgress;
@@ -28,58 +29,9 @@ using kwire::source::Row;
 using kwire::source::StreamingQuery;
 using kwire::source::Trigger;
 using kwire_test::TempDir;
+using namespace kwire_test;
 
 namespace {
-
-// Keeps each committed batch's rows as "t-P@OFFSET=VALUE".
-class BatchSink : public kwire::source::Sink {
- public:
-  void begin_batch(std::int64_t) override { current_.clear(); }
-  void write(std::span<const Row> rows) override {
-    for (auto& r : rows)
-      current_.push_back(std::string(r.topic) + "-" + std::to_string(r.partition) + "@" + std::to_string(r.offset) +
-                         "=" + std::string(r.value_string()));
-  }
-  std::int64_t commit_batch(std::int64_t id) override {
-    batches[id] = current_;
-    return static_cast<std::int64_t>(current_.size());
-  }
-  std::vector<std::string> all() const {
-    std::vector<std::string> out;
-    for (auto& [_, rows] : batches) out.insert(out.end(), rows.begin(), rows.end());
-    return out;
-  }
-  std::map<std::int64_t, std::vector<std::string>> batches;
-
- private:
-  std::vector<std::string> current_;
-};
-
-std::map<std::string, std::string> options(const MockCluster& c, std::map<std::string, std::string> extra = {}) {
-  std::map<std::string, std::string> o{{"kafka.bootstrap.servers", c.bootstrap_servers()},
-                                       {"subscribe", "t"},
-                                       {"startingOffsets", "earliest"},
-                                       {"kafka.fetch.max.wait.ms", "20"},
-                                       {"kafka.retry.backoff.ms", "20"},
-                                       {"kafka.request.timeout.ms", "3000"},
-                                       {"fetchOffset.retryIntervalMs", "10"},
-                                       {"kafkaConsumer.pollTimeoutMs", "5000"}};
-  for (auto& [k, v] : extra) o[k] = v;
-  return o;
-}
-
-Trigger every_call() {
-  Trigger t;
-  t.kind = Trigger::Kind::processing_time;
-  t.interval_ms = 0;
-  return t;
-}
-
-std::vector<std::string> rows_of(const std::string& tp, std::int64_t from, std::int64_t until) {
-  std::vector<std::string> out;
-  for (auto o = from; o < until; ++o) out.push_back(tp + "@" + std::to_string(o) + "=v" + std::to_string(o));
-  return out;
-}
 
 // Sorted by partition, then offset (rows of different partitions may come in
 // any order, those of one partition come in offset order).
@@ -108,7 +60,7 @@ TEST(MockStreamConsumer, OneConsumerServesEveryBatch) {
   c.append_values("t", 1, 2);
   TempDir dir;
   BatchSink sink;
-  StreamingQuery q(options(c), dir / "ck", sink, every_call());
+  StreamingQuery q(source_options(c), dir / "ck", sink, every_call());
   EXPECT_EQ(q.connection_stats().consumers_created, 0u);
   ASSERT_TRUE(q.run_once_batch().has_value());
   const int accepted_after_first = c.connections_accepted();
@@ -152,8 +104,8 @@ TEST(MockStreamConsumer, PrefetchInFlightAcrossBatchesNeitherLeaksNorRepeats) {
   // (data past the range is buffered or in flight when a batch ends), and a
   // long broker wait so the prefetch sent at a batch's end is still pending
   // when the next batch starts.
-  StreamingQuery q(options(c, {{"maxOffsetsPerTrigger", "6"}, {"kafka.fetch.max.wait.ms", "100"}}), dir / "ck", sink,
-                   every_call());
+  StreamingQuery q(source_options(c, {{"maxOffsetsPerTrigger", "6"}, {"kafka.fetch.max.wait.ms", "100"}}), dir / "ck",
+                   sink, every_call());
   std::int64_t ends[2] = {20, 20};
   int batches = 0;
   for (; batches < 40; ++batches) {
@@ -181,7 +133,7 @@ TEST(MockStreamConsumer, PartitionsLeavingAndRejoiningTheBatches) {
   c.append_values("t", 0, 2);
   TempDir dir;
   BatchSink sink;
-  StreamingQuery q(options(c), dir / "ck", sink, every_call());
+  StreamingQuery q(source_options(c), dir / "ck", sink, every_call());
   auto b0 = q.run_once_batch();
   ASSERT_TRUE(b0.has_value());
   EXPECT_EQ(sink.batches[0], rows_of("t-0", 0, 2));
@@ -209,7 +161,7 @@ TEST(MockStreamConsumer, AFailedReadGetsAFreshConsumer) {
   c.append_values("t", 0, 5);
   TempDir dir;
   BatchSink sink;
-  StreamingQuery q(options(c, {{"failOnDataLoss", "true"}}), dir / "ck", sink, every_call());
+  StreamingQuery q(source_options(c, {{"failOnDataLoss", "true"}}), dir / "ck", sink, every_call());
   ASSERT_TRUE(q.run_once_batch().has_value());
   EXPECT_EQ(q.connection_stats().consumers_created, 1u);
   const auto before = q.connection_stats();
