@@ -51,10 +51,9 @@ TEST(MockBatch, DefaultsReadEarliestToLatest) {
   BatchQuery q(batch_options(c));
   auto plan = q.plan();
   EXPECT_EQ(plan.ranges, (std::vector<OffsetRange>{range("t", 0, 0, 5), range("t", 1, 0, 3)}));
-  EXPECT_EQ(plan.to_json(),
-            R"({"startOffsets":{"t":{"0":0,"1":0}},"endOffsets":{"t":{"0":5,"1":3}},"ranges":[)"
-            R"({"topic":"t","partition":0,"fromOffset":0,"untilOffset":5},)"
-            R"({"topic":"t","partition":1,"fromOffset":0,"untilOffset":3}]})");
+  EXPECT_EQ(plan.to_json(), R"({"startOffsets":{"t":{"0":0,"1":0}},"endOffsets":{"t":{"0":5,"1":3}},"ranges":[)"
+                            R"({"topic":"t","partition":0,"fromOffset":0,"untilOffset":5},)"
+                            R"({"topic":"t","partition":1,"fromOffset":0,"untilOffset":3}]})");
   BatchSink sink;
   auto result = q.read(plan, sink);
   EXPECT_EQ(result.rows, 8);
@@ -71,8 +70,8 @@ TEST(MockBatch, JsonOffsetsBindEarliestAndLatest) {
   c.append_values("t", 0, 6);
   c.append_values("t", 1, 4);
   c.set_log_start_offset("t", 1, 1);
-  BatchQuery q(batch_options(
-      c, {{"startingOffsets", R"({"t":{"0":2,"1":-2}})"}, {"endingOffsets", R"({"t":{"0":5,"1":-1}})"}}));
+  BatchQuery q(
+      batch_options(c, {{"startingOffsets", R"({"t":{"0":2,"1":-2}})"}, {"endingOffsets", R"({"t":{"0":5,"1":-1}})"}}));
   auto plan = q.plan();
   EXPECT_EQ(plan.ranges, (std::vector<OffsetRange>{range("t", 0, 2, 5), range("t", 1, 1, 4)}));
   BatchSink sink;
@@ -100,8 +99,8 @@ TEST(MockBatch, TimestampsFromStartToEnd) {
   append_timed(c);
   // startingOffsetsByTimestamp: first record with timestamp >= 2000 is offset 1;
   // endingOffsetsByTimestamp 4000: offset 3 (exclusive).
-  BatchQuery by_partition(batch_options(c, {{"startingOffsetsByTimestamp", R"({"t":{"0":2000}})"},
-                                            {"endingOffsetsByTimestamp", R"({"t":{"0":4000}})"}}));
+  BatchQuery by_partition(batch_options(
+      c, {{"startingOffsetsByTimestamp", R"({"t":{"0":2000}})"}, {"endingOffsetsByTimestamp", R"({"t":{"0":4000}})"}}));
   auto plan = by_partition.plan();
   EXPECT_EQ(plan.ranges, (std::vector<OffsetRange>{range("t", 0, 1, 3)}));
   BatchSink sink;
@@ -110,9 +109,8 @@ TEST(MockBatch, TimestampsFromStartToEnd) {
 
   // startingTimestamp wins over startingOffsets; an end timestamp past every
   // record resolves to latest.
-  BatchQuery global(batch_options(c, {{"startingTimestamp", "2500"},
-                                      {"startingOffsets", R"({"t":{"0":0}})"},
-                                      {"endingTimestamp", "9000"}}));
+  BatchQuery global(batch_options(
+      c, {{"startingTimestamp", "2500"}, {"startingOffsets", R"({"t":{"0":0}})"}, {"endingTimestamp", "9000"}}));
   EXPECT_EQ(global.plan().ranges, (std::vector<OffsetRange>{range("t", 0, 2, 5)}));
 }
 
