@@ -98,7 +98,8 @@ void check_assigned_partitions_exist(const SourceOptions& options, const std::ve
 PartitionOffsets resolve_offsets(client::KafkaClient& admin, const SourceOptions& options,
                                  const std::vector<TopicPartition>& tps, const OffsetSpec& spec, bool ending,
                                  std::string_view option) {
-  if (std::holds_alternative<EarliestOffsets>(spec)) return fetch_offsets(admin, options, tps, client::kEarliestTimestamp);
+  if (std::holds_alternative<EarliestOffsets>(spec))
+    return fetch_offsets(admin, options, tps, client::kEarliestTimestamp);
   if (std::holds_alternative<LatestOffsets>(spec)) return fetch_offsets(admin, options, tps, client::kLatestTimestamp);
   if (auto* s = std::get_if<SpecificOffsets>(&spec)) {
     std::set<TopicPartition> given, assigned(tps.begin(), tps.end());
@@ -108,10 +109,10 @@ PartitionOffsets resolve_offsets(client::KafkaClient& admin, const SourceOptions
       std::vector<std::string> g, a;
       for (auto& tp : given) g.push_back(to_string(tp));
       for (auto& tp : assigned) a.push_back(to_string(tp));
-      throw SourceOptionError(fmt::format(
-          "If {} contains specific offsets, you must specify all TopicPartitions.\nUse -1 for latest, -2 "
-          "for earliest, if you don't care.\nSpecified: {}  Assigned: {}",
-          option, fmt::join(g, ", "), fmt::join(a, ", ")));
+      throw SourceOptionError(
+          fmt::format("If {} contains specific offsets, you must specify all TopicPartitions.\nUse -1 for latest, -2 "
+                      "for earliest, if you don't care.\nSpecified: {}  Assigned: {}",
+                      option, fmt::join(g, ", "), fmt::join(a, ", ")));
     }
     PartitionOffsets out = s->offsets;
     std::vector<TopicPartition> need_e, need_l;
