@@ -236,3 +236,61 @@ TEST(MockBatch, RateOptionsAreIgnoredWithWarnings) {
   EXPECT_EQ(plan.ranges, (std::vector<OffsetRange>{range("t", 0, 0, 4)}));
   EXPECT_EQ(plan.warnings, (std::vector<std::string>{"maxOffsetsPerTrigger option ignored in batch queries"}));
 }
+
+TEST(MockBatch, SubscribePatternReadsMatchingTopics) {
+  MockCluster c;
+  c.create_topic("events-a", 1);
+  c.create_topic("events-b", 1);
+  c.create_topic("other", 1);
+  c.append_values("events-a", 0, 2);
+  c.append_values("events-b", 0, 1);
+  c.append_values("other", 0, 3);
+  auto o = batch_options(c, {{"subscribePattern", "^events-"}});
+  o.erase("subscribe");
+  BatchQuery q(o);
+  auto plan = q.plan();
+  EXPECT_EQ(plan.ranges, (std::vector<OffsetRange>{range("events-a", 0, 0, 2), range("events-b", 0, 0, 1)}));
+  BatchSink sink;
+  q.read(plan, sink);
+  EXPECT_EQ(sink.batches.at(0), (std::vector<std::string>{"events-a-0@0=v0", "events-a-0@1=v1", "events-b-0@0=v0"}));
+}
+
+TEST(MockBatch, EmptyTopicPlansNothingAndReadsNothing) {
+  MockCluster c;
+  c.create_topic("t", 1);
+  BatchQuery q(batch_options(c));
+  auto plan = q.plan();
+  EXPECT_EQ(plan.to_json(), R"({"startOffsets":{"t":{"0":0}},"endOffsets":{"t":{"0":0}},"ranges":[]})");
+  BatchSink sink;
+  auto result = q.read(plan, sink);
+  EXPECT_EQ(result.rows, 0);
+  EXPECT_TRUE(sink.batches.at(0).empty());
+}
+
+TEST(MockBatch, TimestampEndMustNameEveryPartition) {
+  MockCluster c;
+  c.create_topic("t", 2);
+  BatchQuery q(batch_options(c, {{"endingOffsetsByTimestamp", R"({"t":{"0":1000}})"}}));
+  try {
+    q.plan();
+    FAIL() << "expected SourceOptionError";
+  } catch (const SourceOptionError& e) {
+    EXPECT_STREQ(e.what(),
+                 "KAFKA_TIMESTAMP_OFFSET_DOES_NOT_MATCH_ASSIGNED: the partitions in endingOffsetsByTimestamp do not "
+                 "match the assigned partitions");
+  }
+}
+
+TEST(MockBatch, AssignedPartitionThatDoesNotExistFails) {
+  MockCluster c;
+  c.create_topic("t", 1);
+  auto o = batch_options(c, {{"assign", R"({"t":[0,3]})"}});
+  o.erase("subscribe");
+  BatchQuery q(o);
+  try {
+    q.plan();
+    FAIL() << "expected SourceOptionError";
+  } catch (const SourceOptionError& e) {
+    EXPECT_STREQ(e.what(), "Assigned topic-partitions do not exist (UNKNOWN_TOPIC_OR_PARTITION): t-3");
+  }
+}
