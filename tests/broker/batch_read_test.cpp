@@ -19,8 +19,8 @@ class BatchRead : public BrokerTest {
   void produce_to(const std::string& topic, int partition, int count, const std::string& prefix) {
     std::string input;
     for (int i = 0; i < count; ++i) input += prefix + std::to_string(i) + "\n";
-    auto r = run_kwire({"produce", "-b", bootstrap(), "-t", topic, "-p", std::to_string(partition), "-H", "src=cli"},
-                       input);
+    auto r =
+        run_kwire({"produce", "-b", bootstrap(), "-t", topic, "-p", std::to_string(partition), "-H", "src=cli"}, input);
     ASSERT_EQ(r.exit_code, 0) << r.describe();
   }
 };
@@ -32,20 +32,19 @@ TEST_F(BatchRead, JsonOffsetsThroughTheCli) {
   create_topic(topic, 2);
   produce_to(topic, 0, 10, "a-");
   produce_to(topic, 1, 6, "b-");
-  const std::vector<std::string> common = {
-      "read",
-      "-b",
-      bootstrap(),
-      "-o",
-      "subscribe=" + topic,
-      "-o",
-      "startingOffsets={\"" + topic + "\":{\"0\":3,\"1\":-2}}",
-      "-o",
-      "endingOffsets={\"" + topic + "\":{\"0\":7,\"1\":-1}}",
-      "-o",
-      "includeHeaders=true",
-      "-o",
-      "minPartitions=3"};
+  const std::vector<std::string> common = {"read",
+                                           "-b",
+                                           bootstrap(),
+                                           "-o",
+                                           "subscribe=" + topic,
+                                           "-o",
+                                           "startingOffsets={\"" + topic + "\":{\"0\":3,\"1\":-2}}",
+                                           "-o",
+                                           "endingOffsets={\"" + topic + "\":{\"0\":7,\"1\":-1}}",
+                                           "-o",
+                                           "includeHeaders=true",
+                                           "-o",
+                                           "minPartitions=3"};
 
   auto plan_args = common;
   plan_args.push_back("--plan-only");
@@ -76,8 +75,8 @@ TEST_F(BatchRead, JsonOffsetsThroughTheCli) {
     EXPECT_EQ(r.headers[0].second, "cli");
     got.push_back(std::to_string(r.partition) + "@" + std::to_string(r.offset) + "=" + r.value.value_or("null"));
   }
-  EXPECT_EQ(got, (std::vector<std::string>{"0@3=a-3", "0@4=a-4", "0@5=a-5", "0@6=a-6", "1@0=b-0", "1@1=b-1",
-                                           "1@2=b-2", "1@3=b-3", "1@4=b-4", "1@5=b-5"}));
+  EXPECT_EQ(got, (std::vector<std::string>{"0@3=a-3", "0@4=a-4", "0@5=a-5", "0@6=a-6", "1@0=b-0", "1@1=b-1", "1@2=b-2",
+                                           "1@3=b-3", "1@4=b-4", "1@5=b-5"}));
 }
 
 TEST_F(BatchRead, EarliestEndIsRejectedWithSparksText) {
