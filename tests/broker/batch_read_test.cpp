@@ -86,3 +86,39 @@ TEST_F(BatchRead, EarliestEndIsRejectedWithSparksText) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.err, "kwire: error: ending offset can't be earliest for batch queries on Kafka\n");
 }
+
+// Records deleted below a JSON start: the plan keeps the start (Spark does not
+// check concrete offsets against the log), and the read raises
+// COULD_NOT_READ_OFFSET_RANGE, or with failOnDataLoss=false skips to the
+// earliest offset still there.
+TEST_F(BatchRead, DeletedStartIsDataLossEachWay) {
+  const auto topic = unique_topic("batch-read-loss");
+  create_topic(topic, 1);
+  produce_to(topic, 0, 10, "a-");
+  auto del = run_kwire({"delete-records", "-b", bootstrap(), "-t", topic, "--before", "6"});
+  ASSERT_EQ(del.exit_code, 0) << del.describe();
+  const std::vector<std::string> args = {
+      "read", "-b", bootstrap(), "-o", "subscribe=" + topic, "-o", "startingOffsets={\"" + topic + "\":{\"0\":2}}"};
+
+  auto strict = run_kwire(args);
+  EXPECT_EQ(strict.exit_code, 1);
+  EXPECT_NE(strict.err.find("KAFKA_DATA_LOSS.COULD_NOT_READ_OFFSET_RANGE"), std::string::npos) << strict.err;
+  EXPECT_NE(strict.err.find("Could not read records in offset [2, 10) for topic partition " + topic + "-0"),
+            std::string::npos)
+      << strict.err;
+  EXPECT_EQ(strict.out, "");
+
+  auto lenient_args = args;
+  lenient_args.insert(lenient_args.end(), {"-o", "failOnDataLoss=false"});
+  auto lenient = run_kwire(lenient_args);
+  ASSERT_EQ(lenient.exit_code, 0) << lenient.describe();
+  EXPECT_NE(lenient.err.find("read 4 rows from 1 ranges"), std::string::npos) << lenient.err;
+  EXPECT_NE(lenient.err.find("offsetOutOfRange 4"), std::string::npos) << lenient.err;
+  const auto lines = split_lines(lenient.out);
+  ASSERT_EQ(lines.size(), 4u) << lenient.out;
+  for (int i = 0; i < 4; ++i) {
+    const std::string offset = std::to_string(6 + i);
+    EXPECT_NE(lines[i].find("\"value\":\"a-" + offset + "\""), std::string::npos) << lines[i];
+    EXPECT_NE(lines[i].find("\"offset\":" + offset + ","), std::string::npos) << lines[i];
+  }
+}
