@@ -77,6 +77,15 @@ struct StreamArgs {
   bool plan_only = false;
   bool stats = false;  // a summary line on stderr at the end (batches, batch time, connections)
 };
+/// `kwire read`: a batch query (Spark's spark.read.format("kafka")).
+struct ReadArgs {
+  std::vector<std::string> options;
+  std::string sink = "console";
+  std::string value_format = "raw";
+  std::optional<std::string> schema;
+  std::string kafka_columns = "topic,partition,offset,timestamp";
+  bool plan_only = false;  // print the planned ranges as JSON, read nothing
+};
 struct ReadRangeArgs {
   std::string topic;
   std::int32_t partition = 0;
@@ -122,5 +131,6 @@ int cmd_consume(const CommonOptions&, const ConsumeArgs&);
 int cmd_stream(const CommonOptions&, const StreamArgs&);
 int cmd_lag(const CommonOptions&, const LagArgs&);
 int cmd_read_range(const CommonOptions&, const ReadRangeArgs&);
+int cmd_read(const CommonOptions&, const ReadArgs&);
 
 }  // namespace kwire::tools

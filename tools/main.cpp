@@ -151,6 +151,20 @@ int main(int argc, char** argv) {
   s->add_flag("--stats", st.stats,
               "Print a summary on stderr at the end: batches, rows, batch time (p50, max), connections made");
 
+  // read (batch query)
+  ReadArgs rd;
+  auto* rq = app.add_subcommand(
+      "read", "Run a batch query (Spark's spark.read.format(\"kafka\") options) from starting to ending offsets");
+  add_common(rq);
+  rq->add_option("-o,--option", rd.options,
+                 "Source option KEY=VALUE, Spark's names (startingOffsets, endingOffsets, ...; repeatable)");
+  rq->add_option("--sink", rd.sink, "jsonl:DIR | console")->default_val("console");
+  rq->add_option("--value-format", rd.value_format, "raw (Spark's kafka columns) | json (decode values, see --schema)")
+      ->check(CLI::IsMember({"raw", "json"}));
+  rq->add_option("--schema", rd.schema, "Spark DDL of the JSON values, e.g. 'user_id STRING, amount DOUBLE'");
+  rq->add_option("--kafka-columns", rd.kafka_columns, "With --value-format json: kafka columns kept");
+  rq->add_flag("--plan-only", rd.plan_only, "Print the planned offsets and ranges as JSON; read nothing");
+
   // read-range
   ReadRangeArgs rr;
   auto* r =
@@ -210,6 +224,7 @@ int main(int argc, char** argv) {
     if (*k) return cmd_consume(common, co);
     if (*s) return cmd_stream(common, st);
     if (*l) return cmd_lag(common, lg);
+    if (*rq) return cmd_read(common, rd);
     if (*r) {
       check_read_range(common, rr);
       return cmd_read_range(common, rr);

@@ -16,6 +16,7 @@
 #include "commands.hpp"
 #include "kwire/checkpoint/checkpoint.hpp"
 #include "kwire/client/kafka_client.hpp"
+#include "kwire/source/batch.hpp"
 #include "kwire/source/json_escape.hpp"
 #include "kwire/source/stream.hpp"
 #include "kwire/source/value_format.hpp"
@@ -241,6 +242,25 @@ int cmd_read_range(const CommonOptions& common, const ReadRangeArgs& args) {
   OffsetRange range{TopicPartition{args.topic, args.partition}, args.from, args.until, std::nullopt};
   auto progress = read_offset_range(options, range, *sink);
   fmt::print(stderr, "{}\n", progress.to_line());
+  return 0;
+}
+
+int cmd_read(const CommonOptions& common, const ReadArgs& args) {
+  auto options = source_options(common, args.options);
+  auto formatter = value_formatter(args.value_format, args.schema, args.kafka_columns);
+  check_sink_spec(args.sink);
+  BatchQuery query(options);
+  auto plan = query.plan();
+  if (args.plan_only) {
+    fmt::print("{}\n", plan.to_json());
+    return 0;
+  }
+  auto sink = make_sink(args.sink, std::move(formatter));
+  auto result = query.read(plan, *sink);
+  std::fprintf(stderr, "%s\n",
+               fmt::format("read {} rows from {} ranges in {} ms (dataLoss {}, offsetOutOfRange {})", result.rows,
+                           plan.ranges.size(), result.duration_ms, result.data_loss, result.offset_out_of_range)
+                   .c_str());
   return 0;
 }
 

@@ -1,4 +1,4 @@
-// The embedder's headers (consumer, producer, Fetcher, the streaming query)
+// The embedder's headers (consumer, producer, Fetcher, the streaming and batch queries)
 // must not pull in Boost.Asio: only connection.hpp, the low-level one, does.
 #include <gtest/gtest.h>
 
@@ -6,6 +6,7 @@
 #include "kwire/client/fetcher.hpp"
 #include "kwire/client/kafka_client.hpp"
 #include "kwire/client/producer.hpp"
+#include "kwire/source/batch.hpp"
 #include "kwire/source/range_reader.hpp"
 #include "kwire/source/stream.hpp"
 

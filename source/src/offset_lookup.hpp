@@ -1,0 +1,52 @@
+// Look-ups on the brokers shared by the streaming and the batch query: the
+// partitions of the subscription and offsets from an offset specification,
+// each retried fetchOffset.numRetries times (sleeping
+// fetchOffset.retryIntervalMs between attempts), as Spark's KafkaOffsetReader.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "kwire/source/options.hpp"
+#include "kwire/source/planning.hpp"
+
+namespace kwire::client {
+class KafkaClient;
+}
+
+namespace kwire::source::detail {
+
+/// The partitions of the subscription, sorted. subscribe: every partition
+/// of each topic (a missing topic is a KafkaError); subscribePattern: topics
+/// (not internal) whose name contains a match; assign: the listed partitions
+/// that exist.
+std::vector<TopicPartition> discover_partitions(client::KafkaClient& admin, const SourceOptions& options);
+
+/// ListOffsets with one target (client::kEarliestTimestamp, kLatestTimestamp or
+/// a timestamp in ms) for every partition of `tps`.
+PartitionOffsets fetch_offsets(client::KafkaClient& admin, const SourceOptions& options,
+                               const std::vector<TopicPartition>& tps, std::int64_t target);
+
+/// Under `assign`, a listed partition that does not exist is a SourceOptionError
+/// "Assigned topic-partitions do not exist (UNKNOWN_TOPIC_OR_PARTITION): t-9".
+void check_assigned_partitions_exist(const SourceOptions& options, const std::vector<TopicPartition>& tps);
+
+/// Resolves `spec` to offsets for exactly the partitions `tps` (Spark's
+/// fetchSpecificOffsets / fetchSpecificTimestampBasedOffsets /
+/// fetchGlobalTimestampBasedOffsets):
+///  - earliest / latest: ListOffsets;
+///  - specific offsets must name exactly `tps` (SourceOptionError "If <option>
+///    contains specific offsets, you must specify all TopicPartitions. ...");
+///    -2 and -1 become the earliest / latest offset;
+///  - per-partition timestamps must name exactly `tps`
+///    (KAFKA_TIMESTAMP_OFFSET_DOES_NOT_MATCH_ASSIGNED); a timestamp without a
+///    matching record gives latest when `ending` or when the strategy is
+///    `latest`, else SourceOptionError "No offset matched from request of
+///    topic-partition tp and timestamp ts.".
+/// `option` names the option in messages ("startingOffsets", "endingOffsets").
+PartitionOffsets resolve_offsets(client::KafkaClient& admin, const SourceOptions& options,
+                                 const std::vector<TopicPartition>& tps, const OffsetSpec& spec, bool ending,
+                                 std::string_view option);
+
+}  // namespace kwire::source::detail
