@@ -464,8 +464,9 @@ void StreamingQuery::run(const std::function<void(const BatchProgress&)>& on_pro
       ++batches;
       if (on_progress) on_progress(*progress);
       if (max_batches && batches >= *max_batches) return;
-      // A replayed batch is followed by normal planning.
-      if (trigger_.kind == Trigger::Kind::once && !progress->replayed) return;
+      // Trigger.Once runs a single batch: after a crash that is the replay of
+      // the logged, uncommitted batch (Spark's SingleBatchExecutor).
+      if (trigger_.kind == Trigger::Kind::once) return;
       if (trigger_.kind != Trigger::Kind::processing_time) continue;
     } else if (trigger_.kind != Trigger::Kind::processing_time) {
       return;  // backlog drained (available-now / once)

@@ -1,7 +1,7 @@
 // The streaming source against the in-process mock cluster: data loss by a
 // log-start move (failOnDataLoss true / false), topic recreation, partitions
-// appearing under `subscribe`, and exactly-once rows across leader moves,
-// lost connections and truncated batches.
+// appearing under `subscribe`, exactly-once rows across leader moves,
+// lost connections and truncated batches, and Trigger.Once after a crash.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -219,4 +219,45 @@ TEST(MockSource, LogTruncatedBelowWhatWasReadIsDataLoss) {
       EXPECT_EQ(sink.rows, want);
     }
   }
+}
+
+// A crash after offsets/0 was logged but before commits/0: Trigger.Once
+// replays batch 0 with its logged range and stops there, as Spark's single
+// batch executor does; the next Once run reads what arrived since.
+TEST(MockSource, TriggerOnceAfterACrashOnlyReplaysTheLoggedBatch) {
+  MockCluster c;
+  c.create_topic("t", 1);
+  c.append_values("t", 0, 5);
+  TempDir dir;
+  BatchSink sink;
+  {
+    StreamingQuery q(source_options(c), dir.path(), sink, every_call());
+    ASSERT_TRUE(q.run_once_batch().has_value());
+  }
+  ASSERT_TRUE(fs::remove(dir.path() / "commits" / "0"));
+  c.append_values("t", 0, 3);
+  Trigger once;
+  once.kind = Trigger::Kind::once;
+  std::vector<BatchProgress> seen;
+  {
+    StreamingQuery q(source_options(c), dir.path(), sink, once);
+    q.run([&](const BatchProgress& p) { seen.push_back(p); });
+  }
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0].batch_id, 0);
+  EXPECT_TRUE(seen[0].replayed);
+  EXPECT_EQ(seen[0].end_offsets, (kwire::checkpoint::PartitionOffsets{{"t", {{0, 5}}}}));
+  EXPECT_EQ(sink.batches[0], rows_of("t-0", 0, 5));
+  EXPECT_TRUE(fs::exists(dir.path() / "commits" / "0"));
+  EXPECT_FALSE(fs::exists(dir.path() / "offsets" / "1"));
+
+  seen.clear();
+  {
+    StreamingQuery q(source_options(c), dir.path(), sink, once);
+    q.run([&](const BatchProgress& p) { seen.push_back(p); });
+  }
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0].batch_id, 1);
+  EXPECT_FALSE(seen[0].replayed);
+  EXPECT_EQ(sink.batches[1], rows_of("t-0", 5, 8));
 }
