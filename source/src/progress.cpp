@@ -32,6 +32,11 @@ std::string json_double(double v) {
   return text;
 }
 
+// latestOffset: null when nothing was listed (a replayed batch).
+std::string latest_json_or_null(const PartitionOffsets& latest) {
+  return latest.empty() ? "null" : checkpoint::offsets_to_json(latest);
+}
+
 }  // namespace
 
 std::string BatchProgress::to_line() const {
@@ -48,15 +53,25 @@ std::string BatchProgress::to_line() const {
 }
 
 std::string BatchProgress::to_json(std::string_view description) const {
-  std::string metrics = "{}";
+  // A replayed batch listed nothing: like Spark, no lag metrics and a null
+  // latestOffset (Spark's JSON writer leaves the lag keys out).
+  std::string metrics;
+  auto add_metric = [&](std::string_view key, const std::string& value) {
+    metrics += metrics.empty() ? "{" : ",";
+    metrics += fmt::format("\"{}\":\"{}\"", key, value);
+  };
   if (lag) {
-    metrics = fmt::format(
-        "{{\"avgOffsetsBehindLatest\":\"{:.1f}\",\"maxOffsetsBehindLatest\":\"{}\",\"minOffsetsBehindLatest\":\"{}\"",
-        lag->avg_offsets_behind_latest, lag->max_offsets_behind_latest, lag->min_offsets_behind_latest);
+    add_metric("avgOffsetsBehindLatest", fmt::format("{:.1f}", lag->avg_offsets_behind_latest));
+    add_metric("maxOffsetsBehindLatest", std::to_string(lag->max_offsets_behind_latest));
+    add_metric("minOffsetsBehindLatest", std::to_string(lag->min_offsets_behind_latest));
     if (estimated_total_bytes_behind_latest)
-      metrics += fmt::format(",\"estimatedTotalBytesBehindLatest\":\"{}\"", *estimated_total_bytes_behind_latest);
-    metrics += fmt::format(",\"dataLoss\":\"{}\",\"offsetOutOfRange\":\"{}\"}}", data_loss, offset_out_of_range);
+      add_metric("estimatedTotalBytesBehindLatest", std::to_string(*estimated_total_bytes_behind_latest));
   }
+  if (lag || replayed) {
+    add_metric("dataLoss", std::to_string(data_loss));
+    add_metric("offsetOutOfRange", std::to_string(offset_out_of_range));
+  }
+  metrics += metrics.empty() ? "{}" : "}";
   std::string durations;
   for (auto& [k, v] : durations_ms) {
     durations += durations.empty() ? "{" : ",";
@@ -65,6 +80,7 @@ std::string BatchProgress::to_json(std::string_view description) const {
   durations += durations.empty() ? "{}" : "}";
   // Like Spark, the first batch of a query has no start offset in progress.
   const std::string start_json = batch_id == 0 ? "null" : checkpoint::offsets_to_json(start_offsets);
+  const std::string latest_json = latest_json_or_null(latest_offsets);
   return fmt::format(
       "{{\"id\":{},\"runId\":{},\"name\":null,\"timestamp\":{},\"batchId\":{},\"batchDuration\":{},"
       "\"numInputRows\":{},\"inputRowsPerSecond\":{},\"processedRowsPerSecond\":{},\"durationMs\":{},"
@@ -73,9 +89,9 @@ std::string BatchProgress::to_json(std::string_view description) const {
       "\"metrics\":{}}}],\"sink\":{{\"description\":{},\"numOutputRows\":{}}}}}",
       json_string(query_id), json_string(run_id), json_string(format_timestamp_ms(timestamp_ms)), batch_id, duration_ms,
       num_input_rows, json_double(input_rows_per_second), json_double(processed_rows_per_second), durations,
-      json_string(description), start_json, checkpoint::offsets_to_json(end_offsets),
-      checkpoint::offsets_to_json(latest_offsets), num_input_rows, json_double(input_rows_per_second),
-      json_double(processed_rows_per_second), metrics, json_string(sink_description), num_output_rows);
+      json_string(description), start_json, checkpoint::offsets_to_json(end_offsets), latest_json, num_input_rows,
+      json_double(input_rows_per_second), json_double(processed_rows_per_second), metrics,
+      json_string(sink_description), num_output_rows);
 }
 
 std::string BatchProgress::plan_json() const {
@@ -90,7 +106,7 @@ std::string BatchProgress::plan_json() const {
   return fmt::format(
       "{{\"batchId\":{},\"replay\":{},\"startOffset\":{},\"endOffset\":{},\"latestOffset\":{},\"ranges\":{}}}",
       batch_id, replayed, checkpoint::offsets_to_json(start_offsets), checkpoint::offsets_to_json(end_offsets),
-      checkpoint::offsets_to_json(latest_offsets), ranges_json);
+      latest_json_or_null(latest_offsets), ranges_json);
 }
 
 std::string BatchProgress::to_prometheus() const {

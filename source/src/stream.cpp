@@ -141,7 +141,8 @@ std::optional<BatchProgress> StreamingQuery::next_batch() {
     auto earliest = fetch_offsets(new_tps, client::kEarliestTimestamp);
     auto plan = plan_batch(resume.start, end, earliest, plan_options(options_));
     for (auto& w : plan.warnings) warn(w);
-    return execute(*resume.replay_batch, resume.start, end, plan.ranges, end, true, plan.warnings);
+    // Nothing is listed for a replay: no latest offsets, so no lag metrics.
+    return execute(*resume.replay_batch, resume.start, end, plan.ranges, {}, true, plan.warnings);
   }
   PartitionOffsets start = resume.start;
   if (resume.next_batch_id == 0 && !checkpoint_.initial_offsets()) {

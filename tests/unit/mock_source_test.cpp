@@ -1,7 +1,8 @@
 // The streaming source against the in-process mock cluster: data loss by a
 // log-start move (failOnDataLoss true / false), topic recreation, partitions
 // appearing under `subscribe`, exactly-once rows across leader moves,
-// lost connections and truncated batches, and Trigger.Once after a crash.
+// lost connections and truncated batches, Trigger.Once after a crash, and
+// the progress of a replayed batch.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -260,4 +261,50 @@ TEST(MockSource, TriggerOnceAfterACrashOnlyReplaysTheLoggedBatch) {
   EXPECT_EQ(seen[0].batch_id, 1);
   EXPECT_FALSE(seen[0].replayed);
   EXPECT_EQ(sink.batches[1], rows_of("t-0", 5, 8));
+}
+
+// A batch replayed after a restart lists nothing: as in Spark, its progress
+// has no offsets-behind-latest metrics and a null latestOffset; the next
+// batch lists again and reports them.
+TEST(MockSource, ReplayedBatchReportsNoLagAndNullLatestOffset) {
+  MockCluster c;
+  c.create_topic("t", 1);
+  c.append_values("t", 0, 5);
+  TempDir dir;
+  BatchSink sink;
+  {
+    StreamingQuery q(source_options(c), dir.path(), sink, every_call());
+    ASSERT_TRUE(q.run_once_batch().has_value());
+    c.append_values("t", 0, 5);
+    auto b1 = q.run_once_batch();
+    ASSERT_TRUE(b1.has_value());
+    ASSERT_TRUE(b1->lag.has_value());
+    EXPECT_NE(b1->to_json("d").find("\"latestOffset\":{\"t\":{\"0\":10}}"), std::string::npos) << b1->to_json("d");
+  }
+  ASSERT_TRUE(fs::remove(dir.path() / "commits" / "1"));
+  c.append_values("t", 0, 2);
+  StreamingQuery q(source_options(c), dir.path(), sink, every_call());
+  auto replay = q.run_once_batch();
+  ASSERT_TRUE(replay.has_value());
+  EXPECT_EQ(replay->batch_id, 1);
+  EXPECT_TRUE(replay->replayed);
+  EXPECT_EQ(replay->num_input_rows, 5);
+  EXPECT_FALSE(replay->lag.has_value());
+  EXPECT_TRUE(replay->latest_offsets.empty());
+  EXPECT_FALSE(replay->estimated_total_bytes_behind_latest.has_value());
+  const auto json = replay->to_json("d");
+  EXPECT_NE(json.find("\"endOffset\":{\"t\":{\"0\":10}},\"latestOffset\":null,"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"metrics\":{\"dataLoss\":\"0\",\"offsetOutOfRange\":\"0\"}"), std::string::npos) << json;
+  EXPECT_EQ(json.find("OffsetsBehindLatest"), std::string::npos) << json;
+  EXPECT_NE(replay->to_line().find("offsets behind latest: -"), std::string::npos) << replay->to_line();
+  EXPECT_EQ(replay->to_prometheus().find("kwire_source_offsets_behind_latest"), std::string::npos);
+  EXPECT_NE(replay->plan_json().find("\"latestOffset\":null"), std::string::npos) << replay->plan_json();
+
+  auto next = q.run_once_batch();
+  ASSERT_TRUE(next.has_value());
+  EXPECT_EQ(next->batch_id, 2);
+  ASSERT_TRUE(next->lag.has_value());
+  EXPECT_EQ(next->lag->max_offsets_behind_latest, 0);
+  EXPECT_NE(next->to_json("d").find("\"latestOffset\":{\"t\":{\"0\":12}}"), std::string::npos) << next->to_json("d");
+  EXPECT_NE(next->to_json("d").find("\"minOffsetsBehindLatest\":\"0\""), std::string::npos);
 }

@@ -20,9 +20,9 @@ struct BatchProgress {
   std::int64_t num_output_rows = 0;
   PartitionOffsets start_offsets;
   PartitionOffsets end_offsets;
-  PartitionOffsets latest_offsets;  // fetched when the batch was planned
+  PartitionOffsets latest_offsets;  // fetched when the batch was planned; empty for a replay
   std::vector<OffsetRange> ranges;
-  std::optional<LagMetrics> lag;
+  std::optional<LagMetrics> lag;         // nullopt for a replay (nothing was listed)
   std::int64_t data_loss = 0;            // data-loss events skipped (failOnDataLoss=false)
   std::int64_t offset_out_of_range = 0;  // offsets skipped because they were out of range
   std::int64_t duration_ms = 0;
