@@ -134,6 +134,7 @@ RangeReadResult RangeReader::read(const std::vector<OffsetRange>& ranges, Sink& 
         // Nothing of [next, until) is left: skip the whole range.
         skip_lost(stp, next, until, lost_text(until));
         result.offset_out_of_range += until - next;
+        result.data_loss += 1;  // Spark counts each out-of-range skip as a data-loss event too
         next = until;
         finish(tp);
         last_progress = std::chrono::steady_clock::now();
@@ -141,6 +142,7 @@ RangeReadResult RangeReader::read(const std::vector<OffsetRange>& ranges, Sink& 
         // The head of the range aged out: continue from the earliest offset.
         skip_lost(stp, next, earliest, lost_text(earliest));
         result.offset_out_of_range += earliest - next;
+        result.data_loss += 1;
         next = earliest;
         consumer_.seek(tp, earliest);
         last_progress = std::chrono::steady_clock::now();

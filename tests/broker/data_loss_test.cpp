@@ -226,7 +226,7 @@ TEST(DataLoss, DeleteRecordsPastCheckpointFails) {
   EXPECT_EQ(after[0].batch_id, 1);
   EXPECT_TRUE(after[0].replayed);
   EXPECT_EQ(after[0].offset_out_of_range, 50);
-  EXPECT_EQ(after[0].data_loss, 0);
+  EXPECT_EQ(after[0].data_loss, 1);
   auto out = read_output(dir / "out");
   expect_once(out, "a-", 0, 100);
   expect_none(out, "a-", 100, 150);
@@ -237,7 +237,8 @@ TEST(DataLoss, DeleteRecordsPastCheckpointFails) {
 }
 
 // The same with failOnDataLoss=false: one warning per lost span, the span
-// skipped exactly and counted in offsetOutOfRange, every survivor once.
+// skipped exactly and counted in offsetOutOfRange and as one dataLoss event,
+// every survivor once.
 TEST(DataLoss, DeleteRecordsPastCheckpointSkipsWhenAllowed) {
   auto topic = unique_name("dl-delete-skip");
   create_topic(topic, 2);
@@ -256,7 +257,7 @@ TEST(DataLoss, DeleteRecordsPastCheckpointSkipsWhenAllowed) {
   EXPECT_EQ(second[0].batch_id, 1);
   EXPECT_EQ(second[0].num_input_rows, 150);
   EXPECT_EQ(second[0].offset_out_of_range, 50);
-  EXPECT_EQ(second[0].data_loss, 0);
+  EXPECT_EQ(second[0].data_loss, 1);
   ASSERT_EQ(second[0].warnings.size(), 1u);
   EXPECT_TRUE(has_warning(second[0], "KAFKA_DATA_LOSS.COULD_NOT_READ_OFFSET_RANGE")) << second[0].warnings[0];
   EXPECT_TRUE(has_warning(second[0], "[100, 150)")) << second[0].warnings[0];
@@ -269,6 +270,7 @@ TEST(DataLoss, DeleteRecordsPastCheckpointSkipsWhenAllowed) {
   ASSERT_EQ(third.size(), 1u);
   EXPECT_EQ(third[0].num_input_rows, 0);
   EXPECT_EQ(third[0].offset_out_of_range, 50);
+  EXPECT_EQ(third[0].data_loss, 1);
   ASSERT_EQ(third[0].warnings.size(), 1u);
   EXPECT_TRUE(has_warning(third[0], "[200, 250)")) << third[0].warnings[0];
   EXPECT_TRUE(fs::exists(dir / "ck" / "commits" / "2"));

@@ -192,6 +192,7 @@ TEST(MockBatch, LostStartSkippedWithoutFailOnDataLoss) {
   EXPECT_EQ(sink.batches.at(0), rows_of("t-0", 5, 10));
   EXPECT_EQ(result.rows, 5);
   EXPECT_EQ(result.offset_out_of_range, 3);
+  EXPECT_EQ(result.data_loss, 1);
   ASSERT_EQ(result.warnings.size(), 1u);
   EXPECT_NE(result.warnings[0].find("COULD_NOT_READ_OFFSET_RANGE"), std::string::npos);
 }

@@ -85,9 +85,23 @@ TEST(MockSource, LogStartMoveWithoutFailOnDataLossSkipsTheLostRange) {
   auto tail = rows_of("t-0", 8, 10);
   want.insert(want.end(), tail.begin(), tail.end());
   EXPECT_EQ(sink.rows, want);
+  // As in Spark, the out-of-range skip counts one dataLoss event too.
   EXPECT_EQ(b1->offset_out_of_range, 3);
+  EXPECT_EQ(b1->data_loss, 1);
   EXPECT_EQ(b1->num_input_rows, 2);
+  EXPECT_NE(b1->to_json("d").find("\"dataLoss\":\"1\",\"offsetOutOfRange\":\"3\""), std::string::npos)
+      << b1->to_json("d");
   EXPECT_FALSE(q.run_once_batch().has_value());
+
+  // The whole next range aged out: skipped in full, again one dataLoss event.
+  c.append_values("t", 0, 3);
+  c.set_log_start_offset("t", 0, 13);
+  auto b2 = q.run_once_batch();
+  ASSERT_TRUE(b2.has_value());
+  EXPECT_EQ(b2->num_input_rows, 0);
+  EXPECT_EQ(b2->offset_out_of_range, 3);
+  EXPECT_EQ(b2->data_loss, 1);
+  EXPECT_EQ(sink.rows, want);
 }
 
 TEST(MockSource, TopicRecreatedIsReportedAsDataLoss) {

@@ -223,6 +223,7 @@ TEST(RangeReader, ReadsRangesOneAfterAnotherWithTheCallersConsumer) {
   sink.commit_batch(2);
   EXPECT_EQ(sink.batches[2], rows_of("t-0", 8, 10));
   EXPECT_EQ(r2.offset_out_of_range, 2);
+  EXPECT_EQ(r2.data_loss, 1);
   ASSERT_EQ(r2.warnings.size(), 1u);
   EXPECT_NE(r2.warnings[0].find("KAFKA_DATA_LOSS.COULD_NOT_READ_OFFSET_RANGE"), std::string::npos) << r2.warnings[0];
   sink.begin_batch(3);
