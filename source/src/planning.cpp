@@ -279,9 +279,9 @@ DataLossError DataLossError::added_partition_not_from_zero(const TopicPartition&
 DataLossError DataLossError::partition_offset_changed(const TopicPartition& tp, std::int64_t prev_offset,
                                                       std::int64_t new_offset) {
   return DataLossError(DataLossKind::partition_offset_changed,
-                       fmt::format("Partition {} offset was changed from {} to {}. This could either be a user "
-                                   "error that the start offset is set too high and this is the first batch, or "
-                                   "the kafka topic-partition is broken, and some data may have been missed.",
+                       fmt::format("Partition {} offset was changed from {} to {}. This could be either 1) a user "
+                                   "error that the start offset is set beyond available offset when starting "
+                                   "query, or 2) the kafka topic-partition is deleted and re-created.",
                                    to_string(tp), prev_offset, new_offset),
                        {tp}, prev_offset, new_offset);
 }
