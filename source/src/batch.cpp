@@ -7,6 +7,7 @@
 #include "kwire/client/consumer.hpp"
 #include "kwire/client/kafka_client.hpp"
 #include "kwire/source/json_escape.hpp"
+#include "kwire/source/progress.hpp"
 #include "offset_lookup.hpp"
 #include "stream_util.hpp"
 
@@ -23,14 +24,7 @@ std::map<std::string, std::string> client_properties(const SourceOptions& option
 }  // namespace
 
 std::string BatchQueryPlan::to_json() const {
-  std::string ranges_json = "[";
-  for (std::size_t i = 0; i < ranges.size(); ++i) {
-    auto& r = ranges[i];
-    if (i) ranges_json += ',';
-    ranges_json += fmt::format("{{\"topic\":{},\"partition\":{},\"fromOffset\":{},\"untilOffset\":{}}}",
-                               json_string(r.tp.topic), r.tp.partition, r.from_offset, r.until_offset);
-  }
-  ranges_json += "]";
+  const std::string ranges_json = offset_ranges_json(ranges);
   return fmt::format("{{\"startOffsets\":{},\"endOffsets\":{},\"ranges\":{}}}", checkpoint::offsets_to_json(start),
                      checkpoint::offsets_to_json(end), ranges_json);
 }

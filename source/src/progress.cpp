@@ -94,15 +94,20 @@ std::string BatchProgress::to_json(std::string_view description) const {
       json_string(sink_description), num_output_rows);
 }
 
-std::string BatchProgress::plan_json() const {
-  std::string ranges_json = "[";
+std::string offset_ranges_json(const std::vector<OffsetRange>& ranges) {
+  std::string out = "[";
   for (std::size_t i = 0; i < ranges.size(); ++i) {
     auto& r = ranges[i];
-    if (i) ranges_json += ',';
-    ranges_json += fmt::format("{{\"topic\":{},\"partition\":{},\"fromOffset\":{},\"untilOffset\":{}}}",
-                               json_string(r.tp.topic), r.tp.partition, r.from_offset, r.until_offset);
+    if (i) out += ',';
+    out += fmt::format("{{\"topic\":{},\"partition\":{},\"fromOffset\":{},\"untilOffset\":{}}}",
+                       json_string(r.tp.topic), r.tp.partition, r.from_offset, r.until_offset);
   }
-  ranges_json += "]";
+  out += "]";
+  return out;
+}
+
+std::string BatchProgress::plan_json() const {
+  const std::string ranges_json = offset_ranges_json(ranges);
   return fmt::format(
       "{{\"batchId\":{},\"replay\":{},\"startOffset\":{},\"endOffset\":{},\"latestOffset\":{},\"ranges\":{}}}",
       batch_id, replayed, checkpoint::offsets_to_json(start_offsets), checkpoint::offsets_to_json(end_offsets),

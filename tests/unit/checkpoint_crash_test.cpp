@@ -21,6 +21,7 @@
 
 #include <gtest/gtest.h>
 
+#include "../file_size_limit.hpp"
 #include "../temp_dir.hpp"
 #include "kwire/checkpoint/checkpoint.hpp"
 
@@ -29,30 +30,8 @@ using namespace kwire::checkpoint;
 
 namespace {
 
+using kwire_test::FileSizeLimit;
 using kwire_test::TempDir;
-
-// Lowers this process's RLIMIT_FSIZE soft limit to `bytes` for its lifetime,
-// with SIGXFSZ ignored so writes past it fail with EFBIG.
-class FileSizeLimit {
- public:
-  explicit FileSizeLimit(rlim_t bytes) {
-    old_handler_ = ::signal(SIGXFSZ, SIG_IGN);
-    ::getrlimit(RLIMIT_FSIZE, &old_);
-    rlimit rl = old_;
-    rl.rlim_cur = bytes;
-    ok_ = ::setrlimit(RLIMIT_FSIZE, &rl) == 0;
-  }
-  ~FileSizeLimit() {
-    ::setrlimit(RLIMIT_FSIZE, &old_);
-    ::signal(SIGXFSZ, old_handler_);
-  }
-  bool ok() const { return ok_; }
-
- private:
-  rlimit old_{};
-  sighandler_t old_handler_{};
-  bool ok_ = false;
-};
 
 std::string read_all(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);

@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "../file_size_limit.hpp"
 #include "../temp_dir.hpp"
 #include "kwire/checkpoint/checkpoint.hpp"
 #include "kwire/source/sink.hpp"
@@ -27,6 +28,7 @@ using kwire::checkpoint::AtomicFileWriter;
 using kwire::checkpoint::CheckpointError;
 using kwire::source::JsonLinesSink;
 using kwire::source::Row;
+using kwire_test::FileSizeLimit;
 using kwire_test::TempDir;
 
 namespace {
@@ -78,27 +80,6 @@ std::string expected_lines(std::int64_t from, std::int64_t until) {
         o, o, 1000 + o);
   return out;
 }
-
-class FileSizeLimit {
- public:
-  explicit FileSizeLimit(rlim_t bytes) {
-    old_handler_ = ::signal(SIGXFSZ, SIG_IGN);
-    ::getrlimit(RLIMIT_FSIZE, &old_);
-    rlimit rl = old_;
-    rl.rlim_cur = bytes;
-    ok_ = ::setrlimit(RLIMIT_FSIZE, &rl) == 0;
-  }
-  ~FileSizeLimit() {
-    ::setrlimit(RLIMIT_FSIZE, &old_);
-    ::signal(SIGXFSZ, old_handler_);
-  }
-  bool ok() const { return ok_; }
-
- private:
-  rlimit old_{};
-  sighandler_t old_handler_{};
-  bool ok_ = false;
-};
 
 }  // namespace
 

@@ -58,4 +58,8 @@ struct BatchProgress {
   std::string to_prometheus() const;
 };
 
+/// Offset ranges as a JSON array of {"topic","partition","fromOffset","untilOffset"}
+/// objects (end exclusive), as `--plan-only` prints them.
+std::string offset_ranges_json(const std::vector<OffsetRange>& ranges);
+
 }  // namespace kwire::source
