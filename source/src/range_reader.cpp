@@ -117,7 +117,10 @@ RangeReadResult RangeReader::read(const std::vector<OffsetRange>& ranges, Sink& 
       continue;
     } catch (const client::OffsetOutOfRangeError& e) {
       auto tp = e.partition();
-      auto& [next, until] = want[tp];
+      // Named references, not a structured binding: the lambda below uses
+      // them, which clang before 16 does not allow for bindings.
+      auto& next = want[tp].first;
+      auto& until = want[tp].second;
       if (options_.fail_on_data_loss)
         throw DataLossError::could_not_read_offset_range(tp, next, until, options_.group_id);
       // Spark's rule: compare the offset with the range the broker still has.
