@@ -21,7 +21,7 @@
 
 #include <gtest/gtest.h>
 
-#include "../file_size_limit.hpp"
+#include "../files.hpp"
 #include "../temp_dir.hpp"
 #include "kwire/checkpoint/checkpoint.hpp"
 
@@ -31,19 +31,9 @@ using namespace kwire::checkpoint;
 namespace {
 
 using kwire_test::FileSizeLimit;
+using kwire_test::names_in;
+using kwire_test::read_all;
 using kwire_test::TempDir;
-
-std::string read_all(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
-std::vector<std::string> names_in(const fs::path& dir) {
-  std::vector<std::string> out;
-  for (auto& e : fs::directory_iterator(dir)) out.push_back(e.path().filename().string());
-  std::sort(out.begin(), out.end());
-  return out;
-}
 
 PartitionOffsets offsets(std::int64_t base) { return {{"events", {{0, base}, {1, base + 1}, {2, base + 2}}}}; }
 

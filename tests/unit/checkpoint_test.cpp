@@ -8,6 +8,7 @@
 #include <sstream>
 #include <string>
 
+#include "../files.hpp"
 #include "../temp_dir.hpp"
 #include "kwire/checkpoint/checkpoint.hpp"
 
@@ -16,6 +17,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
+using kwire_test::names_in;
+using kwire_test::read_all;
 using kwire_test::TempDir;
 
 std::string slurp(const fs::path& p) {
@@ -28,13 +31,6 @@ std::string slurp(const fs::path& p) {
 void spit(const fs::path& p, const std::string& content) {
   std::ofstream out(p, std::ios::binary | std::ios::trunc);
   out << content;
-}
-
-std::vector<std::string> names_in(const fs::path& dir) {
-  std::vector<std::string> out;
-  for (const auto& e : fs::directory_iterator(dir)) out.push_back(e.path().filename().string());
-  std::sort(out.begin(), out.end());
-  return out;
 }
 
 const std::string kExpectedPrefix = R"(Expected e.g. {"topicA":{"0":23,"1":-1},"topicB":{"0":-2}}, got )";

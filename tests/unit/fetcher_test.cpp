@@ -180,6 +180,16 @@ std::vector<std::pair<std::int32_t, std::int64_t>> cat(std::vector<std::pair<std
   return a;
 }
 
+// Up to five polls, until at least `n` records came; their offsets.
+std::vector<std::pair<std::int32_t, std::int64_t>> poll_for(Fetcher& f, std::size_t n, std::chrono::milliseconds each) {
+  std::vector<std::pair<std::int32_t, std::int64_t>> got;
+  for (int i = 0; i < 5 && got.size() < n; ++i) {
+    auto o = offsets(f.poll(each, 100));
+    got.insert(got.end(), o.begin(), o.end());
+  }
+  return got;
+}
+
 // The partitions a Fetch asked for, with their offsets.
 std::map<TopicPartition, std::int64_t> asked(const FetchRequest& r) {
   std::map<TopicPartition, std::int64_t> out;
@@ -447,11 +457,7 @@ TEST(Fetcher, LeaderChangeValidatesThePositionAndReportsTruncation) {
   Fetcher f(c, config(), OffsetResetPolicy::none);
   f.assign({A});
   f.seek(A, 0);
-  std::vector<std::pair<std::int32_t, std::int64_t>> got;
-  for (int i = 0; i < 5 && got.size() < 10; ++i) {
-    auto o = offsets(f.poll(200ms, 100));
-    got.insert(got.end(), o.begin(), o.end());
-  }
+  auto got = poll_for(f, 10, 200ms);
   ASSERT_EQ(got, range(0, 0, 10));
   // An unclean election: the new leader (epoch 6) has epoch 5 only up to offset 7.
   c.leaders[A] = {2, 6, 0};
@@ -486,11 +492,7 @@ TEST(Fetcher, TruncationWithAResetPolicyMovesToTheDivergentOffset) {
   c.append(A, 7, 5);  // 0-6, epoch 5
   c.append(A, 3, 6);  // 7-9, epoch 6
   c.epoch_end_offsets[A] = {0, 5, 7};
-  std::vector<std::pair<std::int32_t, std::int64_t>> got;
-  for (int i = 0; i < 5 && got.size() < 3; ++i) {
-    auto o = offsets(f.poll(100ms, 100));
-    got.insert(got.end(), o.begin(), o.end());
-  }
+  auto got = poll_for(f, 3, 100ms);
   EXPECT_EQ(got, range(0, 7, 10));
 }
 
@@ -504,11 +506,7 @@ TEST(Fetcher, LeaderChangeWithoutDivergenceKeepsThePosition) {
   c.leaders[A] = {2, 6, 0};
   c.epoch_end_offsets[A] = {0, 5, 4};
   c.append(A, 2, 6);
-  std::vector<std::pair<std::int32_t, std::int64_t>> got;
-  for (int i = 0; i < 5 && got.size() < 2; ++i) {
-    auto o = offsets(f.poll(100ms, 100));
-    got.insert(got.end(), o.begin(), o.end());
-  }
+  auto got = poll_for(f, 2, 100ms);
   EXPECT_EQ(got, range(0, 4, 6));
   EXPECT_EQ(c.epoch_queries.size(), 1u);
   EXPECT_EQ(c.fetches.back().node, 2);
@@ -569,10 +567,6 @@ TEST(Fetcher, OffsetOutOfRangeResetsWithThePolicy) {
   Fetcher f(c, config(), OffsetResetPolicy::earliest);
   f.assign({A});
   f.seek(A, 1);
-  std::vector<std::pair<std::int32_t, std::int64_t>> got;
-  for (int i = 0; i < 5 && got.size() < 2; ++i) {
-    auto o = offsets(f.poll(100ms, 100));
-    got.insert(got.end(), o.begin(), o.end());
-  }
+  auto got = poll_for(f, 2, 100ms);
   EXPECT_EQ(got, range(0, 4, 6));
 }

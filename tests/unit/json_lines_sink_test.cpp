@@ -18,7 +18,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include "../file_size_limit.hpp"
+#include "../files.hpp"
 #include "../temp_dir.hpp"
 #include "kwire/checkpoint/checkpoint.hpp"
 #include "kwire/source/sink.hpp"
@@ -29,21 +29,11 @@ using kwire::checkpoint::CheckpointError;
 using kwire::source::JsonLinesSink;
 using kwire::source::Row;
 using kwire_test::FileSizeLimit;
+using kwire_test::names_in;
+using kwire_test::read_all;
 using kwire_test::TempDir;
 
 namespace {
-
-std::string read_all(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
-std::vector<std::string> names_in(const fs::path& dir) {
-  std::vector<std::string> out;
-  for (auto& e : fs::directory_iterator(dir)) out.push_back(e.path().filename().string());
-  std::sort(out.begin(), out.end());
-  return out;
-}
 
 // The temp files in `dir` (".<name>.<16 hex>.tmp").
 std::vector<fs::path> temp_files(const fs::path& dir) {
