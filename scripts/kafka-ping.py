@@ -5,7 +5,11 @@ Sends ApiVersions v0 and Metadata v4 (all topics, no auto-creation) over
 plain TCP and succeeds when both responses parse and the metadata lists at
 least one broker. Standard library only; used by scripts/kafka for readiness.
 
-Usage: kafka-ping.py [--host H] [--port P] [--timeout SECONDS] [--quiet]
+With --brokers N it succeeds only once the metadata lists at least N brokers
+(a cluster node is listed once it is registered and unfenced); with
+--node-id I only once node I is among them.
+
+Usage: kafka-ping.py [--host H] [--port P] [--timeout SECONDS] [--brokers N] [--node-id I] [--quiet]
 Exit status: 0 ready, 1 not ready (message on stderr unless --quiet).
 """
 
@@ -130,6 +134,8 @@ def main():
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--port", type=int, default=19092)
     ap.add_argument("--timeout", type=float, default=3.0)
+    ap.add_argument("--brokers", type=int, default=1)
+    ap.add_argument("--node-id", type=int, default=None)
     ap.add_argument("--quiet", action="store_true")
     args = ap.parse_args()
 
@@ -147,10 +153,16 @@ def main():
             print("kafka-ping: %s:%d: %s" % (args.host, args.port, e), file=sys.stderr)
         return 1
 
-    if not brokers:
+    if len(brokers) < max(args.brokers, 1):
         if not args.quiet:
-            print("kafka-ping: %s:%d: metadata lists no brokers" % (args.host, args.port),
+            print("kafka-ping: %s:%d: metadata lists %d broker(s), want %d"
+                  % (args.host, args.port, len(brokers), max(args.brokers, 1)),
                   file=sys.stderr)
+        return 1
+    if args.node_id is not None and args.node_id not in [b[0] for b in brokers]:
+        if not args.quiet:
+            print("kafka-ping: %s:%d: metadata does not list node %d yet"
+                  % (args.host, args.port, args.node_id), file=sys.stderr)
         return 1
     if not args.quiet:
         print("cluster %s: %d broker(s) %s, controller %d, %d topic(s), %d APIs"
