@@ -5,7 +5,9 @@
 # Layout for base port P (see `scripts/kafka --help`):
 #   node I (1..N): client port P+I-1, controller port P+10+I-1 (nodes 1..3)
 #   state:         $RUN_ROOT/cluster-P/nI/{server.properties,data,kafka.log,kafka.pid}
-#   cluster.env:   KWIRE_CLUSTER_BOOTSTRAP and one KWIRE_CLUSTER_NODE_I per node
+#   cluster.env:   KWIRE_CLUSTER_BOOTSTRAP, _BROKERS, _PORT, _RACK_AWARE,
+#                  _KAFKA_DIR (the run root to pass back as KWIRE_KAFKA_DIR)
+#                  and one KWIRE_CLUSTER_NODE_I=host:port per node
 
 CLUSTER_BASE_PORT=$PORT
 CLUSTER_DIR="$RUN_ROOT/cluster-$CLUSTER_BASE_PORT"
@@ -231,6 +233,7 @@ cluster_start() {
     echo "KWIRE_CLUSTER_BROKERS=$n"
     echo "KWIRE_CLUSTER_PORT=$CLUSTER_BASE_PORT"
     echo "KWIRE_CLUSTER_RACK_AWARE=$RACK_AWARE"
+    echo "KWIRE_CLUSTER_KAFKA_DIR=$RUN_ROOT"
     for ((i = 1; i <= n; i++)); do echo "KWIRE_CLUSTER_NODE_$i=$HOST:$(cluster_node_port "$i")"; done
   } >"$CLUSTER_DIR/cluster.env"
   for ((i = 1; i <= n; i++)); do launch_node "$i"; done

@@ -193,6 +193,8 @@ ClientConfig ClientConfig::from_properties(const std::map<std::string, std::stri
       have_bootstrap = true;
     } else if (key == "client.id") {
       c.client_id = value;
+    } else if (key == "client.rack") {
+      c.client_rack = value;
     } else if (key == "group.id") {
       c.group_id = value;
     } else if (key == "security.protocol") {

@@ -81,6 +81,10 @@ std::optional<FetchedPartition> Consumer::last_fetch_info(const TopicPartition& 
   return fetcher_->last_fetch_info(tp);
 }
 
+std::optional<std::int32_t> Consumer::read_replica(const TopicPartition& tp) const {
+  return fetcher_->read_replica(tp);
+}
+
 std::optional<std::pair<std::int32_t, std::int32_t>> Consumer::fetch_session(std::int32_t node_id) const {
   return fetcher_->fetch_session(node_id);
 }

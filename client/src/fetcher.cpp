@@ -103,6 +103,12 @@ std::optional<FetchedPartition> Fetcher::last_fetch_info(const TopicPartition& t
   return s->info;
 }
 
+std::optional<std::int32_t> Fetcher::read_replica(const TopicPartition& tp) const {
+  auto* s = find(tp);
+  if (!s || s->read_replica < 0) return std::nullopt;
+  return s->read_replica;
+}
+
 std::optional<std::pair<std::int32_t, std::int32_t>> Fetcher::fetch_session(std::int32_t node) const {
   auto it = sessions_.find(node);
   if (it == sessions_.end() || it->second->id == 0) return std::nullopt;

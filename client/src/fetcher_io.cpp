@@ -49,7 +49,14 @@ void Fetcher::send_fetches() {
       refresh.push_back(tp.topic);
       continue;
     }
-    if (in_flight_.count(leader.node)) continue;
+    // A follower the leader named (KIP-392) serves the partition until that
+    // choice is metadata.max.age.ms old, as in Java's SubscriptionState.
+    std::int32_t node = leader.node;
+    if (s.read_replica >= 0) {
+      if (now < s.read_replica_until) node = s.read_replica;
+      else s.read_replica = -1;
+    }
+    if (in_flight_.count(node)) continue;
     if (s.leader_epoch >= 0 && leader.epoch > s.leader_epoch && s.position_epoch >= 0) {
       // The leader changed since the position was fetched: check it first.
       s.validate = true;
@@ -63,14 +70,17 @@ void Fetcher::send_fetches() {
     sent.current_leader_epoch = leader.epoch;
     sent.last_fetched_epoch =
         !s.answers.empty() && s.answers.back().last_epoch >= 0 ? s.answers.back().last_epoch : s.position_epoch;
-    by_leader[leader.node].push_back({tp, sent});
+    by_leader[node].push_back({tp, sent});
   }
   // A broker that cannot be reached: its partitions back off (not counted
-  // against the retry budget) and metadata is refreshed.
+  // against the retry budget), go back to their leader if it was a follower,
+  // and metadata is refreshed.
   auto unreachable = [&](std::int32_t node, const std::vector<Want>& wants) {
     sessions_.erase(node);
     for (auto& w : wants) {
-      back_off(w.tp, state(w.tp), kNetworkException, false);
+      auto& ws = state(w.tp);
+      if (ws.read_replica == node) ws.read_replica = -1;
+      back_off(w.tp, ws, kNetworkException, false);
       refresh.push_back(w.tp.topic);
     }
   };
@@ -98,6 +108,7 @@ void Fetcher::send_fetches() {
     req.min_bytes = config_.fetch_min_bytes;
     req.max_bytes = config_.fetch_max_bytes;
     req.isolation_level = config_.isolation_level;
+    req.rack_id = config_.client_rack;  // v11+
     if (!f->use_session) {
       req.session_id = 0;
       req.session_epoch = -1;  // sessionless full fetch
@@ -179,7 +190,9 @@ bool Fetcher::take_answer(Deadline until) {
     sessions_.erase(node);
     for (auto& [tp, sent] : f->sent) {
       auto it = partitions_.find(tp);
-      if (it == partitions_.end() || fetch_offset(*it->second) != sent.offset) continue;
+      if (it == partitions_.end()) continue;
+      if (it->second->read_replica == node) it->second->read_replica = -1;
+      if (fetch_offset(*it->second) != sent.offset) continue;
       back_off(tp, *it->second, kNetworkException, false);
       refresh.push_back(tp.topic);
     }
@@ -190,6 +203,10 @@ bool Fetcher::take_answer(Deadline until) {
     return true;
   } catch (const TimeoutError&) {
     sessions_.erase(node);
+    for (auto& [tp, sent] : f->sent) {
+      auto it = partitions_.find(tp);
+      if (it != partitions_.end() && it->second->read_replica == node) it->second->read_replica = -1;
+    }
     throw;
   }
   const auto top_error = resp.body.error_code;
@@ -248,10 +265,18 @@ void Fetcher::take_partition(const TopicPartition& tp, const InFlight& f, FetchR
   // paused or reset meanwhile is fetched again from its position.
   if (s.paused || fetch_offset(s) != sent) return;
   const std::int16_t code = p.error_code;
+  const std::int32_t node = f.pending.node;
+  const bool from_follower = s.read_replica >= 0 && s.read_replica == node;
   if (code == 0) {
     s.failures = s.attempts = 0;
     s.not_before = {};
-    s.info = FetchedPartition{tp, sent, p.high_watermark, p.last_stable_offset, p.log_start_offset};
+    s.info = FetchedPartition{tp, sent, p.high_watermark, p.last_stable_offset, p.log_start_offset, node};
+    if (f.version >= 11 && p.preferred_read_replica >= 0 && p.preferred_read_replica != node) {
+      // KIP-392: the leader names a follower (in client.rack) to read from;
+      // such an answer carries no records. The next fetch goes there.
+      s.read_replica = p.preferred_read_replica;
+      s.read_replica_until = Clock::now() + std::chrono::milliseconds(config_.metadata_max_age_ms);
+    }
     if (f.version >= 12 && (p.diverging_epoch.epoch >= 0 || p.diverging_epoch.end_offset >= 0)) {
       // KIP-320: the log diverged from what was fetched before `sent`.
       truncated(tp, s, p.diverging_epoch.end_offset, p.diverging_epoch.epoch);
@@ -285,7 +310,13 @@ void Fetcher::take_partition(const TopicPartition& tp, const InFlight& f, FetchR
     enqueue(tp, s);
     return;
   }
+  // Any error from a follower sends the partition back to its leader (Java's
+  // FetchCollector clears the preferred read replica on each of them).
+  if (from_follower) s.read_replica = -1;
   if (code == static_cast<std::int16_t>(ErrorCode::offset_out_of_range)) {
+    // A lagging follower does not have the offset yet: ask the leader, which
+    // decides whether it is really out of range.
+    if (from_follower) return;
     if (!s.answers.empty()) {
       // Past answers not handed out yet: handled once the position gets there.
       back_off(tp, s, kNetworkException, false);

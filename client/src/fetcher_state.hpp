@@ -32,6 +32,10 @@ struct Fetcher::PartitionState {
   int attempts = 0;       // consecutive failures of any kind (sets the back-off)
   Clock::time_point not_before{};
   std::int32_t max_bytes = 0;  // > 0: the size of a batch above max.partition.fetch.bytes
+  // KIP-392: the follower the leader named to read from (-1: the leader),
+  // used until read_replica_until (metadata.max.age.ms after it was named).
+  std::int32_t read_replica = -1;
+  Clock::time_point read_replica_until{};
   std::deque<Answer> answers;
   std::optional<FetchedPartition> info;
 };

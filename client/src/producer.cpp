@@ -97,12 +97,25 @@ void Producer::send_batches(bool only_full) {
   }
   if (batches.empty()) return;
   auto results = client_->produce(batches);
+  std::optional<std::pair<TopicPartition, std::int16_t>> failed;
   for (auto& [tp, res] : results) {
-    if (res.error_code != 0)
-      throw KafkaError(res.error_code,
-                       fmt::format("produce to {} failed: {}", to_string(tp), error_name(res.error_code)));
-    records_sent_ += counts[tp];
+    if (res.error_code == 0) records_sent_ += counts[tp];
+    else if (!failed) failed.emplace(tp, res.error_code);
   }
+  if (!failed) return;
+  const auto& tp = failed->first;
+  const std::int16_t code = failed->second;
+  const bool retriable = is_retriable(code);
+  const std::string tries = retriable ? fmt::format(" after {} attempts", client_->config().retries + 1) : "";
+  if (code == static_cast<std::int16_t>(ErrorCode::not_enough_replicas) ||
+      code == static_cast<std::int16_t>(ErrorCode::not_enough_replicas_after_append))
+    throw NotEnoughReplicasError(
+        tp, code, true,
+        fmt::format("produce to {} failed{}: {} (acks={}: fewer in-sync replicas than the topic's "
+                    "min.insync.replicas)",
+                    to_string(tp), tries, error_name(code), client_->config().acks == -1 ? "all" : "1"));
+  throw ProduceError(tp, code, retriable,
+                     fmt::format("produce to {} failed{}: {}", to_string(tp), tries, error_name(code)));
 }
 
 }  // namespace kwire::client

@@ -36,7 +36,10 @@ struct ClientConfig {
   std::vector<BrokerAddress> bootstrap_servers;  // bootstrap.servers (metadata.broker.list)
   std::string client_id = "kwire";               // client.id
   std::string group_id;                          // group.id (kept for reference; no group protocol yet)
-  std::string security_protocol = "PLAINTEXT";   // security.protocol
+  // client.rack: sent in Fetch (v11+) so that a leader with a rack-aware
+  // replica selector (KIP-392) may name a follower in this rack to read from.
+  std::string client_rack;
+  std::string security_protocol = "PLAINTEXT";  // security.protocol
   // TLS (security.protocol SSL / SASL_SSL); files are PEM.
   std::string ssl_ca_location;           // ssl.truststore.location / ssl.ca.location (empty: system store)
   std::string ssl_certificate_location;  // ssl.keystore.location / ssl.certificate.location (mTLS)

@@ -15,6 +15,8 @@
 // and after `retries` consecutive broker errors on one partition poll()
 // throws KafkaError naming it; leader epochs are sent and checked (KIP-320),
 // a truncated log raising LogTruncationError with auto.offset.reset=none.
+// With client.rack set, a partition is read from the follower its leader
+// names (KIP-392) until metadata.max.age.ms passes or that follower fails.
 //
 // Fetches are pipelined, as in the Java client and librdkafka: when a
 // leader's Fetch answer arrives, the next Fetch to that leader goes out at once
@@ -82,11 +84,16 @@ class Consumer {
   /// Earliest offset whose timestamp >= the given one; nullopt where none.
   std::map<TopicPartition, std::optional<ListedOffset>> offsets_for_times(
       const std::map<TopicPartition, std::int64_t>& timestamps);
-  /// High watermark / last stable offset / log start offset from the last fetch.
+  /// High watermark / last stable offset / log start offset from the last
+  /// fetch, and the node that answered it.
   std::optional<FetchedPartition> last_fetch_info(const TopicPartition& tp) const;
   /// The incremental fetch session (KIP-227) open with a broker, as
   /// {session id, epoch of the next request}; nullopt when none is open.
   std::optional<std::pair<std::int32_t, std::int32_t>> fetch_session(std::int32_t node_id) const;
+
+  /// The follower a partition is read from (client.rack and KIP-392), nullopt
+  /// while it is read from its leader.
+  std::optional<std::int32_t> read_replica(const TopicPartition& tp) const;
 
   KafkaClient& client() noexcept { return *client_; }
 

@@ -33,6 +33,12 @@
 //    truncated: LogTruncationError with auto.offset.reset=none, else the
 //    position moves to the divergent offset (Java's behaviour). A Fetch answer
 //    with diverging_epoch (v12+) is handled the same way.
+//  - Follower fetching (KIP-392): Fetch carries client.rack (v11+). When the
+//    leader answers with a preferred_read_replica, the partition is fetched
+//    from that node until metadata.max.age.ms has passed since; any error
+//    from the follower, its connection failing, or OFFSET_OUT_OF_RANGE from it
+//    (a lagging follower; no offset reset then) send it back to the leader,
+//    as the Java consumer does. Positions stay here either way.
 //  - Pipelining: when a leader's answer arrives, its next Fetch goes out at
 //    once (from the offsets after the complete batches just received) before
 //    the records are decoded and handed out. At most two answers per
@@ -153,6 +159,9 @@ class Fetcher {
   /// The fetch session open with a node, as {session id, epoch of the next
   /// request}; nullopt when none is open.
   std::optional<std::pair<std::int32_t, std::int32_t>> fetch_session(std::int32_t node) const;
+  /// The follower a partition is being fetched from (KIP-392), nullopt when
+  /// it is fetched from its leader.
+  std::optional<std::int32_t> read_replica(const TopicPartition& tp) const;
   /// Whether a Fetch is in flight to any node.
   bool fetch_in_flight() const noexcept { return !in_flight_.empty(); }
 

@@ -31,6 +31,31 @@ struct ProducerMessage {
   std::int64_t timestamp = -1;  // ms; -1 = now
 };
 
+/// A produce to one partition that failed: the broker's error code (as
+/// KafkaError), the partition, and whether the error is retriable (a later
+/// send may succeed; it was already retried `retries` times with back-off).
+class ProduceError : public KafkaError {
+ public:
+  ProduceError(TopicPartition tp, std::int16_t code, bool retriable, const std::string& what)
+      : KafkaError(code, what), tp_(std::move(tp)), retriable_(retriable) {}
+  const TopicPartition& partition() const noexcept { return tp_; }
+  bool retriable() const noexcept { return retriable_; }
+
+ private:
+  TopicPartition tp_;
+  bool retriable_;
+};
+
+/// NOT_ENOUGH_REPLICAS (19) or NOT_ENOUGH_REPLICAS_AFTER_APPEND (20) with
+/// acks=all: the partition's in-sync replicas are fewer than its
+/// min.insync.replicas. Retriable, as Java's NotEnoughReplicas(AfterAppend)
+/// Exception; raised once the retries are used up. After code 20 the leader
+/// has appended the batch, so a retry may write it twice (no idempotence).
+class NotEnoughReplicasError : public ProduceError {
+ public:
+  using ProduceError::ProduceError;
+};
+
 /// Java's murmur2 as used by its default partitioner (returns the raw hash).
 std::int32_t murmur2(protocol::ByteSpan data) noexcept;
 
@@ -45,8 +70,12 @@ class Producer {
 
   /// Buffer one record; may send full batches. Throws ClientError on failure.
   void send(ProducerMessage msg);
-  /// Send everything buffered and wait for the acks. Throws KafkaError naming
-  /// the partition on a non-retriable error.
+  /// Send everything buffered and wait for the acks. Retriable errors
+  /// (leadership moved, NOT_ENOUGH_REPLICAS, ...) are retried `retries`
+  /// times with back-off (retry.backoff.ms doubling, at most 1 s). Throws
+  /// ProduceError naming the partition (NotEnoughReplicasError for 19/20)
+  /// when a partition still fails; the batches of other partitions that
+  /// failed are dropped with it, those that succeeded are counted.
   void flush();
 
   std::uint64_t records_sent() const noexcept { return records_sent_; }

@@ -118,6 +118,7 @@ struct FetchedPartition {
   std::int64_t high_watermark = -1;
   std::int64_t last_stable_offset = -1;
   std::int64_t log_start_offset = -1;
+  std::int32_t node = -1;  // the broker that answered (the leader, or a follower it named)
 };
 
 }  // namespace kwire::client
