@@ -117,6 +117,8 @@ launch_node() { # <I>
   # The rotation keeps the log of a killed node for the test's post-mortem.
   [ -s "$LOG_FILE" ] && mv -f "$LOG_FILE" "$LOG_FILE.1"
   : >"$LOG_FILE"
+  # The pid file names the new JVM only: wait_nodes must not see the old one.
+  rm -f "$PID_FILE"
   # shellcheck disable=SC2016,SC2086  # inner script is literal; heap/opts are word lists
   nohup setsid bash -c 'echo $$ >"$0"; exec "$@"' "$PID_FILE" \
     java $CLUSTER_HEAP "${JVM_FLAGS[@]}" "${CDS_OPTS[@]+"${CDS_OPTS[@]}"}" $CLUSTER_JVM_OPTS \

@@ -60,8 +60,7 @@ class ClusterTest : public ::testing::Test {
     ASSERT_TRUE(env_.count("KWIRE_CLUSTER_BOOTSTRAP")) << path;
     ASSERT_GE(brokers(), 3) << "these tests need a cluster of three";
     for (int i = 1; i <= brokers(); ++i)
-      ASSERT_TRUE(tcp_reachable(node_address(i))) << "cluster node " << i << " does not answer at "
-                                                  << node_address(i);
+      ASSERT_TRUE(tcp_reachable(node_address(i))) << "cluster node " << i << " does not answer at " << node_address(i);
   }
 
   void TearDown() override {
@@ -74,7 +73,9 @@ class ClusterTest : public ::testing::Test {
 
   std::string servers() const { return env_.at("KWIRE_CLUSTER_BOOTSTRAP"); }
   int brokers() const { return std::stoi(env_.at("KWIRE_CLUSTER_BROKERS")); }
-  bool rack_aware() const { return env_.count("KWIRE_CLUSTER_RACK_AWARE") && env_.at("KWIRE_CLUSTER_RACK_AWARE") == "1"; }
+  bool rack_aware() const {
+    return env_.count("KWIRE_CLUSTER_RACK_AWARE") && env_.at("KWIRE_CLUSTER_RACK_AWARE") == "1";
+  }
   std::string node_address(int node) const { return env_.at("KWIRE_CLUSTER_NODE_" + std::to_string(node)); }
 
   /// `scripts/kafka cluster ARGS --port P` with the cluster's run root.

@@ -189,10 +189,11 @@ TEST_F(Failover, LeaderKilledUnderARunningStreamLosesAndRepeatsNothing) {
   }
   EXPECT_GE(stream_gap_ms, 0) << "no batch read partition 0 after the kill";
   const double producer_gap_ms = w.longest_gap_after(t_kill);
-  std::printf("[ cluster  ] killed leader %d of %s-0: new leader %d (epoch %d -> %d) after %.0f ms; longest producer "
-              "pause %.0f ms; the stream read new records of partition 0 %.0f ms after the kill\n",
-              victim, topic.c_str(), after.leader_id, before.leader_epoch, after.leader_epoch, leader_moved_ms,
-              producer_gap_ms, stream_gap_ms);
+  std::printf(
+      "[ cluster  ] killed leader %d of %s-0: new leader %d (epoch %d -> %d) after %.0f ms; longest producer "
+      "pause %.0f ms; the stream read new records of partition 0 %.0f ms after the kill\n",
+      victim, topic.c_str(), after.leader_id, before.leader_epoch, after.leader_epoch, leader_moved_ms, producer_gap_ms,
+      stream_gap_ms);
   RecordProperty("leader_moved_ms", static_cast<int>(leader_moved_ms));
   RecordProperty("producer_gap_ms", static_cast<int>(producer_gap_ms));
   RecordProperty("stream_gap_ms", static_cast<int>(stream_gap_ms));

@@ -26,8 +26,8 @@ namespace {
 
 void produce_values(const std::string& servers, const std::string& topic, int from, int to, const std::string& prefix,
                     const std::string& retries = "10") {
-  kwire::client::Producer p({{"bootstrap.servers", servers}, {"acks", "all"}, {"retries", retries},
-                             {"retry.backoff.ms", "100"}});
+  kwire::client::Producer p(
+      {{"bootstrap.servers", servers}, {"acks", "all"}, {"retries", retries}, {"retry.backoff.ms", "100"}});
   for (int i = from; i < to; ++i) {
     kwire::client::ProducerMessage m;
     m.topic = topic;
@@ -159,10 +159,10 @@ TEST_F(ClusterTest, UncleanElectionTruncationIsReportedByTheConsumerAndTheStream
   const auto dir = fresh_dir(topic);
   auto opts = [&](bool fail) {
     return std::map<std::string, std::string>{{"kafka.bootstrap.servers", servers()},
-                                               {"subscribe", topic},
-                                               {"startingOffsets", "earliest"},
-                                               {"failOnDataLoss", fail ? "true" : "false"},
-                                               {"kafka.retries", "20"}};
+                                              {"subscribe", topic},
+                                              {"startingOffsets", "earliest"},
+                                              {"failOnDataLoss", fail ? "true" : "false"},
+                                              {"kafka.retries", "20"}};
   };
   kwire::source::JsonLinesSink strict_sink(dir / "strict-out"), lenient_sink(dir / "lenient-out");
   const auto trigger = kwire::source::Trigger::parse("processing-time=1s");
