@@ -180,11 +180,8 @@ class Writer {
  private:
   void loop() {
     try {
-      kwire::client::Producer p({{"bootstrap.servers", servers_},
-                                 {"acks", "all"},
-                                 {"retries", "60"},
-                                 {"retry.backoff.ms", "100"},
-                                 {"request.timeout.ms", "5000"}});
+      kwire::client::Producer p(
+          {{"bootstrap.servers", servers_}, {"acks", "all"}, {"retries", "60"}, {"retry.backoff.ms", "100"}});
       int i = 0;
       while (!stop_) {
         std::vector<std::string> batch;
