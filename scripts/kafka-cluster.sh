@@ -108,6 +108,22 @@ EOF
   mv -f "$file.tmp" "$file"
 }
 
+# --request-log: kafka.request.logger at DEBUG into RUN_DIR/requests.log
+# (the later keys override the WARN level write_log_config set).
+add_request_log() { # <log config file>
+  [ "$LOGGING" = log4j2 ] || die "--request-log needs Kafka 4.x (Log4j 2)"
+  cat >>"$1" <<EOF
+appender.requests.type = File
+appender.requests.name = REQUESTS
+appender.requests.fileName = $RUN_DIR/requests.log
+appender.requests.layout.type = PatternLayout
+appender.requests.layout.pattern = [%d] %m%n
+logger.request.level = DEBUG
+logger.request.additivity = false
+logger.request.appenderRef.requests.ref = REQUESTS
+EOF
+}
+
 # Launch node I's JVM in the background on its existing data.
 launch_node() { # <I>
   select_node "$1"
@@ -214,6 +230,7 @@ cluster_start() {
     mkdir -p "$RUN_DIR/data" "$RUN_DIR/logs"
     write_node_properties "$i" "$n"
     write_log_config "$RUN_DIR/$(log_config_name)" INFO out
+    [ "$REQUEST_LOG" = 1 ] && add_request_log "$RUN_DIR/$(log_config_name)"
     write_log_config "$RUN_DIR/tool-$(log_config_name)" WARN err
     java -Xmx128m -XX:TieredStopAtLevel=1 -XX:+UseSerialGC "${CDS_OPTS[@]+"${CDS_OPTS[@]}"}" \
       "$(log_config_flag "$RUN_DIR/tool-$(log_config_name)")" -cp "$(classpath)" \
@@ -235,6 +252,8 @@ cluster_start() {
     echo "KWIRE_CLUSTER_BROKERS=$n"
     echo "KWIRE_CLUSTER_PORT=$CLUSTER_BASE_PORT"
     echo "KWIRE_CLUSTER_RACK_AWARE=$RACK_AWARE"
+    echo "KWIRE_CLUSTER_REQUEST_LOG=$REQUEST_LOG"
+    echo "KWIRE_CLUSTER_DIR=$CLUSTER_DIR"
     echo "KWIRE_CLUSTER_KAFKA_DIR=$RUN_ROOT"
     for ((i = 1; i <= n; i++)); do echo "KWIRE_CLUSTER_NODE_$i=$HOST:$(cluster_node_port "$i")"; done
   } >"$CLUSTER_DIR/cluster.env"

@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <optional>
 #include <string>
@@ -52,6 +53,19 @@ std::vector<std::string> read_n(Consumer& c, std::size_t n) {
   return out;
 }
 
+// The FETCH lines of one client in a node's request log (scripts/kafka
+// cluster start --request-log), empty when there is none.
+std::vector<std::string> fetches_logged(const fs::path& cluster_dir, int node, const std::string& client_id) {
+  std::vector<std::string> out;
+  std::ifstream in(cluster_dir / ("n" + std::to_string(node)) / "requests.log");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.find("\"clientId\":\"" + client_id + "\"") != std::string::npos &&
+        line.find("\"requestApiKeyName\":\"FETCH\"") != std::string::npos)
+      out.push_back(line);
+  return out;
+}
+
 fs::path fresh_dir(const std::string& name) {
   auto p = fs::temp_directory_path() / ("kwire-cluster-test-" + name);
   fs::remove_all(p);
@@ -75,7 +89,8 @@ TEST_F(ClusterTest, FollowerFetchingReadsFromTheFollowerInTheClientsRack) {
   const TopicPartition tp{topic, 0};
 
   // From the leader (no client.rack): the reference records.
-  Consumer plain({{"bootstrap.servers", servers()}, {"auto.offset.reset", "earliest"}});
+  Consumer plain(
+      {{"bootstrap.servers", servers()}, {"auto.offset.reset", "earliest"}, {"client.id", "plain-" + topic}});
   plain.assign({tp});
   const auto from_leader = read_n(plain, 200);
   ASSERT_EQ(from_leader.size(), 200u);
@@ -85,7 +100,8 @@ TEST_F(ClusterTest, FollowerFetchingReadsFromTheFollowerInTheClientsRack) {
   // With client.rack naming the follower's rack: the leader points there.
   Consumer racked({{"bootstrap.servers", servers()},
                    {"auto.offset.reset", "earliest"},
-                   {"client.rack", "rack" + std::to_string(follower)}});
+                   {"client.rack", "rack" + std::to_string(follower)},
+                   {"client.id", "racked-" + topic}});
   racked.assign({tp});
   const auto from_follower = read_n(racked, 200);
   EXPECT_EQ(from_follower, from_leader);
@@ -100,6 +116,35 @@ TEST_F(ClusterTest, FollowerFetchingReadsFromTheFollowerInTheClientsRack) {
   EXPECT_EQ(racked.last_fetch_info(tp)->node, follower);
   std::printf("[ cluster  ] %s-0: leader %d, client.rack=rack%d read from node %d\n", topic.c_str(), leader, follower,
               racked.last_fetch_info(tp)->node);
+
+  // The brokers' side: each node's request log names who served the Fetches.
+  if (env_["KWIRE_CLUSTER_REQUEST_LOG"] != "1") return;
+  const fs::path dir = env_.at("KWIRE_CLUSTER_DIR");
+  const std::string named = "\"preferredReadReplica\":" + std::to_string(follower);
+  const std::string rack = "\"rackId\":\"rack" + std::to_string(follower) + "\"";
+  std::map<int, std::size_t> racked_fetches, plain_fetches;
+  for (int node = 1; node <= brokers(); ++node) {
+    racked_fetches[node] = fetches_logged(dir, node, "racked-" + topic).size();
+    plain_fetches[node] = fetches_logged(dir, node, "plain-" + topic).size();
+  }
+  const auto at_leader = fetches_logged(dir, leader, "racked-" + topic);
+  ASSERT_FALSE(at_leader.empty());
+  EXPECT_NE(at_leader.front().find(rack), std::string::npos) << at_leader.front();
+  EXPECT_NE(at_leader.front().find(named), std::string::npos) << at_leader.front();
+  EXPECT_GE(racked_fetches[follower], 2u);
+  for (int node = 1; node <= brokers(); ++node) {
+    if (node != leader && node != follower) {
+      EXPECT_EQ(racked_fetches[node], 0u) << "node " << node;
+    }
+    if (node != leader) {
+      EXPECT_EQ(plain_fetches[node], 0u) << "node " << node;
+    }
+  }
+  EXPECT_GE(plain_fetches[leader], 1u);
+  std::printf(
+      "[ cluster  ] request logs: the racked consumer's Fetches: %zu at leader %d (answered with "
+      "preferredReadReplica %d), %zu at follower %d; the plain consumer's: %zu, all at the leader\n",
+      racked_fetches[leader], leader, follower, racked_fetches[follower], follower, plain_fetches[leader]);
 }
 
 TEST_F(ClusterTest, AcksAllBelowMinInsyncReplicasFailsTypedThenSucceedsOnceTheBrokerIsBack) {
