@@ -1,0 +1,291 @@
+"""kwire against real Apache Spark (PySpark with spark-sql-kafka-0-10, same
+release) on one real broker: checkpoints resumed in both directions, and
+batch reads returning the same rows.
+
+Each streaming scenario writes records, runs one engine from scratch with
+maxOffsetsPerTrigger, writes more records, then continues from copies of that
+checkpoint with both engines (Trigger.AvailableNow / --trigger available-now,
+same options). The continuation of the other engine must equal the original
+engine's own: the same batch ids, the same end offsets logged per batch, the
+same progress ranges and the same rows in each batch.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from interop import (
+    Kwire,
+    by_offset,
+    commit_ids,
+    copy_checkpoint,
+    offset_log,
+    source_progress,
+    spark_read,
+    spark_stream,
+    uncommit_last_batch,
+    unique_topic,
+)
+
+PARTITIONS = 3
+MAX_OFFSETS = 20
+# Records per partition before the first run and after it: uneven, so that
+# maxOffsetsPerTrigger spreads each batch over the partitions unevenly.
+FIRST = [23, 15, 9]  # 47 records: batches of 20, 20, 7 (ids 0-2)
+SECOND = [6, 17, 11]  # 34 more: batches of 20, 14 (ids 3-4)
+
+CONF_WARNING = re.compile(r"Conf '([^']+)' was not found in the offset log")
+
+
+@pytest.fixture(scope="module")
+def kwire(kwire_bin, bootstrap) -> Kwire:
+    return Kwire(kwire_bin, bootstrap)
+
+
+def fill(kwire: Kwire, topic: str, counts: list[int], tag: str) -> None:
+    """counts[p] records into partition p: keyed records with two headers of
+    the same key (order and duplicates kept), unkeyed ones without headers, and
+    an empty value, so every column has something to compare."""
+    for p, n in enumerate(counts):
+        if n == 0:
+            continue
+        half = n // 2
+        if half:
+            kwire.produce(topic, p, [f"k{p}-{i}|{tag}-p{p}-{i}" for i in range(half)], key_delimiter="|",
+                          headers=("h=1", "h=2", "origin=" + tag))
+        rest = [f"{tag}-p{p}-{i}" for i in range(half, n - 1)] + [""]
+        kwire.produce(topic, p, rest)
+
+
+def stream_options(topic: str, bootstrap: str) -> dict[str, str]:
+    return {
+        "kafka.bootstrap.servers": bootstrap,
+        "subscribe": topic,
+        "startingOffsets": "earliest",
+        "maxOffsetsPerTrigger": str(MAX_OFFSETS),
+        "includeHeaders": "true",
+    }
+
+
+def kwire_options(options: dict[str, str]) -> dict[str, str]:
+    """kwire takes the bootstrap servers with -b."""
+    return {k: v for k, v in options.items() if k != "kafka.bootstrap.servers"}
+
+
+def log_since(path, offset: int) -> str:
+    if not path.exists():
+        return ""
+    with open(path, "rb") as f:
+        f.seek(offset)
+        return f.read().decode("utf-8", "replace")
+
+
+def log_size(path) -> int:
+    return path.stat().st_size if path.exists() else 0
+
+
+def assert_same_continuation(spark_ck, spark_run, kwire_ck, kwire_run, first_batch: int) -> None:
+    """Both engines ran the same batches from first_batch on: ids, logged end
+    offsets, progress ranges and row counts, and the rows of each batch."""
+    spark_ids = sorted(spark_run.batches)
+    kwire_ids = sorted(kwire_run.batches)
+    assert spark_ids and spark_ids[0] == first_batch, f"Spark ran batches {spark_ids}, expected from {first_batch}"
+    assert kwire_ids == spark_ids
+
+    spark_log, kwire_log = offset_log(spark_ck), offset_log(kwire_ck)
+    assert sorted(spark_log) == sorted(kwire_log)
+    for n in spark_ids:
+        assert kwire_log[n] == spark_log[n], f"offsets/{n}"
+    assert commit_ids(spark_ck) == commit_ids(kwire_ck)
+
+    spark_progress = [source_progress(p) for p in spark_run.progress]
+    kwire_progress = [source_progress(p) for p in kwire_run.progress]
+    strip = [{k: p[k] for k in ("batchId", "numInputRows", "startOffset", "endOffset")} for p in spark_progress]
+    assert [{k: p[k] for k in strip[0]} for p in kwire_progress] == strip
+
+    for n in spark_ids:
+        assert by_offset(kwire_run.batches[n]) == spark_run.batches[n], f"rows of batch {n}"
+
+
+# ------------------------------------------------ a/b: Spark resumes kwire
+
+
+@pytest.fixture(scope="module")
+def kwire_checkpoint(kwire, bootstrap, tmp_path_factory):
+    """A kwire checkpoint of three committed batches, with more records
+    written after it, and copies of it for each engine to continue from."""
+    root = tmp_path_factory.mktemp("kwire-checkpoint")
+    topic = unique_topic("from-kwire")
+    kwire.create_topic(topic, PARTITIONS)
+    fill(kwire, topic, FIRST, "first")
+    options = stream_options(topic, bootstrap)
+    first = kwire.stream(root / "ck", root / "sink", kwire_options(options))
+    assert sorted(first.batches) == [0, 1, 2]
+    assert [len(first.batches[n]) for n in range(3)] == [20, 20, 7]
+    assert commit_ids(root / "ck") == [0, 1, 2]
+    fill(kwire, topic, SECOND, "second")
+    copies = {}
+    for name in ("spark", "kwire", "spark-uncommitted", "kwire-uncommitted"):
+        copies[name] = copy_checkpoint(root / "ck", root / name)
+    for name in ("spark-uncommitted", "kwire-uncommitted"):
+        assert uncommit_last_batch(copies[name]) == 2
+    return {"options": options, "first": first, "copies": copies, "root": root}
+
+
+@pytest.fixture(scope="module")
+def spark_resumes_committed(spark, spark_log, kwire, kwire_checkpoint):
+    ck = kwire_checkpoint["copies"]
+    options = kwire_checkpoint["options"]
+    log_start = log_size(spark_log)
+    spark_run = spark_stream(spark, ck["spark"], options)
+    log = log_since(spark_log, log_start)
+    kwire_run = kwire.stream(ck["kwire"], kwire_checkpoint["root"] / "sink-kwire", kwire_options(options))
+    return {"spark": spark_run, "kwire": kwire_run, "log": log}
+
+
+def test_spark_resumes_a_committed_kwire_checkpoint(spark_resumes_committed, kwire_checkpoint):
+    ck = kwire_checkpoint["copies"]
+    spark_run, kwire_run = spark_resumes_committed["spark"], spark_resumes_committed["kwire"]
+    # The next batch is 3, and the 34 new records arrive in batches of 20, 14.
+    assert sorted(spark_run.batches) == [3, 4]
+    assert [len(spark_run.batches[n]) for n in (3, 4)] == [20, 14]
+    assert {row[1].split("-p")[0] for n in (3, 4) for row in spark_run.batches[n] if row[1]} == {"second"}
+    # Batch 3 starts where kwire's batch 2 ended.
+    assert source_progress(spark_run.progress[0])["startOffset"] == offset_log(ck["spark"])[2]
+    assert_same_continuation(ck["spark"], spark_run, ck["kwire"], kwire_run, first_batch=3)
+
+
+def test_spark_resumes_a_kwire_checkpoint_without_conf_warnings(spark_resumes_committed):
+    log = spark_resumes_committed["log"]
+    # The log is really captured: Spark says where it resumed.
+    assert "Resuming at batch 3" in log, f"Spark's log does not show the resume:\n{log[-3000:]}"
+    missing = sorted(set(CONF_WARNING.findall(log)))
+    assert missing == [], f"Spark found these keys missing from the conf map of kwire's offsets/2: {missing}"
+
+
+def test_spark_replays_an_uncommitted_kwire_batch(spark, kwire, kwire_checkpoint):
+    ck = kwire_checkpoint["copies"]
+    options = kwire_checkpoint["options"]
+    logged = offset_log(ck["spark-uncommitted"])
+    spark_run = spark_stream(spark, ck["spark-uncommitted"], options)
+    # Batch 2 runs again with the range kwire logged, and the rows kwire's
+    # own batch 2 had; then the new records follow in batches 3 and 4.
+    assert sorted(spark_run.batches) == [2, 3, 4]
+    replay = source_progress(spark_run.progress[0])
+    assert replay["batchId"] == 2
+    assert replay["startOffset"] == logged[1]
+    assert replay["endOffset"] == logged[2]
+    assert offset_log(ck["spark-uncommitted"])[2] == logged[2]
+    assert spark_run.batches[2] == by_offset(kwire_checkpoint["first"].batches[2])
+    kwire_run = kwire.stream(ck["kwire-uncommitted"], kwire_checkpoint["root"] / "sink-kwire-uncommitted",
+                             kwire_options(options))
+    assert_same_continuation(ck["spark-uncommitted"], spark_run, ck["kwire-uncommitted"], kwire_run, first_batch=2)
+
+
+# --------------------------------------------------- c: kwire resumes Spark
+
+
+@pytest.fixture(scope="module")
+def spark_checkpoint(spark, kwire, bootstrap, tmp_path_factory):
+    """A checkpoint Spark wrote (three committed batches), more records
+    written after it, and copies for each engine to continue from."""
+    root = tmp_path_factory.mktemp("spark-checkpoint")
+    topic = unique_topic("from-spark")
+    kwire.create_topic(topic, PARTITIONS)
+    fill(kwire, topic, FIRST, "first")
+    options = stream_options(topic, bootstrap)
+    first = spark_stream(spark, root / "ck", options)
+    assert sorted(first.batches) == [0, 1, 2]
+    assert [len(first.batches[n]) for n in range(3)] == [20, 20, 7]
+    fill(kwire, topic, SECOND, "second")
+    copies = {}
+    for name in ("spark", "kwire", "spark-uncommitted", "kwire-uncommitted"):
+        copies[name] = copy_checkpoint(root / "ck", root / name)
+    for name in ("spark-uncommitted", "kwire-uncommitted"):
+        assert uncommit_last_batch(copies[name]) == 2
+    return {"options": options, "first": first, "copies": copies, "root": root}
+
+
+def test_kwire_resumes_a_committed_spark_checkpoint(spark, kwire, spark_checkpoint):
+    ck = spark_checkpoint["copies"]
+    options = spark_checkpoint["options"]
+    spark_run = spark_stream(spark, ck["spark"], options)
+    kwire_run = kwire.stream(ck["kwire"], spark_checkpoint["root"] / "sink-kwire", kwire_options(options))
+    assert sorted(kwire_run.batches) == [3, 4]
+    assert [len(kwire_run.batches[n]) for n in (3, 4)] == [20, 14]
+    assert_same_continuation(ck["spark"], spark_run, ck["kwire"], kwire_run, first_batch=3)
+
+
+def test_kwire_replays_an_uncommitted_spark_batch(spark, kwire, spark_checkpoint):
+    ck = spark_checkpoint["copies"]
+    options = spark_checkpoint["options"]
+    logged = offset_log(ck["kwire-uncommitted"])
+    kwire_run = kwire.stream(ck["kwire-uncommitted"], spark_checkpoint["root"] / "sink-kwire-uncommitted",
+                             kwire_options(options))
+    assert sorted(kwire_run.batches) == [2, 3, 4]
+    replay = source_progress(kwire_run.progress[0])
+    assert (replay["batchId"], replay["startOffset"], replay["endOffset"]) == (2, logged[1], logged[2])
+    assert by_offset(kwire_run.batches[2]) == spark_checkpoint["first"].batches[2]
+    spark_run = spark_stream(spark, ck["spark-uncommitted"], options)
+    assert_same_continuation(ck["spark-uncommitted"], spark_run, ck["kwire-uncommitted"], kwire_run, first_batch=2)
+
+
+# ----------------------------------------------------------- d: batch read
+
+
+@pytest.fixture(scope="module")
+def batch_topic(kwire):
+    topic = unique_topic("batch")
+    kwire.create_topic(topic, PARTITIONS)
+    fill(kwire, topic, [12, 7, 0], "batch")  # partition 2 stays empty
+    return topic
+
+
+def batch_options(topic: str, bootstrap: str, **extra: str) -> dict[str, str]:
+    return {"kafka.bootstrap.servers": bootstrap, "subscribe": topic, "includeHeaders": "true", **extra}
+
+
+def test_batch_read_earliest_to_latest_returns_the_same_rows(spark, kwire, bootstrap, batch_topic, tmp_path):
+    options = batch_options(batch_topic, bootstrap)
+    spark_rows = spark_read(spark, options)
+    kwire_rows = by_offset(kwire.read(tmp_path / "sink", kwire_options(options)))
+    assert len(spark_rows) == 19
+    assert {(r[3], r[4]) for r in spark_rows} == {(0, o) for o in range(12)} | {(1, o) for o in range(7)}
+    # Keyed records carry the headers in order, duplicates included; the
+    # others have none (null, not an empty array), and one empty value each.
+    assert spark_rows[0][0] == "k0-0" and spark_rows[0][7] == (("h", "1"), ("h", "2"), ("origin", "batch"))
+    assert spark_rows[11][0] is None and spark_rows[11][7] is None and spark_rows[11][1] == ""
+    assert kwire_rows == spark_rows
+
+
+def test_batch_read_with_json_offsets_returns_the_same_rows(spark, kwire, bootstrap, batch_topic, tmp_path):
+    t = batch_topic
+    options = batch_options(
+        t,
+        bootstrap,
+        startingOffsets=f'{{"{t}":{{"0":3,"1":-2,"2":-2}}}}',
+        endingOffsets=f'{{"{t}":{{"0":10,"1":-1,"2":-1}}}}',
+        minPartitions="4",
+    )
+    spark_rows = spark_read(spark, options)
+    kwire_rows = by_offset(kwire.read(tmp_path / "sink", kwire_options(options)))
+    assert {(r[3], r[4]) for r in spark_rows} == {(0, o) for o in range(3, 10)} | {(1, o) for o in range(7)}
+    assert kwire_rows == spark_rows
+
+
+def test_batch_read_of_assigned_partitions_returns_the_same_rows(spark, kwire, bootstrap, batch_topic, tmp_path):
+    t = batch_topic
+    options = {
+        "kafka.bootstrap.servers": bootstrap,
+        "assign": f'{{"{t}":[1]}}',
+        "startingOffsets": f'{{"{t}":{{"1":2}}}}',
+    }
+    spark_rows = spark_read(spark, options)
+    kwire_rows = by_offset(kwire.read(tmp_path / "sink", kwire_options(options)))
+    assert [(r[3], r[4]) for r in spark_rows] == [(1, o) for o in range(2, 7)]
+    # Without includeHeaders neither engine has a headers column.
+    assert all(r[7] is None for r in spark_rows)
+    assert kwire_rows == spark_rows
+
