@@ -163,6 +163,15 @@ def offset_log_metadata(checkpoint: Path, batch_id: int) -> dict:
     return json.loads((checkpoint / "offsets" / str(batch_id)).read_text().splitlines()[1])
 
 
+def initial_offsets(checkpoint: Path) -> Offsets:
+    """sources/0/0: a 0x00 byte, a "v1" line, then the offsets JSON."""
+    data = (checkpoint / "sources" / "0" / "0").read_bytes()
+    assert data[:1] == b"\x00", f"sources/0/0 starts with {data[:4]!r}"
+    version, text = data[1:].decode("utf-8").split("\n", 1)
+    assert version == "v1", f"sources/0/0: version line {version!r}"
+    return offsets_from_json(text)
+
+
 def commit_ids(checkpoint: Path) -> list[int]:
     return _log_ids(checkpoint / "commits")
 
@@ -243,13 +252,28 @@ def by_offset(rows: list[tuple]) -> list[tuple]:
     return sorted(rows, key=lambda row: (row[2], row[3], row[4]))
 
 
+LAG_METRICS = ("minOffsetsBehindLatest", "maxOffsetsBehindLatest", "avgOffsetsBehindLatest")
+
+
 def source_progress(progress: dict) -> dict:
-    """The one source of a progress line, with its offsets parsed."""
+    """The one source of a progress line: batch id, rows, offsets parsed
+    (None when null or absent) and the lag metrics Spark's Kafka source
+    reports (those present, as the strings the progress JSON carries)."""
     (src,) = progress["sources"]
+
+    def offsets(name):
+        # PySpark's progress object keeps offsets as JSON text ("null" too).
+        value = src.get(name)
+        if isinstance(value, str):
+            value = json.loads(value)
+        return None if value is None else offsets_from_json(value)
+
+    metrics = src.get("metrics") or {}
     return {
         "batchId": progress["batchId"],
         "numInputRows": src["numInputRows"],
-        "startOffset": None if src.get("startOffset") is None else offsets_from_json(src["startOffset"]),
-        "endOffset": offsets_from_json(src["endOffset"]),
-        "metrics": src.get("metrics") or {},
+        "startOffset": offsets("startOffset"),
+        "endOffset": offsets("endOffset"),
+        "latestOffset": offsets("latestOffset"),
+        "lag": {k: metrics[k] for k in LAG_METRICS if k in metrics},
     }

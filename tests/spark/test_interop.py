@@ -21,6 +21,7 @@ from interop import (
     by_offset,
     commit_ids,
     copy_checkpoint,
+    initial_offsets,
     offset_log,
     source_progress,
     spark_read,
@@ -33,8 +34,8 @@ PARTITIONS = 3
 MAX_OFFSETS = 20
 # Records per partition before the first run and after it: uneven, so that
 # maxOffsetsPerTrigger spreads each batch over the partitions unevenly.
-FIRST = [23, 15, 9]  # 47 records: batches of 20, 20, 7 (ids 0-2)
-SECOND = [6, 17, 11]  # 34 more: batches of 20, 14 (ids 3-4)
+FIRST = [23, 15, 9]  # 47 records: three batches (Spark's rateLimit floors each share)
+SECOND = [6, 17, 11]  # 34 more: two batches
 
 CONF_WARNING = re.compile(r"Conf '([^']+)' was not found in the offset log")
 
@@ -86,6 +87,14 @@ def log_size(path) -> int:
     return path.stat().st_size if path.exists() else 0
 
 
+def assert_rate_limited(batches: dict, ids: list[int], records: int) -> None:
+    """The batches ran had these ids, read `records` rows in all, none more
+    than maxOffsetsPerTrigger, and none empty."""
+    assert sorted(batches) == ids
+    sizes = [len(batches[n]) for n in ids]
+    assert sum(sizes) == records and all(0 < n <= MAX_OFFSETS for n in sizes), sizes
+
+
 def assert_same_continuation(spark_ck, spark_run, kwire_ck, kwire_run, first_batch: int) -> None:
     """Both engines ran the same batches from first_batch on: ids, logged end
     offsets, progress ranges and row counts, and the rows of each batch."""
@@ -100,10 +109,12 @@ def assert_same_continuation(spark_ck, spark_run, kwire_ck, kwire_run, first_bat
         assert kwire_log[n] == spark_log[n], f"offsets/{n}"
     assert commit_ids(spark_ck) == commit_ids(kwire_ck)
 
+    # Progress: the same ranges and rows, and the same offsets behind
+    # latest (none, and no latestOffset, for a replayed batch).
     spark_progress = [source_progress(p) for p in spark_run.progress]
     kwire_progress = [source_progress(p) for p in kwire_run.progress]
-    strip = [{k: p[k] for k in ("batchId", "numInputRows", "startOffset", "endOffset")} for p in spark_progress]
-    assert [{k: p[k] for k in strip[0]} for p in kwire_progress] == strip
+    assert [p["batchId"] for p in spark_progress] == spark_ids
+    assert kwire_progress == spark_progress
 
     for n in spark_ids:
         assert by_offset(kwire_run.batches[n]) == spark_run.batches[n], f"rows of batch {n}"
@@ -122,8 +133,7 @@ def kwire_checkpoint(kwire, bootstrap, tmp_path_factory):
     fill(kwire, topic, FIRST, "first")
     options = stream_options(topic, bootstrap)
     first = kwire.stream(root / "ck", root / "sink", kwire_options(options))
-    assert sorted(first.batches) == [0, 1, 2]
-    assert [len(first.batches[n]) for n in range(3)] == [20, 20, 7]
+    assert_rate_limited(first.batches, [0, 1, 2], sum(FIRST))
     assert commit_ids(root / "ck") == [0, 1, 2]
     fill(kwire, topic, SECOND, "second")
     copies = {}
@@ -148,9 +158,8 @@ def spark_resumes_committed(spark, spark_log, kwire, kwire_checkpoint):
 def test_spark_resumes_a_committed_kwire_checkpoint(spark_resumes_committed, kwire_checkpoint):
     ck = kwire_checkpoint["copies"]
     spark_run, kwire_run = spark_resumes_committed["spark"], spark_resumes_committed["kwire"]
-    # The next batch is 3, and the 34 new records arrive in batches of 20, 14.
-    assert sorted(spark_run.batches) == [3, 4]
-    assert [len(spark_run.batches[n]) for n in (3, 4)] == [20, 14]
+    # The next batch is 3, and the new records arrive in batches 3 and 4.
+    assert_rate_limited(spark_run.batches, [3, 4], sum(SECOND))
     assert {row[1].split("-p")[0] for n in (3, 4) for row in spark_run.batches[n] if row[1]} == {"second"}
     # Batch 3 starts where kwire's batch 2 ended.
     assert source_progress(spark_run.progress[0])["startOffset"] == offset_log(ck["spark"])[2]
@@ -197,8 +206,7 @@ def spark_checkpoint(spark, kwire, bootstrap, tmp_path_factory):
     fill(kwire, topic, FIRST, "first")
     options = stream_options(topic, bootstrap)
     first = spark_stream(spark, root / "ck", options)
-    assert sorted(first.batches) == [0, 1, 2]
-    assert [len(first.batches[n]) for n in range(3)] == [20, 20, 7]
+    assert_rate_limited(first.batches, [0, 1, 2], sum(FIRST))
     fill(kwire, topic, SECOND, "second")
     copies = {}
     for name in ("spark", "kwire", "spark-uncommitted", "kwire-uncommitted"):
@@ -213,8 +221,7 @@ def test_kwire_resumes_a_committed_spark_checkpoint(spark, kwire, spark_checkpoi
     options = spark_checkpoint["options"]
     spark_run = spark_stream(spark, ck["spark"], options)
     kwire_run = kwire.stream(ck["kwire"], spark_checkpoint["root"] / "sink-kwire", kwire_options(options))
-    assert sorted(kwire_run.batches) == [3, 4]
-    assert [len(kwire_run.batches[n]) for n in (3, 4)] == [20, 14]
+    assert_rate_limited(kwire_run.batches, [3, 4], sum(SECOND))
     assert_same_continuation(ck["spark"], spark_run, ck["kwire"], kwire_run, first_batch=3)
 
 
@@ -289,3 +296,51 @@ def test_batch_read_of_assigned_partitions_returns_the_same_rows(spark, kwire, b
     assert all(r[7] is None for r in spark_rows)
     assert kwire_rows == spark_rows
 
+
+
+# ------------------------------------- e: the same query in both engines
+
+
+def test_the_same_query_from_earliest_runs_the_same_batches(spark, kwire, bootstrap, tmp_path):
+    topic = unique_topic("same-query")
+    kwire.create_topic(topic, PARTITIONS)
+    fill(kwire, topic, FIRST, "first")
+    options = stream_options(topic, bootstrap)
+    spark_run = spark_stream(spark, tmp_path / "spark", options)
+    kwire_run = kwire.stream(tmp_path / "kwire", tmp_path / "sink", kwire_options(options))
+    assert_rate_limited(spark_run.batches, [0, 1, 2], sum(FIRST))
+    assert initial_offsets(tmp_path / "spark") == {(topic, p): 0 for p in range(PARTITIONS)}
+    assert initial_offsets(tmp_path / "kwire") == initial_offsets(tmp_path / "spark")
+    # Batch 0 starts from nothing and is behind latest by what it left.
+    first = source_progress(spark_run.progress[0])
+    assert first["startOffset"] is None
+    assert first["latestOffset"] == {(topic, p): n for p, n in enumerate(FIRST)}
+    assert int(first["lag"]["maxOffsetsBehindLatest"]) > 0
+    assert_same_continuation(tmp_path / "spark", spark_run, tmp_path / "kwire", kwire_run, first_batch=0)
+
+
+def test_a_new_query_at_latest_runs_an_empty_batch_0(spark, kwire, bootstrap, tmp_path):
+    topic = unique_topic("at-latest")
+    kwire.create_topic(topic, PARTITIONS)
+    fill(kwire, topic, FIRST, "first")
+    options = {**stream_options(topic, bootstrap), "startingOffsets": "latest"}
+    spark_run = spark_stream(spark, tmp_path / "spark", options)
+    # Spark logs and commits batch 0 with end = start = latest, reads nothing,
+    # and reports no lag.
+    assert spark_run.batches == {0: []}
+    latest = {(topic, p): n for p, n in enumerate(FIRST)}
+    assert offset_log(tmp_path / "spark") == {0: latest}
+    assert commit_ids(tmp_path / "spark") == [0]
+    assert source_progress(spark_run.progress[0])["lag"] == {
+        "minOffsetsBehindLatest": "0",
+        "maxOffsetsBehindLatest": "0",
+        "avgOffsetsBehindLatest": "0.0",
+    }
+    kwire_run = kwire.stream(tmp_path / "kwire", tmp_path / "sink", kwire_options(options))
+    assert_same_continuation(tmp_path / "spark", spark_run, tmp_path / "kwire", kwire_run, first_batch=0)
+    # Records written afterwards are batch 1 on, in both.
+    fill(kwire, topic, SECOND, "second")
+    spark_run = spark_stream(spark, tmp_path / "spark", options)
+    kwire_run = kwire.stream(tmp_path / "kwire", tmp_path / "sink-2", kwire_options(options))
+    assert_rate_limited(spark_run.batches, [1, 2], sum(SECOND))
+    assert_same_continuation(tmp_path / "spark", spark_run, tmp_path / "kwire", kwire_run, first_batch=1)
