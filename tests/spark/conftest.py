@@ -99,7 +99,8 @@ def spark(bootstrap, spark_log, tmp_path_factory):
         SparkSession.builder.master("local[2]")
         .appName("kwire-spark-interop")
         .config("spark.jars", ",".join(jars))
-        .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{log4j}")
+        # C1 only: these short runs start about twice as fast on a small host.
+        .config("spark.driver.extraJavaOptions", f"-XX:TieredStopAtLevel=1 -Dlog4j2.configurationFile=file:{log4j}")
         .config("spark.driver.host", "127.0.0.1")
         .config("spark.driver.bindAddress", "127.0.0.1")
         .config("spark.ui.enabled", "false")
