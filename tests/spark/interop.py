@@ -213,9 +213,11 @@ def rows_from_spark(df) -> list[tuple]:
     return sorted(out, key=lambda row: (row[2], row[3], row[4]))
 
 
-def spark_stream(spark, checkpoint: Path, options: dict[str, str], timeout: float = 180) -> SparkRun:
-    """readStream.format("kafka") into foreachBatch with Trigger.AvailableNow;
-    a failed query raises Spark's StreamingQueryException."""
+def spark_stream(spark, checkpoint: Path, options: dict[str, str], trigger: str = "available-now",
+                 timeout: float = 180) -> SparkRun:
+    """readStream.format("kafka") into foreachBatch with Trigger.AvailableNow
+    (or Trigger.Once: trigger="once"); a failed query raises Spark's
+    StreamingQueryException."""
     batches: dict[int, list[tuple]] = {}
 
     def collect(df, batch_id):
@@ -228,7 +230,7 @@ def spark_stream(spark, checkpoint: Path, options: dict[str, str], timeout: floa
         reader.load()
         .writeStream.foreachBatch(collect)
         .option("checkpointLocation", str(checkpoint))
-        .trigger(availableNow=True)
+        .trigger(**({"once": True} if trigger == "once" else {"availableNow": True}))
         .start()
     )
     try:

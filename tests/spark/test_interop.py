@@ -12,7 +12,9 @@ same progress ranges and the same rows in each batch.
 
 from __future__ import annotations
 
+import json
 import re
+import time
 
 import pytest
 
@@ -209,9 +211,10 @@ def spark_checkpoint(spark, kwire, bootstrap, tmp_path_factory):
     assert_rate_limited(first.batches, [0, 1, 2], sum(FIRST))
     fill(kwire, topic, SECOND, "second")
     copies = {}
-    for name in ("spark", "kwire", "spark-uncommitted", "kwire-uncommitted"):
+    uncommitted = ("spark-uncommitted", "kwire-uncommitted", "spark-once", "kwire-once")
+    for name in ("spark", "kwire") + uncommitted:
         copies[name] = copy_checkpoint(root / "ck", root / name)
-    for name in ("spark-uncommitted", "kwire-uncommitted"):
+    for name in uncommitted:
         assert uncommit_last_batch(copies[name]) == 2
     return {"options": options, "first": first, "copies": copies, "root": root}
 
@@ -344,3 +347,43 @@ def test_a_new_query_at_latest_runs_an_empty_batch_0(spark, kwire, bootstrap, tm
     kwire_run = kwire.stream(tmp_path / "kwire", tmp_path / "sink-2", kwire_options(options))
     assert_rate_limited(spark_run.batches, [1, 2], sum(SECOND))
     assert_same_continuation(tmp_path / "spark", spark_run, tmp_path / "kwire", kwire_run, first_batch=1)
+
+
+def test_trigger_once_after_a_crash_only_replays_the_logged_batch(spark, kwire, spark_checkpoint):
+    # New records wait, but a Trigger.Once run after a crash that left
+    # offsets/2 without commits/2 only replays batch 2, then stops.
+    ck = spark_checkpoint["copies"]
+    options = spark_checkpoint["options"]
+    spark_run = spark_stream(spark, ck["spark-once"], options, trigger="once")
+    assert sorted(spark_run.batches) == [2]
+    assert spark_run.batches[2] == spark_checkpoint["first"].batches[2]
+    kwire_run = kwire.stream(ck["kwire-once"], spark_checkpoint["root"] / "sink-kwire-once", kwire_options(options),
+                             trigger="once")
+    assert_same_continuation(ck["spark-once"], spark_run, ck["kwire-once"], kwire_run, first_batch=2)
+
+
+def test_batch_read_by_timestamp_returns_the_same_rows(spark, kwire, bootstrap, tmp_path):
+    topic = unique_topic("by-time")
+    kwire.create_topic(topic, 2)
+    fill(kwire, topic, [5, 4], "early")
+    time.sleep(0.2)
+    middle = int(time.time() * 1000)
+    time.sleep(0.2)
+    fill(kwire, topic, [3, 6], "late")
+    future = middle + 3_600_000
+    cases = [
+        # The first offset at or after the timestamp, in every partition.
+        ({"startingTimestamp": str(middle)}, [(0, o) for o in range(5, 8)] + [(1, o) for o in range(4, 10)]),
+        # An end by timestamp is exclusive: the records before it.
+        ({"endingOffsetsByTimestamp": json.dumps({topic: {"0": middle, "1": middle}})},
+         [(0, o) for o in range(5)] + [(1, o) for o in range(4)]),
+        # No record at or after a start: latest under strategy=latest.
+        ({"startingOffsetsByTimestamp": json.dumps({topic: {"0": middle, "1": future}}),
+          "startingOffsetsByTimestampStrategy": "latest"}, [(0, o) for o in range(5, 8)]),
+    ]
+    for i, (extra, expected) in enumerate(cases):
+        options = batch_options(topic, bootstrap, **extra)
+        spark_rows = spark_read(spark, options)
+        kwire_rows = by_offset(kwire.read(tmp_path / f"sink-{i}", kwire_options(options)))
+        assert [(r[3], r[4]) for r in spark_rows] == expected, extra
+        assert kwire_rows == spark_rows, extra
