@@ -95,6 +95,9 @@ def spark(bootstrap, spark_log, tmp_path_factory):
             ]
         )
     )
+    # Everything on the loopback interface (also what Spark's block manager
+    # and its warning about the host name resolving to 127.0.0.1 look at).
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     session = (
         SparkSession.builder.master("local[2]")
         .appName("kwire-spark-interop")
