@@ -387,3 +387,23 @@ def test_batch_read_by_timestamp_returns_the_same_rows(spark, kwire, bootstrap, 
         kwire_rows = by_offset(kwire.read(tmp_path / f"sink-{i}", kwire_options(options)))
         assert [(r[3], r[4]) for r in spark_rows] == expected, extra
         assert kwire_rows == spark_rows, extra
+
+
+def test_assign_with_a_partition_the_topic_does_not_have_reads_the_others(spark, kwire, bootstrap, tmp_path):
+    topic = unique_topic("assign-missing")
+    kwire.create_topic(topic, PARTITIONS)
+    fill(kwire, topic, FIRST, "first")
+    options = {
+        "kafka.bootstrap.servers": bootstrap,
+        "assign": json.dumps({topic: [0, 2, 7]}),
+        "startingOffsets": "earliest",
+        "maxOffsetsPerTrigger": str(MAX_OFFSETS),
+    }
+    spark_run = spark_stream(spark, tmp_path / "spark", options)
+    # Partition 7 is left out; 0 and 2 are read whole.
+    assert {(r[3], r[4]) for rows in spark_run.batches.values() for r in rows} == {
+        (p, o) for p in (0, 2) for o in range(FIRST[p])
+    }
+    assert offset_log(tmp_path / "spark")[max(spark_run.batches)] == {(topic, 0): FIRST[0], (topic, 2): FIRST[2]}
+    kwire_run = kwire.stream(tmp_path / "kwire", tmp_path / "sink", kwire_options(options))
+    assert_same_continuation(tmp_path / "spark", spark_run, tmp_path / "kwire", kwire_run, first_batch=0)
