@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,7 +55,8 @@ class Kwire:
     binary: Path
     bootstrap: str
 
-    def run(self, *args: str, stdin: str | None = None, timeout: float = 180) -> subprocess.CompletedProcess:
+    def run(self, *args: str, stdin: str | None = None, timeout: float = 180,
+            expect_failure: bool = False) -> subprocess.CompletedProcess:
         proc = subprocess.run(
             [str(self.binary), *args],
             input=stdin,
@@ -62,6 +64,10 @@ class Kwire:
             text=True,
             timeout=timeout,
         )
+        if expect_failure:
+            if proc.returncode == 0:
+                raise AssertionError(f"kwire {' '.join(args)} succeeded, a failure was expected:\n{proc.stderr}")
+            return proc
         if proc.returncode != 0:
             raise AssertionError(
                 f"kwire {' '.join(args)} failed with exit status {proc.returncode}:\n{proc.stderr}{proc.stdout}"
@@ -70,6 +76,24 @@ class Kwire:
 
     def create_topic(self, topic: str, partitions: int) -> None:
         self.run("create-topic", "-b", self.bootstrap, "-t", topic, "--partitions", str(partitions))
+
+    def recreate_topic(self, topic: str, partitions: int, timeout: float = 60) -> None:
+        """Delete the topic and create it again, empty (the broker deletes a
+        topic in the background, so the create is retried until it is gone)."""
+        self.run("delete-topic", "-b", self.bootstrap, "-t", topic)
+        deadline = time.monotonic() + timeout
+        while True:
+            proc = subprocess.run(
+                [str(self.binary), "create-topic", "-b", self.bootstrap, "-t", topic, "--partitions", str(partitions)],
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+            if proc.returncode == 0:
+                return
+            if time.monotonic() > deadline:
+                raise AssertionError(f"could not create {topic} again:\n{proc.stderr}")
+            time.sleep(0.5)
 
     def produce(self, topic: str, partition: int, lines: list[str], key_delimiter: str | None = None,
                 headers: tuple[str, ...] = ()) -> None:
@@ -82,15 +106,18 @@ class Kwire:
             args += ["-H", h]
         self.run(*args, stdin="".join(line + "\n" for line in lines))
 
-    def stream(self, checkpoint: Path, sink: Path, options: dict[str, str],
-               trigger: str = "available-now") -> "KwireRun":
+    def stream(self, checkpoint: Path, sink: Path, options: dict[str, str], trigger: str = "available-now",
+               expect_failure: bool = False) -> "KwireRun":
+        """Runs `kwire stream`; with expect_failure, it must fail, and the
+        run's stderr is in KwireRun.error."""
         args = ["stream", "-b", self.bootstrap, "--checkpoint", str(checkpoint), "--sink", f"jsonl:{sink}",
                 "--trigger", trigger]
         for k, v in options.items():
             args += ["-o", f"{k}={v}"]
         progress_before = len(progress_lines(checkpoint))
-        self.run(*args)
-        return KwireRun(batches=sink_batches(sink), progress=progress_lines(checkpoint)[progress_before:])
+        proc = self.run(*args, expect_failure=expect_failure)
+        return KwireRun(batches=sink_batches(sink), progress=progress_lines(checkpoint)[progress_before:],
+                        error=proc.stderr if expect_failure else None)
 
     def read(self, sink: Path, options: dict[str, str]) -> list[tuple]:
         args = ["read", "-b", self.bootstrap, "--sink", f"jsonl:{sink}"]
@@ -104,6 +131,7 @@ class Kwire:
 class KwireRun:
     batches: dict[int, list[tuple]]  # batch id -> rows, in sink order
     progress: list[dict] = field(default_factory=list)  # this run's progress lines
+    error: str | None = None  # stderr of a run expected to fail
 
 
 def row_from_kwire(line: dict) -> tuple:

@@ -407,3 +407,39 @@ def test_assign_with_a_partition_the_topic_does_not_have_reads_the_others(spark,
     assert offset_log(tmp_path / "spark")[max(spark_run.batches)] == {(topic, 0): FIRST[0], (topic, 2): FIRST[2]}
     kwire_run = kwire.stream(tmp_path / "kwire", tmp_path / "sink", kwire_options(options))
     assert_same_continuation(tmp_path / "spark", spark_run, tmp_path / "kwire", kwire_run, first_batch=0)
+
+
+def test_a_recreated_topic_is_data_loss_found_while_planning(spark, kwire, bootstrap, tmp_path):
+    # The topic is deleted and made again with fewer records than the
+    # checkpoint has read: latest is below the last end, PARTITION_OFFSET_CHANGED
+    # with failOnDataLoss=true. Spark writes offsets/3 first, then fails, so a
+    # restart replays that range; kwire must leave the same checkpoint.
+    topic = unique_topic("recreated")
+    kwire.create_topic(topic, PARTITIONS)
+    fill(kwire, topic, FIRST, "first")
+    options = stream_options(topic, bootstrap)
+    spark_run = spark_stream(spark, tmp_path / "spark", options)
+    assert_rate_limited(spark_run.batches, [0, 1, 2], sum(FIRST))
+    kwire.recreate_topic(topic, PARTITIONS)
+    fill(kwire, topic, [2, 2, 2], "again")
+    copy_checkpoint(tmp_path / "spark", tmp_path / "kwire")
+
+    from pyspark.errors import StreamingQueryException
+
+    with pytest.raises(StreamingQueryException) as failure:
+        spark_stream(spark, tmp_path / "spark", options)
+    spark_text = str(failure.value)
+    changed = re.compile(rf"Partition {topic}-[0-2] offset was changed from (23|15|9) to 2\.")
+    assert changed.search(spark_text), spark_text[:2000]
+    assert sorted(offset_log(tmp_path / "spark")) == [0, 1, 2, 3]
+    assert commit_ids(tmp_path / "spark") == [0, 1, 2]
+
+    kwire_run = kwire.stream(tmp_path / "kwire", tmp_path / "sink", kwire_options(options), expect_failure=True)
+    assert changed.search(kwire_run.error), kwire_run.error
+    # Spark 4.2's text.
+    sentence = ("This could be either 1) a user error that the start offset is set beyond available offset when "
+                "starting query, or 2) the kafka topic-partition is deleted and re-created.")
+    assert sentence in spark_text
+    assert sentence in kwire_run.error
+    assert offset_log(tmp_path / "kwire") == offset_log(tmp_path / "spark")
+    assert commit_ids(tmp_path / "kwire") == [0, 1, 2]
