@@ -135,16 +135,18 @@ class KwireRun:
 
 
 def row_from_kwire(line: dict) -> tuple:
+    # A null column may be written as null or left out (as Spark's JSON
+    # writer does); both read as None.
     headers = line.get("headers")
     return (
-        line["key"],
-        line["value"],
+        line.get("key"),
+        line.get("value"),
         line["topic"],
         line["partition"],
         line["offset"],
         line["timestamp"],
         line["timestampType"],
-        None if headers is None else tuple((h["key"], h["value"]) for h in headers),
+        None if headers is None else tuple((h["key"], h.get("value")) for h in headers),
     )
 
 
