@@ -244,14 +244,17 @@ def rows_from_spark(df) -> list[tuple]:
 
 
 def spark_stream(spark, checkpoint: Path, options: dict[str, str], trigger: str = "available-now",
-                 timeout: float = 180) -> SparkRun:
+                 timeout: float = 180, on_batch=None) -> SparkRun:
     """readStream.format("kafka") into foreachBatch with Trigger.AvailableNow
-    (or Trigger.Once: trigger="once"); a failed query raises Spark's
+    (or Trigger.Once: trigger="once"); on_batch(batch_id) is called after each
+    batch's rows are collected. A failed query raises Spark's
     StreamingQueryException."""
     batches: dict[int, list[tuple]] = {}
 
     def collect(df, batch_id):
         batches[batch_id] = rows_from_spark(df)
+        if on_batch:
+            on_batch(batch_id)
 
     reader = spark.readStream.format("kafka")
     for k, v in options.items():

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 import time
 
 import pytest
@@ -25,6 +26,7 @@ from interop import (
     copy_checkpoint,
     initial_offsets,
     offset_log,
+    progress_lines,
     source_progress,
     spark_read,
     spark_stream,
@@ -443,3 +445,62 @@ def test_a_recreated_topic_is_data_loss_found_while_planning(spark, kwire, boots
     assert sentence in kwire_run.error
     assert offset_log(tmp_path / "kwire") == offset_log(tmp_path / "spark")
     assert commit_ids(tmp_path / "kwire") == [0, 1, 2]
+
+
+def test_available_now_reports_lag_against_the_end_fixed_at_start(spark, kwire, bootstrap, tmp_path):
+    # Records arriving during an AvailableNow run are left for the next run,
+    # and every batch's offsets behind latest and latestOffset are against the
+    # end fixed when the run started. Each engine reads its own topic with the
+    # same records, and more records arrive in it once batch 0 is done.
+    late = [5, 5, 5]
+    options = {"startingOffsets": "earliest", "maxOffsetsPerTrigger": "4", "includeHeaders": "true"}
+
+    def topic_with_records(name):
+        topic = unique_topic(name)
+        kwire.create_topic(topic, PARTITIONS)
+        fill(kwire, topic, FIRST, "first")
+        return topic
+
+    spark_topic = topic_with_records("now-spark")
+
+    def spark_batch_done(batch_id):
+        if batch_id == 0:
+            fill(kwire, spark_topic, late, "late")
+
+    spark_run = spark_stream(spark, tmp_path / "spark", {**options, "subscribe": spark_topic,
+                                                         "kafka.bootstrap.servers": bootstrap},
+                             on_batch=spark_batch_done)
+
+    kwire_topic = topic_with_records("now-kwire")
+    produced = {}
+
+    def kwire_batch_done():
+        deadline = time.monotonic() + 120
+        while not progress_lines(tmp_path / "kwire") and time.monotonic() < deadline:
+            time.sleep(0.01)
+        fill(kwire, kwire_topic, late, "late")
+        produced["at"] = time.monotonic()
+
+    producer = threading.Thread(target=kwire_batch_done)
+    producer.start()
+    kwire_run = kwire.stream(tmp_path / "kwire", tmp_path / "sink", {**options, "subscribe": kwire_topic})
+    ended = time.monotonic()
+    producer.join()
+    assert produced["at"] < ended, "the late records arrived after kwire's run ended; the test proves nothing"
+
+    def by_partition(progress, topic):
+        out = dict(source_progress(progress))
+        for k in ("startOffset", "endOffset", "latestOffset"):
+            if out[k] is not None:
+                assert {t for t, _ in out[k]} == {topic}
+                out[k] = {p: o for (_, p), o in out[k].items()}
+        return out
+
+    spark_progress = [by_partition(p, spark_topic) for p in spark_run.progress]
+    kwire_progress = [by_partition(p, kwire_topic) for p in kwire_run.progress]
+    # Only the records there at the start are read, and the last batch is
+    # not behind.
+    assert sum(p["numInputRows"] for p in spark_progress) == sum(FIRST)
+    assert spark_progress[-1]["lag"]["maxOffsetsBehindLatest"] == "0"
+    assert all(p["latestOffset"] == dict(enumerate(FIRST)) for p in spark_progress)
+    assert kwire_progress == spark_progress
