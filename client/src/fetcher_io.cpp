@@ -184,9 +184,14 @@ bool Fetcher::take_answer(Deadline until) {
   Response<FetchResponse> resp;
   try {
     resp = cluster_.receive_fetch(f->pending, f->version);
-  } catch (const ConnectionError&) {
-    // Lost with its connection: the partitions back off (not counted against
-    // the retry budget) and are fetched again from the same offsets.
+  } catch (const ClientError& e) {
+    // Lost with its connection, or no answer within request.timeout.ms (the
+    // connection is then closed, so no late answer can be mistaken for
+    // another): as Java's consumer, a disconnect. The partitions back off
+    // (not counted against the retry budget) and are fetched again from the
+    // same offsets after a metadata refresh; a reader that needs progress
+    // bounds its own wait (kafkaConsumer.pollTimeoutMs in the source).
+    if (!dynamic_cast<const ConnectionError*>(&e) && !dynamic_cast<const TimeoutError*>(&e)) throw;
     sessions_.erase(node);
     for (auto& [tp, sent] : f->sent) {
       auto it = partitions_.find(tp);
@@ -201,13 +206,6 @@ bool Fetcher::take_answer(Deadline until) {
     } catch (const ClientError&) {
     }
     return true;
-  } catch (const TimeoutError&) {
-    sessions_.erase(node);
-    for (auto& [tp, sent] : f->sent) {
-      auto it = partitions_.find(tp);
-      if (it != partitions_.end() && it->second->read_replica == node) it->second->read_replica = -1;
-    }
-    throw;
   }
   const auto top_error = resp.body.error_code;
   if (top_error == static_cast<std::int16_t>(ErrorCode::fetch_session_id_not_found) ||

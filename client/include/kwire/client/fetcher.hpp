@@ -150,8 +150,10 @@ class Fetcher {
   bool paused(const TopicPartition& tp) const;
 
   /// Wait up to `timeout` for records of the assigned, unpaused partitions;
-  /// at most `max_records`. Throws the errors listed above (per partition),
-  /// KafkaError for top-level Fetch errors, TimeoutError for a late answer.
+  /// at most `max_records`. Throws the errors listed above (per partition)
+  /// and KafkaError for top-level Fetch errors. A Fetch lost with its
+  /// connection or unanswered within request.timeout.ms is, as in Java's
+  /// consumer, a disconnect: its partitions back off and are fetched again.
   ConsumerRecords poll(std::chrono::milliseconds timeout, std::size_t max_records);
 
   /// The last Fetch answer's offsets for a partition (no error ones).
