@@ -46,7 +46,8 @@ std::map<std::string, std::string> source_options(const CommonOptions& common, c
 }
 
 // With --value-format json: a line per row with the decoded columns, then
-// _corrupt_record, then the chosen kafka columns (as JsonLinesSink writes them).
+// _corrupt_record (malformed records only), then the chosen kafka columns (as
+// JsonLinesSink writes them); null columns are left out, as Spark's JSON writer does.
 JsonLinesSink::Formatter value_formatter(const std::string& format, const std::optional<std::string>& schema,
                                          const std::string& kafka_columns) {
   if (format == "raw") {
