@@ -15,8 +15,16 @@
 //          .trigger(availableNow=True).start().awaitTermination())
 //
 // Usage: purchases --bootstrap HOST:PORT --checkpoint DIR --output DIR
-//                  [--topic user-events] [--max-offsets-per-trigger 20000]
+//                  [--topic user-events] [--max-offsets-per-trigger 20000|none]
 //                  [--trigger available-now|once|processing-time=5s]
+//                  [-X KEY=VALUE]...
+//
+// -X passes a client property by its Java name, as the kwire CLI's -X and
+// Spark's kafka.KEY options do (repeatable), e.g. for a SASL_SSL broker:
+//   -X security.protocol=SASL_SSL -X sasl.mechanism=SCRAM-SHA-512
+//   -X sasl.username=alice -X sasl.password=... -X ssl.ca.location=ca.pem
+// --max-offsets-per-trigger none reads each trigger's whole backlog (no
+// maxOffsetsPerTrigger option).
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -37,12 +45,13 @@ struct Args {
   std::string output;
   std::string max_offsets = "20000";
   std::string trigger = "available-now";
+  std::map<std::string, std::string> properties;  // -X KEY=VALUE
 };
 
 [[noreturn]] void usage(const char* why) {
   fmt::print(stderr,
              "purchases: {}\nusage: purchases --bootstrap HOST:PORT --checkpoint DIR --output DIR "
-             "[--topic T] [--max-offsets-per-trigger N] [--trigger T]\n",
+             "[--topic T] [--max-offsets-per-trigger N|none] [--trigger T] [-X KEY=VALUE]...\n",
              why);
   std::exit(2);
 }
@@ -59,7 +68,11 @@ Args parse_args(int argc, char** argv) {
     else if (k == "--output") a.output = v;
     else if (k == "--max-offsets-per-trigger") a.max_offsets = v;
     else if (k == "--trigger") a.trigger = v;
-    else usage(("unknown argument " + k).c_str());
+    else if (k == "-X") {
+      const auto eq = v.find('=');
+      if (eq == std::string::npos || eq == 0) usage(("-X expects KEY=VALUE, got '" + v + "'").c_str());
+      a.properties[v.substr(0, eq)] = v.substr(eq + 1);
+    } else usage(("unknown argument " + k).c_str());
   }
   if (a.checkpoint.empty()) usage("--checkpoint is required");
   if (a.output.empty()) usage("--output is required");
@@ -74,8 +87,9 @@ int main(int argc, char** argv) {
       {"kafka.bootstrap.servers", args.bootstrap},
       {"subscribe", args.topic},
       {"startingOffsets", "earliest"},
-      {"maxOffsetsPerTrigger", args.max_offsets},
   };
+  if (args.max_offsets != "none") options["maxOffsetsPerTrigger"] = args.max_offsets;
+  for (auto& [k, v] : args.properties) options["kafka." + k] = v;
 
   // from_json + where: decode the value with simdjson; rows whose value is not
   // an event object are dropped, as from_json's nulls would be by the filter.

@@ -46,9 +46,14 @@ void decode_and_check(std::optional<std::string_view> text) {
   KWIRE_FUZZ_CHECK(v.cells.size() == d.schema().columns.size());
   for (std::size_t i = 0; i < v.cells.size(); ++i) KWIRE_FUZZ_CHECK(cell_fits(v.cells[i], d.schema().columns[i].type));
   if (!text) KWIRE_FUZZ_CHECK(!v.corrupt_record);
+  // One member per non-null cell, plus _corrupt_record when set; nulls are left out.
   std::string json;
-  d.append_json_members(json, v);
-  KWIRE_FUZZ_CHECK(!json.empty());
+  const std::size_t members = d.append_json_members(json, v);
+  std::size_t want = v.corrupt_record ? 1 : 0;
+  for (const auto& c : v.cells)
+    if (!std::holds_alternative<std::monostate>(c)) ++want;
+  KWIRE_FUZZ_CHECK(members == want);
+  KWIRE_FUZZ_CHECK(json.empty() == (members == 0));
 }
 
 }  // namespace

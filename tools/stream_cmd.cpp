@@ -46,7 +46,8 @@ std::map<std::string, std::string> source_options(const CommonOptions& common, c
 }
 
 // With --value-format json: a line per row with the decoded columns, then
-// _corrupt_record, then the chosen kafka columns (as JsonLinesSink writes them).
+// _corrupt_record (malformed records only), then the chosen kafka columns (as
+// JsonLinesSink writes them); null columns are left out, as Spark's JSON writer does.
 JsonLinesSink::Formatter value_formatter(const std::string& format, const std::optional<std::string>& schema,
                                          const std::string& kafka_columns) {
   if (format == "raw") {
@@ -80,45 +81,54 @@ JsonLinesSink::Formatter value_formatter(const std::string& format, const std::o
     std::optional<std::string_view> text;
     if (row.value) text = row.value_string();
     auto decoded = decoder->decode(text);
+    // Null columns are left out, as Spark's JSON writer does (ignoreNullFields).
     std::string out = "{";
-    decoder->append_json_members(out, decoded);
-    auto nullable = [&](bool present, std::string_view v) {
-      if (present) append_json_string(out, v);
-      else out += "null";
+    bool any = decoder->append_json_members(out, decoded) > 0;
+    auto member = [&](std::string_view name) {
+      if (any) out += ',';
+      any = true;
+      append_json_string(out, name);
+      out += ':';
     };
     for (auto& c : keep) {
-      out += ",\"" + c + "\":";
       if (c == "key") {
-        nullable(row.key.has_value(), row.key_string());
+        if (!row.key) continue;
+        member(c);
+        append_json_string(out, row.key_string());
       } else if (c == "value") {
-        nullable(row.value.has_value(), row.value_string());
+        if (!row.value) continue;
+        member(c);
+        append_json_string(out, row.value_string());
       } else if (c == "topic") {
+        member(c);
         append_json_string(out, row.topic);
       } else if (c == "partition") {
+        member(c);
         out += std::to_string(row.partition);
       } else if (c == "offset") {
+        member(c);
         out += std::to_string(row.offset);
       } else if (c == "timestamp") {
+        member(c);
         out += std::to_string(row.timestamp);
       } else if (c == "timestampType") {
+        member(c);
         out += std::to_string(row.timestamp_type);
       } else if (c == "headers") {
-        if (!row.headers) {
-          out += "null";
-        } else {
-          out += '[';
-          for (std::size_t i = 0; i < row.headers->size(); ++i) {
-            auto& h = (*row.headers)[i];
-            out += i ? ",{\"key\":" : "{\"key\":";
-            append_json_string(out, h.key);
+        if (!row.headers) continue;
+        member(c);
+        out += '[';
+        for (std::size_t i = 0; i < row.headers->size(); ++i) {
+          auto& h = (*row.headers)[i];
+          out += i ? ",{\"key\":" : "{\"key\":";
+          append_json_string(out, h.key);
+          if (h.value) {
             out += ",\"value\":";
-            nullable(h.value.has_value(),
-                     h.value ? std::string_view(reinterpret_cast<const char*>(h.value->data()), h.value->size())
-                             : std::string_view());
-            out += '}';
+            append_json_string(out, std::string_view(reinterpret_cast<const char*>(h.value->data()), h.value->size()));
           }
-          out += ']';
+          out += '}';
         }
+        out += ']';
       }
     }
     out += '}';

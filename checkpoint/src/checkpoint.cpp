@@ -220,7 +220,15 @@ OffsetsFile parse_offsets_file(const fs::path& path, std::string_view content) {
 }
 
 std::string offsets_file_content(const PartitionOffsets& end, std::int64_t ts) {
-  return fmt::format("{}\n{{\"batchWatermarkMs\":0,\"batchTimestampMs\":{},\"conf\":{{}}}}\n{}", kLogVersion, ts,
+  std::string conf = "{";
+  for (const auto& [key, value] : spark_offset_log_conf()) {
+    if (conf.size() > 1) conf.push_back(',');
+    append_json_string(conf, key);
+    conf.push_back(':');
+    append_json_string(conf, value);
+  }
+  conf.push_back('}');
+  return fmt::format("{}\n{{\"batchWatermarkMs\":0,\"batchTimestampMs\":{},\"conf\":{}}}\n{}", kLogVersion, ts, conf,
                      offsets_to_json(end));
 }
 
@@ -273,6 +281,28 @@ void check_batch_id(std::int64_t batch) {
 }
 
 }  // namespace
+
+const std::map<std::string, std::string>& spark_offset_log_conf() {
+  static const std::map<std::string, std::string> conf{
+      {"spark.sql.function.protobufExtensions.enabled", "false"},
+      {"spark.sql.optimizer.pruneFiltersCanPruneStreamingSubplan", "false"},
+      {"spark.sql.shuffle.partitions", "200"},
+      {"spark.sql.streaming.aggregation.stateFormatVersion", "2"},
+      {"spark.sql.streaming.flatMapGroupsWithState.stateFormatVersion", "2"},
+      {"spark.sql.streaming.join.stateFormatVersion", "2"},
+      {"spark.sql.streaming.multipleWatermarkPolicy", "min"},
+      {"spark.sql.streaming.queryEvolution.enableSourceEvolution", "false"},
+      {"spark.sql.streaming.stateStore.compression.codec", "lz4"},
+      {"spark.sql.streaming.stateStore.encodingFormat", "unsaferow"},
+      {"spark.sql.streaming.stateStore.providerClass",
+       "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"},
+      {"spark.sql.streaming.stateStore.rocksdb.formatVersion", "5"},
+      {"spark.sql.streaming.stateStore.rocksdb.mergeOperatorVersion", "2"},
+      {"spark.sql.streaming.stateStore.rowChecksum.enabled", "false"},
+      {"spark.sql.streaming.statefulOperator.useStrictDistribution", "true"},
+  };
+  return conf;
+}
 
 std::string offsets_to_json(const PartitionOffsets& offsets) {
   std::string out = "{";

@@ -41,7 +41,6 @@ BatchQueryPlan BatchQuery::plan() {
   BatchQueryPlan plan;
   plan.warnings = options_.warnings;
   const auto tps = detail::discover_partitions(*admin_, options_);
-  detail::check_assigned_partitions_exist(options_, tps);
   plan.start = detail::resolve_offsets(*admin_, options_, tps, options_.starting, false, "startingOffsets");
   plan.end = detail::resolve_offsets(*admin_, options_, tps, options_.ending, true, "endingOffsets");
   std::vector<OffsetRange> ranges;
@@ -64,7 +63,8 @@ BatchReadResult BatchQuery::read(const BatchQueryPlan& plan, Sink& sink) {
   const auto started = std::chrono::steady_clock::now();
   client::Consumer consumer(RangeReader::consumer_properties(client_properties(options_)));
   sink.begin_batch(0);
-  auto read = RangeReader(consumer, RangeReaderOptions::from(options_)).read(plan.ranges, sink);
+  auto read = RangeReader(consumer, RangeReaderOptions::from(options_, executor_group_id(options_, std::nullopt)))
+                  .read(plan.ranges, sink);
   BatchReadResult out;
   out.output_rows = sink.commit_batch(0);
   out.rows = read.rows;

@@ -43,9 +43,16 @@ std::vector<TopicPartition> discover_partitions(client::KafkaClient& admin, cons
         std::vector<std::string> names;
         for (auto& [t, _] : a.partitions) names.push_back(t);
         auto md = admin.metadata(names);
+        // As Spark's AssignStrategy: the topics are described (a missing one
+        // fails, after the retries, as under subscribe) and the assigned
+        // partitions that exist are kept; a partition number the topic does
+        // not have is left out without a warning.
         for (auto& [name, parts] : a.partitions) {
           auto* t = md.topic(name);
-          if (!t || t->error_code != 0) continue;
+          if (!t || t->error_code != 0)
+            throw client::KafkaError(t ? t->error_code : 3,
+                                     fmt::format("assigned topic '{}' is not available: {}", name,
+                                                 protocol::error_name(t ? t->error_code : 3)));
           for (auto part : parts)
             if (std::any_of(t->partitions.begin(), t->partitions.end(), [&](auto& x) { return x.partition == part; }))
               out.push_back({name, part});
@@ -61,17 +68,17 @@ std::vector<TopicPartition> discover_partitions(client::KafkaClient& admin, cons
   }
 }
 
-PartitionOffsets fetch_offsets(client::KafkaClient& admin, const SourceOptions& options,
-                               const std::vector<TopicPartition>& tps, std::int64_t target) {
-  PartitionOffsets out;
-  if (tps.empty()) return out;
-  std::map<client::TopicPartition, std::int64_t> req;
-  for (auto& tp : tps) req[tp] = target;
+namespace {
+
+// ListOffsets tried fetchOffset.numRetries times, fetchOffset.retryIntervalMs
+// apart, then the last error is thrown (Spark's withRetries).
+std::map<client::TopicPartition, client::ListedOffset> list_offsets_with_retries(
+    client::KafkaClient& admin, const SourceOptions& options,
+    const std::map<client::TopicPartition, std::int64_t>& req) {
   const int attempts = std::max(1, options.fetch_offset_num_retries);
   for (int attempt = 1;; ++attempt) {
     try {
-      for (auto& [tp, lo] : admin.list_offsets(req)) out[tp.topic][tp.partition] = lo.offset;
-      return out;
+      return admin.list_offsets(req);
     } catch (const client::ClientError& e) {
       if (attempt >= attempts) throw;
       warn(fmt::format("fetching offsets failed (attempt {} of {}): {}", attempt, attempts, e.what()));
@@ -80,19 +87,16 @@ PartitionOffsets fetch_offsets(client::KafkaClient& admin, const SourceOptions& 
   }
 }
 
-void check_assigned_partitions_exist(const SourceOptions& options, const std::vector<TopicPartition>& tps) {
-  const auto* a = std::get_if<Assign>(&options.strategy);
-  if (!a) return;
-  // As Spark, an assigned partition that does not exist is an error, not an
-  // empty read.
-  std::vector<std::string> missing;
-  for (auto& [topic, parts] : a->partitions)
-    for (auto p : parts)
-      if (!std::binary_search(tps.begin(), tps.end(), TopicPartition{topic, p}))
-        missing.push_back(to_string(TopicPartition{topic, p}));
-  if (!missing.empty())
-    throw SourceOptionError(fmt::format("Assigned topic-partitions do not exist (UNKNOWN_TOPIC_OR_PARTITION): {}",
-                                        fmt::join(missing, ", ")));
+}  // namespace
+
+PartitionOffsets fetch_offsets(client::KafkaClient& admin, const SourceOptions& options,
+                               const std::vector<TopicPartition>& tps, std::int64_t target) {
+  PartitionOffsets out;
+  if (tps.empty()) return out;
+  std::map<client::TopicPartition, std::int64_t> req;
+  for (auto& tp : tps) req[tp] = target;
+  for (auto& [tp, lo] : list_offsets_with_retries(admin, options, req)) out[tp.topic][tp.partition] = lo.offset;
+  return out;
 }
 
 PartitionOffsets resolve_offsets(client::KafkaClient& admin, const SourceOptions& options,
@@ -106,13 +110,18 @@ PartitionOffsets resolve_offsets(client::KafkaClient& admin, const SourceOptions
     for (auto& [t, parts] : s->offsets)
       for (auto& [p, _] : parts) given.insert({t, p});
     if (given != assigned) {
+      // Spark's assertion (KafkaOffsetReader fetchSpecificOffsets for a
+      // stream, fetchPartitionOffsets for a batch, which says startingOffsets
+      // for either end), its sets printed as Scala does: Set(t-0, t-1).
+      // kwire lists the partitions sorted; Spark's order follows its hash sets.
       std::vector<std::string> g, a;
       for (auto& tp : given) g.push_back(to_string(tp));
       for (auto& tp : assigned) a.push_back(to_string(tp));
-      throw SourceOptionError(
-          fmt::format("If {} contains specific offsets, you must specify all TopicPartitions.\nUse -1 for latest, -2 "
-                      "for earliest, if you don't care.\nSpecified: {}  Assigned: {}",
-                      option, fmt::join(g, ", "), fmt::join(a, ", ")));
+      (void)option;
+      throw SourceOptionError(fmt::format(
+          "assertion failed: If startingOffsets contains specific offsets, you must specify all TopicPartitions.\n"
+          "Use -1 for latest, -2 for earliest{}.\nSpecified: Set({}) Assigned: Set({})",
+          options.mode == QueryMode::batch ? "" : ", if you don't care", fmt::join(g, ", "), fmt::join(a, ", ")));
     }
     PartitionOffsets out = s->offsets;
     std::vector<TopicPartition> need_e, need_l;
@@ -147,7 +156,7 @@ PartitionOffsets resolve_offsets(client::KafkaClient& admin, const SourceOptions
   }
   PartitionOffsets out;
   std::vector<TopicPartition> to_latest;
-  for (auto& [tp, lo] : admin.list_offsets(req)) {
+  for (auto& [tp, lo] : list_offsets_with_retries(admin, options, req)) {
     if (lo.offset >= 0) {
       out[tp.topic][tp.partition] = lo.offset;
     } else if (ending || options.timestamp_strategy == TimestampStrategy::latest) {

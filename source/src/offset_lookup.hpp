@@ -20,17 +20,14 @@ namespace kwire::source::detail {
 /// The partitions of the subscription, sorted. subscribe: every partition
 /// of each topic (a missing topic is a KafkaError); subscribePattern: topics
 /// (not internal) whose name contains a match; assign: the listed partitions
-/// that exist.
+/// that exist (a partition number the topic does not have is left out, as in
+/// Spark; a missing topic is a KafkaError, as under subscribe).
 std::vector<TopicPartition> discover_partitions(client::KafkaClient& admin, const SourceOptions& options);
 
 /// ListOffsets with one target (client::kEarliestTimestamp, kLatestTimestamp or
 /// a timestamp in ms) for every partition of `tps`.
 PartitionOffsets fetch_offsets(client::KafkaClient& admin, const SourceOptions& options,
                                const std::vector<TopicPartition>& tps, std::int64_t target);
-
-/// Under `assign`, a listed partition that does not exist is a SourceOptionError
-/// "Assigned topic-partitions do not exist (UNKNOWN_TOPIC_OR_PARTITION): t-9".
-void check_assigned_partitions_exist(const SourceOptions& options, const std::vector<TopicPartition>& tps);
 
 /// Resolves `spec` to offsets for exactly the partitions `tps` (Spark's
 /// fetchSpecificOffsets / fetchSpecificTimestampBasedOffsets /

@@ -10,6 +10,7 @@
 
 #include "kwire/client/consumer.hpp"
 #include "kwire/client/errors.hpp"
+#include "kwire/protocol/bytes.hpp"
 #include "kwire/source/options.hpp"
 #include "stream_util.hpp"
 
@@ -17,14 +18,58 @@ namespace kwire::source {
 
 using detail::warn;
 
-RangeReaderOptions RangeReaderOptions::from(const SourceOptions& options) {
+RangeReaderOptions RangeReaderOptions::from(const SourceOptions& options,
+                                            std::optional<std::string> generated_group_id) {
   RangeReaderOptions o;
   o.fail_on_data_loss = options.fail_on_data_loss;
   o.poll_timeout_ms = options.poll_timeout_ms;
   o.include_headers = options.include_headers;
   auto g = options.kafka_params.find("group.id");
   if (g != options.kafka_params.end()) o.group_id = g->second;
+  else o.group_id = std::move(generated_group_id);
   return o;
+}
+
+std::int32_t java_string_hash(std::string_view text) {
+  // Decode UTF-8 into UTF-16 code units; a malformed byte counts as U+FFFD.
+  std::uint32_t h = 0;
+  auto add = [&h](std::uint32_t unit) { h = 31u * h + unit; };
+  for (std::size_t i = 0; i < text.size();) {
+    const auto b = static_cast<unsigned char>(text[i]);
+    std::uint32_t cp = 0xFFFD;
+    std::size_t len = 1;
+    if (b < 0x80) {
+      cp = b;
+    } else if ((b >> 5) == 0x6 || (b >> 4) == 0xE || (b >> 3) == 0x1E) {
+      len = (b >> 5) == 0x6 ? 2 : (b >> 4) == 0xE ? 3 : 4;
+      cp = b & (len == 2 ? 0x1Fu : len == 3 ? 0x0Fu : 0x07u);
+      bool ok = i + len <= text.size();
+      for (std::size_t k = 1; ok && k < len; ++k) {
+        const auto c = static_cast<unsigned char>(text[i + k]);
+        if ((c >> 6) != 0x2) ok = false;
+        else cp = (cp << 6) | (c & 0x3Fu);
+      }
+      if (!ok) cp = 0xFFFD, len = 1;
+    }
+    if (cp >= 0x10000) {
+      cp -= 0x10000;
+      add(0xD800 + (cp >> 10));
+      add(0xDC00 + (cp & 0x3FF));
+    } else {
+      add(cp);
+    }
+    i += len;
+  }
+  return static_cast<std::int32_t>(h);
+}
+
+std::string executor_group_id(const SourceOptions& options, std::optional<std::string_view> metadata_path) {
+  auto g = options.kafka_params.find("group.id");
+  if (g != options.kafka_params.end()) return g->second;
+  const std::string uuid = protocol::Uuid::random().to_string();
+  if (metadata_path)
+    return fmt::format("{}-{}-{}-executor", options.group_id_prefix, uuid, java_string_hash(*metadata_path));
+  return fmt::format("{}-{}-executor", options.group_id_prefix, uuid);
 }
 
 std::map<std::string, std::string> RangeReader::consumer_properties(std::map<std::string, std::string> props) {

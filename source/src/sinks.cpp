@@ -39,13 +39,20 @@ void JsonLinesSink::begin_batch(std::int64_t batch_id) {
 }
 
 void JsonLinesSink::append_json(std::string& out, const Row& row) {
-  out += "{\"key\":";
-  if (row.key) append_json_string(out, row.key_string());
-  else out += "null";
-  out += ",\"value\":";
-  if (row.value) append_json_string(out, row.value_string());
-  else out += "null";
-  out += ",\"topic\":";
+  // Null fields (key, value, a header's value) are left out, as Spark's JSON
+  // writer does by default (ignoreNullFields=true).
+  out += '{';
+  if (row.key) {
+    out += "\"key\":";
+    append_json_string(out, row.key_string());
+    out += ',';
+  }
+  if (row.value) {
+    out += "\"value\":";
+    append_json_string(out, row.value_string());
+    out += ',';
+  }
+  out += "\"topic\":";
   append_json_string(out, row.topic);
   fmt::format_to(std::back_inserter(out), ",\"partition\":{},\"offset\":{},\"timestamp\":{},\"timestampType\":{}",
                  row.partition, row.offset, row.timestamp, row.timestamp_type);
@@ -55,10 +62,10 @@ void JsonLinesSink::append_json(std::string& out, const Row& row) {
       auto& h = (*row.headers)[i];
       out += i ? ",{\"key\":" : "{\"key\":";
       append_json_string(out, h.key);
-      out += ",\"value\":";
-      if (h.value)
+      if (h.value) {
+        out += ",\"value\":";
         append_json_string(out, std::string_view(reinterpret_cast<const char*>(h.value->data()), h.value->size()));
-      else out += "null";
+      }
       out += "}";
     }
     out += "]";

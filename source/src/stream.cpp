@@ -70,6 +70,14 @@ void drop_partial_last_line(const fs::path& p) {
   else warn(fmt::format("removed a partial last line ({} bytes) from {}", size - keep, p.string()));
 }
 
+// The source's metadata folder as Spark names it (a qualified Hadoop path,
+// "file:/abs/checkpoint/sources/0"), hashed into the readers' group id.
+std::string source_metadata_path(const fs::path& root) {
+  std::string abs = fs::absolute(root).lexically_normal().string();
+  while (abs.size() > 1 && abs.back() == '/') abs.pop_back();
+  return "file:" + abs + "/sources/0";
+}
+
 std::string read_text_file(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
@@ -85,7 +93,8 @@ StreamingQuery::StreamingQuery(const std::map<std::string, std::string>& options
       sink_(*meter_),
       trigger_(trigger),
       run_id_(new_run_id()),
-      starting_options_text_(starting_options_text(options)) {
+      starting_options_text_(starting_options_text(options)),
+      reader_group_id_(executor_group_id(options_, source_metadata_path(checkpoint_.root()))) {
   for (auto& w : options_.warnings) warn(w);
   if (trigger_.kind == Trigger::Kind::once && (options_.max_offsets_per_trigger || options_.min_offsets_per_trigger))
     warn("The read limit (maxOffsetsPerTrigger / minOffsetsPerTrigger) is ignored when Trigger.Once is used.");
@@ -205,13 +214,31 @@ std::optional<BatchProgress> StreamingQuery::next_batch() {
   for (auto& [t, parts] : start)
     for (auto& [p, _] : parts)
       if (!end.count(t) || !end.at(t).count(p)) has_new = true;  // deleted partition: let planning classify it
-  if (!has_new) return std::nullopt;
+  // A query with no batch logged yet always runs batch 0, even an empty one
+  // (end = start): Spark's MicroBatchExecution sees a source without
+  // committed offsets as having new data, so its batch ids start there.
+  if (!has_new && resume.next_batch_id != 0) return std::nullopt;
 
   planning_started_ms_ = elapsed_ms(trigger_started_);
-  auto plan = plan_batch(start, end, earliest_for_new, plan_options(options_));
+  BatchPlan plan;
+  try {
+    plan = plan_batch(start, end, earliest_for_new, plan_options(options_));
+  } catch (const DataLossError&) {
+    // Spark logs offsets/N (its latestOffset) before planInputPartitions
+    // classifies the loss, so the failure comes after the write-ahead log
+    // and a restart replays exactly this range (failing again, or skipping
+    // the loss with failOnDataLoss=false).
+    if (!dry_run_) checkpoint_.write_offsets(resume.next_batch_id, end, now_ms());
+    throw;
+  }
   for (auto& w : plan.warnings) warn(w);
   if (plan.end.empty()) return std::nullopt;  // an empty listing never becomes a committed batch
-  return execute(resume.next_batch_id, start, plan.end, plan.ranges, latest, false, plan.warnings);
+  // AvailableNow reports lag and latestOffset against the end fixed at the
+  // start of the run (Spark keeps that prefetched map as its latest offsets),
+  // not against offsets listed since.
+  const PartitionOffsets& reported_latest =
+      trigger_.kind == Trigger::Kind::available_now ? *planner_.available_now_target : latest;
+  return execute(resume.next_batch_id, start, plan.end, plan.ranges, reported_latest, false, plan.warnings);
 }
 
 BatchProgress StreamingQuery::execute(std::int64_t batch_id, const PartitionOffsets& start, const PartitionOffsets& end,
@@ -260,7 +287,7 @@ void StreamingQuery::read_range(const std::vector<OffsetRange>& ranges, BatchPro
   auto& reader_consumer = consumer();
   RangeReadResult read;
   try {
-    read = RangeReader(reader_consumer, RangeReaderOptions::from(options_)).read(ranges, sink_);
+    read = RangeReader(reader_consumer, RangeReaderOptions::from(options_, reader_group_id_)).read(ranges, sink_);
   } catch (...) {
     // As Spark drops the consumer of a failed task: the next batch starts
     // with a fresh one rather than one left mid-range.
@@ -441,7 +468,8 @@ BatchProgress read_offset_range(std::map<std::string, std::string> options, cons
   progress.sink_description = sink.description();
   client::Consumer consumer(RangeReader::consumer_properties(props));
   sink.begin_batch(0);
-  auto read = RangeReader(consumer, RangeReaderOptions::from(parsed)).read({range}, sink);
+  auto read = RangeReader(consumer, RangeReaderOptions::from(parsed, executor_group_id(parsed, std::nullopt)))
+                  .read({range}, sink);
   progress.num_output_rows = sink.commit_batch(0);
   progress.num_input_rows = read.rows;
   progress.data_loss = read.data_loss;

@@ -54,7 +54,6 @@ PartitionOffsets StreamingQuery::latest_offsets(const std::vector<TopicPartition
 
 PartitionOffsets StreamingQuery::resolve_initial_offsets() {
   auto tps = discover_partitions();
-  detail::check_assigned_partitions_exist(options_, tps);
   return detail::resolve_offsets(*admin_, options_, tps, options_.starting, false, "startingOffsets");
 }
 

@@ -411,16 +411,20 @@ DecodedValue JsonValueDecoder::decode(std::optional<std::string_view> text) {
   return out;
 }
 
-void JsonValueDecoder::append_json_members(std::string& out, const DecodedValue& value) const {
+std::size_t JsonValueDecoder::append_json_members(std::string& out, const DecodedValue& value) const {
+  // Null cells are left out, as Spark's JSON writer does (ignoreNullFields).
+  std::size_t written = 0;
+  auto name = [&](std::string_view n) {
+    if (written++) out += ',';
+    append_json_string(out, n);
+    out += ':';
+  };
   for (std::size_t i = 0; i < schema_.columns.size(); ++i) {
     const auto& col = schema_.columns[i];
-    if (i) out += ',';
-    append_json_string(out, col.name);
-    out += ':';
     const Cell& c = i < value.cells.size() ? value.cells[i] : Cell{};
-    if (std::holds_alternative<std::monostate>(c)) {
-      out += "null";
-    } else if (auto* s = std::get_if<std::string>(&c)) {
+    if (std::holds_alternative<std::monostate>(c)) continue;
+    name(col.name);
+    if (auto* s = std::get_if<std::string>(&c)) {
       append_json_string(out, *s);
     } else if (auto* n = std::get_if<std::int64_t>(&c)) {
       if (col.type == ColumnType::timestamp) append_json_string(out, format_timestamp_ms(*n));
@@ -431,11 +435,11 @@ void JsonValueDecoder::append_json_members(std::string& out, const DecodedValue&
       out += *b ? "true" : "false";
     }
   }
-  if (!schema_.columns.empty()) out += ',';
-  append_json_string(out, kCorruptRecordColumn);
-  out += ':';
-  if (value.corrupt_record) append_json_string(out, *value.corrupt_record);
-  else out += "null";
+  if (value.corrupt_record) {
+    name(kCorruptRecordColumn);
+    append_json_string(out, *value.corrupt_record);
+  }
+  return written;
 }
 
 }  // namespace kwire::source

@@ -198,12 +198,14 @@ struct JsonRecord {
   std::vector<std::pair<std::string, std::optional<std::string>>> headers;
 };
 
-/// Parse the JSON lines of `kwire consume --json`. Throws on malformed input.
+/// Parse the JSON lines of `kwire consume --json` or a JSON Lines sink (whose
+/// lines leave null fields out). Throws on malformed input.
 inline std::vector<JsonRecord> parse_json_records(const std::string& text) {
   std::vector<JsonRecord> out;
   simdjson::dom::parser parser;
-  auto nullable = [](simdjson::dom::element e) -> std::optional<std::string> {
-    if (e.is_null()) return std::nullopt;
+  auto nullable = [](simdjson::simdjson_result<simdjson::dom::element> field) -> std::optional<std::string> {
+    simdjson::dom::element e;
+    if (field.get(e) || e.is_null()) return std::nullopt;  // absent or null
     return std::string(std::string_view(e.get_string()));
   };
   for (auto& line : split_lines(text)) {
@@ -217,8 +219,8 @@ inline std::vector<JsonRecord> parse_json_records(const std::string& text) {
     r.timestamp_type = doc["timestampType"].get_int64();
     r.key = nullable(doc["key"]);
     r.value = nullable(doc["value"]);
-    simdjson::dom::element headers = doc["headers"];
-    if (!headers.is_null()) {
+    simdjson::dom::element headers;
+    if (!doc["headers"].get(headers) && !headers.is_null()) {
       for (simdjson::dom::element h : headers.get_array())
         r.headers.emplace_back(std::string(std::string_view(h["key"].get_string())), nullable(h["value"]));
     }

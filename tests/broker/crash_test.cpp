@@ -466,8 +466,9 @@ TEST(Crash, FullDiskFailsTheBatchCleanlyAndTheNextRunIsExactlyOnce) {
     EXPECT_EQ(temp_files(dir.path()), std::vector<std::string>{});
   }
   {
-    // Room for the offset log (about 150 bytes) but not for the batch file.
-    Child full(args, dir / "run3.log", 512);
+    // Room for the offset log (about 1.1 KB with Spark's conf map) but not
+    // for the batch file (1000 rows, tens of KB).
+    Child full(args, dir / "run3.log", 4096);
     ASSERT_EQ(full.wait(std::chrono::seconds(60)), 1) << read_file(dir / "run3.log");
     const auto err = read_file(dir / "run3.log");
     EXPECT_NE(err.find((dir / "out" / part).string()), std::string::npos) << err;

@@ -315,13 +315,17 @@ TEST(DataLoss, TopicRecreatedOffsetChanged) {
     EXPECT_EQ(e.end_offset(), 30);
     EXPECT_NE(std::string(e.what()).find("KAFKA_DATA_LOSS.PARTITION_OFFSET_CHANGED"), std::string::npos) << e.what();
   }
-  EXPECT_FALSE(fs::exists(dir / "ck" / "offsets" / "1"));  // nothing was planned
+  // As Spark, offsets/1 was logged before planning found the loss.
+  EXPECT_EQ(checkpoint::Checkpoint::open_read_only(dir / "ck").read_offsets(1),
+            (source::PartitionOffsets{{topic, {{0, 30}}}}));
+  EXPECT_FALSE(fs::exists(dir / "ck" / "commits" / "1"));
 
   strict.reset();  // a stopped query gives up the checkpoint
   source::StreamingQuery lenient(subscribe(topic, false), dir / "ck", sink, continuous());
   auto b1 = lenient.run_once_batch();
   ASSERT_TRUE(b1);
   EXPECT_EQ(b1->batch_id, 1);
+  EXPECT_TRUE(b1->replayed);  // the logged range, replayed
   EXPECT_TRUE(b1->ranges.empty());
   EXPECT_EQ(b1->num_input_rows, 0);
   EXPECT_EQ(b1->end_offsets, (source::PartitionOffsets{{topic, {{0, 30}}}}));
@@ -385,13 +389,16 @@ TEST(DataLoss, PartitionsAddedStartFromEarliest) {
     EXPECT_EQ(e.start_offset(), 4);
     EXPECT_NE(std::string(e.what()).find("starts from 4 instead of 0"), std::string::npos) << e.what();
   }
-  EXPECT_FALSE(fs::exists(dir / "ck" / "offsets" / "2"));
+  // As Spark, offsets/2 was logged before planning found the loss.
+  EXPECT_EQ(checkpoint::Checkpoint::open_read_only(dir / "ck").read_offsets(2),
+            (source::PartitionOffsets{{topic, {{0, 60}, {1, 10}, {2, 10}, {3, 10}}}}));
 
   strict.reset();  // a stopped query gives up the checkpoint
   source::StreamingQuery lenient(subscribe(topic, false), dir / "ck", sink, continuous());
   auto b2 = lenient.run_once_batch();
   ASSERT_TRUE(b2);
   EXPECT_EQ(b2->batch_id, 2);
+  EXPECT_TRUE(b2->replayed);
   EXPECT_EQ(b2->num_input_rows, 6);
   ASSERT_EQ(b2->warnings.size(), 1u);
   EXPECT_TRUE(has_warning(*b2, "KAFKA_DATA_LOSS.ADDED_PARTITION_DOES_NOT_START_FROM_OFFSET_ZERO")) << b2->warnings[0];
@@ -442,12 +449,15 @@ TEST(DataLoss, TopicDeletedPartitionsDeleted) {
               (std::vector<source::TopicPartition>{source::TopicPartition{gone, 0}, source::TopicPartition{gone, 1}}));
     EXPECT_NE(std::string(e.what()).find("KAFKA_DATA_LOSS.PARTITIONS_DELETED"), std::string::npos) << e.what();
   }
-  EXPECT_FALSE(fs::exists(dir / "ck" / "offsets" / "1"));
+  // As Spark, offsets/1 was logged before planning found the loss.
+  EXPECT_EQ(checkpoint::Checkpoint::open_read_only(dir / "ck").read_offsets(1),
+            (source::PartitionOffsets{{keep, {{0, 15}}}}));
 
   strict.reset();  // a stopped query gives up the checkpoint
   auto lenient = std::make_unique<source::StreamingQuery>(options(false), dir / "ck", sink, continuous());
   auto b1 = lenient->run_once_batch();
   ASSERT_TRUE(b1);
+  EXPECT_TRUE(b1->replayed);
   EXPECT_EQ(b1->num_input_rows, 5);
   ASSERT_EQ(b1->warnings.size(), 1u);
   EXPECT_TRUE(has_warning(*b1, "KAFKA_DATA_LOSS.PARTITIONS_DELETED")) << b1->warnings[0];

@@ -214,8 +214,27 @@ TEST(Checkpoint, OffsetsAndCommitFileFormats) {
   Checkpoint c(dir.path());
   PartitionOffsets end{{"t", {{0, 10}, {1, 20}}}};
   c.write_offsets(0, end, 1700000000123);
+  // The conf map carries the 15 settings Spark 4.2 records, with a default
+  // session's values, so Spark can resume the checkpoint (even mid-batch).
   EXPECT_EQ(slurp(dir.path() / "offsets" / "0"),
-            "v1\n{\"batchWatermarkMs\":0,\"batchTimestampMs\":1700000000123,\"conf\":{}}\n"
+            "v1\n{\"batchWatermarkMs\":0,\"batchTimestampMs\":1700000000123,\"conf\":{"
+            R"("spark.sql.function.protobufExtensions.enabled":"false",)"
+            R"("spark.sql.optimizer.pruneFiltersCanPruneStreamingSubplan":"false",)"
+            R"("spark.sql.shuffle.partitions":"200",)"
+            R"("spark.sql.streaming.aggregation.stateFormatVersion":"2",)"
+            R"("spark.sql.streaming.flatMapGroupsWithState.stateFormatVersion":"2",)"
+            R"("spark.sql.streaming.join.stateFormatVersion":"2",)"
+            R"("spark.sql.streaming.multipleWatermarkPolicy":"min",)"
+            R"("spark.sql.streaming.queryEvolution.enableSourceEvolution":"false",)"
+            R"("spark.sql.streaming.stateStore.compression.codec":"lz4",)"
+            R"("spark.sql.streaming.stateStore.encodingFormat":"unsaferow",)"
+            R"("spark.sql.streaming.stateStore.providerClass":)"
+            R"("org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider",)"
+            R"("spark.sql.streaming.stateStore.rocksdb.formatVersion":"5",)"
+            R"("spark.sql.streaming.stateStore.rocksdb.mergeOperatorVersion":"2",)"
+            R"("spark.sql.streaming.stateStore.rowChecksum.enabled":"false",)"
+            R"("spark.sql.streaming.statefulOperator.useStrictDistribution":"true"}})"
+            "\n"
             R"({"t":{"0":10,"1":20}})");
   EXPECT_EQ(c.read_offsets(0), end);
   EXPECT_EQ(c.read_offsets_timestamp(0), 1700000000123);
@@ -236,6 +255,19 @@ TEST(Checkpoint, ReadsSparkWrittenOffsetsWithConf) {
        "partitions\":\"200\"}}\n{\"t\":{\"1\":4,\"0\":3}}\n");
   EXPECT_EQ(c.read_offsets(3), (PartitionOffsets{{"t", {{0, 3}, {1, 4}}}}));
   EXPECT_EQ(c.read_offsets_timestamp(3), 42);
+}
+
+TEST(Checkpoint, ReadsOffsetsWithoutConf) {
+  TempDir dir;
+  Checkpoint c(dir.path());
+  spit(dir.path() / "offsets" / "0", "v1\n{\"batchWatermarkMs\":0,\"batchTimestampMs\":7}\n{\"t\":{\"0\":3}}");
+  EXPECT_EQ(c.read_offsets(0), (PartitionOffsets{{"t", {{0, 3}}}}));
+  spit(dir.path() / "offsets" / "1",
+       "v1\n{\"batchWatermarkMs\":0,\"batchTimestampMs\":8,\"conf\":{}}\n{\"t\":{\"0\":4}}");
+  EXPECT_EQ(c.read_offsets(1), (PartitionOffsets{{"t", {{0, 4}}}}));
+  // An existing file without conf is write-once like any other: same offsets keep it.
+  c.write_offsets(1, {{"t", {{0, 4}}}}, 9);
+  EXPECT_EQ(c.read_offsets_timestamp(1), 8);
 }
 
 TEST(Checkpoint, WriteOnce) {

@@ -65,7 +65,7 @@ std::string expected_lines(std::int64_t from, std::int64_t until) {
   std::string out;
   for (auto o = from; o < until; ++o)
     out += fmt::format(
-        "{{\"key\":null,\"value\":\"value-{}\",\"topic\":\"t\",\"partition\":0,\"offset\":{},\"timestamp\":{},"
+        "{{\"value\":\"value-{}\",\"topic\":\"t\",\"partition\":0,\"offset\":{},\"timestamp\":{},"
         "\"timestampType\":0}}\n",
         o, o, 1000 + o);
   return out;

@@ -1,5 +1,5 @@
-// The streaming source's guards against the in-process mock cluster: assigned
-// partitions that do not exist, --plan-only's read-only checkpoint (nothing
+// The streaming source's guards against the in-process mock cluster: an
+// assigned partition or topic that does not exist, --plan-only's read-only checkpoint (nothing
 // created, an existing checkpoint byte-for-byte unchanged, the query's
 // planning state untouched), the checkpoint lock between two queries, and the
 // polling delay of a processing-time trigger that finds no data.
@@ -17,6 +17,7 @@
 
 #include "../temp_dir.hpp"
 #include "kwire/checkpoint/checkpoint.hpp"
+#include "kwire/client/errors.hpp"
 #include "kwire/mock/mock_cluster.hpp"
 #include "kwire/source/stream.hpp"
 
@@ -101,29 +102,34 @@ std::size_t entries_under(const fs::path& dir) {
 
 }  // namespace
 
-TEST(MockStreamGuards, AssignedPartitionsThatDoNotExistAreAnError) {
+TEST(MockStreamGuards, AssignedPartitionThatDoesNotExistIsLeftOutButAMissingTopicFails) {
   MockCluster c;
-  c.create_topic("t", 1);
+  c.create_topic("t", 2);
   c.append_values("t", 0, 3);
+  c.append_values("t", 1, 2);
   TempDir dir;
   CountSink sink;
-  StreamingQuery q(options(c, {{"assign", R"({"nosuch":[0],"t":[0,7]})"}}), dir / "ck", sink, every_call());
+  // A missing topic fails (after fetchOffset.numRetries attempts), as in Spark:
+  // nothing is written.
+  StreamingQuery missing(options(c, {{"assign", R"({"nosuch":[0],"t":[0]})"}}), dir / "ck", sink, every_call());
   try {
-    q.run_once_batch();
-    FAIL() << "expected a SourceOptionError";
-  } catch (const SourceOptionError& e) {
-    EXPECT_EQ(std::string(e.what()),
-              "Assigned topic-partitions do not exist (UNKNOWN_TOPIC_OR_PARTITION): nosuch-0, t-7");
+    missing.run_once_batch();
+    FAIL() << "expected a KafkaError";
+  } catch (const kwire::client::KafkaError& e) {
+    EXPECT_NE(std::string(e.what()).find("assigned topic 'nosuch' is not available: UNKNOWN_TOPIC_OR_PARTITION"),
+              std::string::npos)
+        << e.what();
   }
   EXPECT_FALSE(fs::exists(dir / "ck" / "sources" / "0" / "0"));
   EXPECT_FALSE(fs::exists(dir / "ck" / "offsets" / "0"));
   EXPECT_EQ(sink.rows, 0);
 
-  // Every assigned partition present: the batch runs.
-  StreamingQuery ok(options(c, {{"assign", R"({"t":[0]})"}}), dir / "ck2", sink, every_call());
-  auto b = ok.run_once_batch();
+  // Partition 7 of an existing topic is left out; 0 is read.
+  StreamingQuery q(options(c, {{"assign", R"({"t":[0,7]})"}}), dir / "ck2", sink, every_call());
+  auto b = q.run_once_batch();
   ASSERT_TRUE(b.has_value());
   EXPECT_EQ(sink.rows, 3);
+  EXPECT_EQ(b->end_offsets, (kwire::source::PartitionOffsets{{"t", {{0, 3}}}}));
 }
 
 TEST(MockStreamGuards, PlanOnlyCreatesNothingInAnEmptyCheckpoint) {

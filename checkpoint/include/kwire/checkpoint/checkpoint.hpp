@@ -4,7 +4,7 @@
 // single Kafka source, so a checkpoint written here reads like Spark's:
 //
 //   metadata       {"id":"<uuid v4>"}                      (created once)
-//   offsets/N      v1\n{"batchWatermarkMs":0,"batchTimestampMs":T,"conf":{}}\n<offsets JSON>
+//   offsets/N      v1\n{"batchWatermarkMs":0,"batchTimestampMs":T,"conf":{...}}\n<offsets JSON>
 //                  (write-ahead log: the END offsets of batch N)
 //   commits/N      v1\n{"nextBatchWatermarkMs":0}           (batch N completed)
 //   sources/0/0    \0v1\n<offsets JSON>                     (initial offsets, written once)
@@ -42,6 +42,18 @@ class CheckpointError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
+
+/// The "conf" map kwire writes in the metadata line of offsets/N: the SQL
+/// settings Spark 4.2 records there (OffsetSeqMetadata.relevantSQLConfs in
+/// sql/core, execution/streaming/OffsetSeq.scala) with the values of a
+/// default Spark session (spark.sql.shuffle.partitions 200, the HDFS-backed
+/// state store provider, state format versions 2, multipleWatermarkPolicy
+/// min, ...). Spark reads these keys when it resumes a checkpoint; without
+/// spark.sql.shuffle.partitions it cannot replay an uncommitted batch, and it
+/// warns for every other missing key. 15 entries, names sorted, values as
+/// Spark writes them (strings). Reading accepts a conf map with any keys, or
+/// none.
+const std::map<std::string, std::string>& spark_offset_log_conf();
 
 /// Spark's offsets shape, compact and sorted: {"topic":{"0":123,"1":45}}.
 std::string offsets_to_json(const PartitionOffsets& offsets);

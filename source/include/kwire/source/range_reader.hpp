@@ -9,6 +9,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -34,11 +35,28 @@ struct RangeReaderOptions {
   std::int64_t poll_timeout_ms = 120000;
   /// includeHeaders: rows carry the records' headers.
   bool include_headers = false;
-  /// kafka.group.id when set: only named in data-loss messages.
+  /// The consumer group Spark's readers would use (executor_group_id()): only
+  /// named in data-loss messages (kwire's reader assigns partitions and joins
+  /// no group). nullopt prints as "null".
   std::optional<std::string> group_id;
 
-  static RangeReaderOptions from(const SourceOptions& options);
+  /// The options' reader settings; group_id is kafka.group.id when set, else
+  /// `generated_group_id`.
+  static RangeReaderOptions from(const SourceOptions& options, std::optional<std::string> generated_group_id = {});
 };
+
+/// Java's String.hashCode of `text` (UTF-8 in, hashed over its UTF-16 code
+/// units, as the JVM does), a signed 32-bit value.
+std::int32_t java_string_hash(std::string_view text);
+
+/// The group id Spark's executors use to read a query's ranges
+/// (KafkaSourceProvider): kafka.group.id when set; else
+/// "<groupIdPrefix>-<random UUID>-<java_string_hash(metadata_path)>-executor"
+/// for a streaming query (metadata_path being the source's checkpoint folder
+/// as Spark names it, "file:/abs/checkpoint/sources/0"), or
+/// "<groupIdPrefix>-<random UUID>-executor" for a batch query (no metadata_path).
+/// A new UUID each call, as Spark makes one per query run.
+std::string executor_group_id(const SourceOptions& options, std::optional<std::string_view> metadata_path);
 
 /// What one RangeReader::read did.
 struct RangeReadResult {

@@ -12,8 +12,15 @@
 //    exactly once;
 //  - each batch reads [start, end) per partition, end exclusive, offsets being
 //    "next offset to read" as in Spark's checkpoint files;
+//  - a query with no batch logged yet always runs batch 0, even when it is
+//    empty (end = start), as Spark's MicroBatchExecution does, so batch ids
+//    match Spark's;
+//  - data loss found while planning a batch (Spark's planInputPartitions)
+//    is raised after offsets/N is written, as in Spark, so a restart replays
+//    that logged range;
 //  - progress per batch carries Spark's min/max/avgOffsetsBehindLatest against
-//    the latest offsets fetched when the batch was planned;
+//    the latest offsets fetched when the batch was planned (AvailableNow: the
+//    end fixed at the start of the run);
 //  - data loss is classified and raised (failOnDataLoss=true) or skipped with
 //    a warning and counted (false), as Spark does;
 //  - the batches are read by one consumer kept for the life of the query
@@ -163,6 +170,7 @@ class StreamingQuery {
   bool dry_run_ = false;
   std::string run_id_;
   std::string starting_options_text_;  // the starting* options as given, for the restart warning
+  std::string reader_group_id_;        // named in COULD_NOT_READ_OFFSET_RANGE (executor_group_id)
   std::vector<std::string> restart_warnings_;
   // Trigger timing for progress.
   std::int64_t trigger_wall_ms_ = 0;

@@ -91,11 +91,15 @@ class JsonValueDecoder {
   /// nulls and no corrupt record, as from_json gives null for null input.
   DecodedValue decode(std::optional<std::string_view> text);
 
-  /// Appends the cells as JSON members (no braces):
-  /// "user_id":"u1","amount":1.5,...,"_corrupt_record":null. Timestamps are
-  /// written as ISO-8601 UTC strings with milliseconds; NaN and infinities as
-  /// the strings "NaN", "Infinity", "-Infinity" (as Spark's JSON writer does).
-  void append_json_members(std::string& out, const DecodedValue& value) const;
+  /// Appends the non-null cells as JSON members separated by commas (no
+  /// braces, no leading comma): "user_id":"u1","amount":1.5,... with
+  /// "_corrupt_record" last, only when the text was malformed. Null cells are
+  /// left out, as Spark's JSON writer does by default (ignoreNullFields=true).
+  /// Timestamps are written as ISO-8601 UTC strings with milliseconds; NaN and
+  /// infinities as the strings "NaN", "Infinity", "-Infinity" (as Spark's
+  /// JSON writer does). Returns the number of members written (0 for an
+  /// all-null row).
+  std::size_t append_json_members(std::string& out, const DecodedValue& value) const;
 
   /// Name of the column that receives malformed text.
   static constexpr std::string_view kCorruptRecordColumn = "_corrupt_record";
