@@ -9,19 +9,6 @@ namespace kwire::python {
 
 namespace {
 
-// A sink that stops the read when asked (Ctrl-C on the waiting thread).
-class AbortableArrowSink : public source::ArrowSink {
- public:
-  AbortableArrowSink(bool include_headers, std::atomic<bool>& abort) : ArrowSink(include_headers), abort_(abort) {}
-  void write(std::span<const source::Row> rows) override {
-    if (abort_) throw PythonRaised();
-    ArrowSink::write(rows);
-  }
-
- private:
-  std::atomic<bool>& abort_;
-};
-
 // plan() + read() of a batch query into a stream object; returns
 // (stream, read counters as a dict).
 nb::tuple read_batch(const nb::dict& options) {
@@ -38,11 +25,8 @@ nb::tuple read_batch(const nb::dict& options) {
         source::BatchQueryPlan plan = query->plan();
         plan_json = plan.to_json();
         if (abort) throw PythonRaised();
-        AbortableArrowSink sink(query->options().include_headers, abort);
-        result = query->read(plan, sink);
-        ArrowSchema schema;
-        source::export_kafka_schema(query->options().include_headers, &schema);
-        source::export_stream(&schema, sink.take_batches(), &stream->stream);
+        // Ctrl-C on the waiting thread sets `abort`: the read stops at its next chunk.
+        source::export_batch_query(*query, plan, &stream->stream, &result, [&] { return abort.load(); });
       },
       abort, pending);
   nb::dict info;

@@ -276,8 +276,11 @@ ArrowBatch DecodedBatchBuilder::finish() {
 
 // ---- ArrowSink ----
 
-ArrowSink::ArrowSink(bool include_headers, std::int64_t max_rows, std::size_t max_bytes)
-    : builder_(include_headers), max_rows_(max_rows > 0 ? max_rows : 1), max_bytes_(max_bytes) {}
+ArrowSink::ArrowSink(bool include_headers, std::int64_t max_rows, std::size_t max_bytes, InterruptCheck interrupt)
+    : builder_(include_headers),
+      max_rows_(max_rows > 0 ? max_rows : 1),
+      max_bytes_(max_bytes),
+      interrupt_(std::move(interrupt)) {}
 
 void ArrowSink::begin_batch(std::int64_t) {
   builder_ = KafkaBatchBuilder(builder_.include_headers());
@@ -286,6 +289,7 @@ void ArrowSink::begin_batch(std::int64_t) {
 }
 
 void ArrowSink::write(std::span<const Row> rows) {
+  if (interrupt_ && interrupt_()) throw ReadInterrupted();
   for (const Row& row : rows) {
     builder_.append(row);
     if (builder_.rows() >= max_rows_ || builder_.bytes() >= max_bytes_) batches_.push_back(builder_.finish());
@@ -300,9 +304,10 @@ std::int64_t ArrowSink::commit_batch(std::int64_t) {
 
 std::vector<ArrowBatch> ArrowSink::take_batches() { return std::exchange(batches_, {}); }
 
-void export_batch_query(BatchQuery& query, const BatchQueryPlan& plan, ArrowArrayStream* out, BatchReadResult* result) {
+void export_batch_query(BatchQuery& query, const BatchQueryPlan& plan, ArrowArrayStream* out, BatchReadResult* result,
+                        const InterruptCheck& interrupt) {
   const bool headers = query.options().include_headers;
-  ArrowSink sink(headers);
+  ArrowSink sink(headers, ArrowSink::kDefaultMaxRows, ArrowSink::kDefaultMaxBytes, interrupt);
   BatchReadResult r = query.read(plan, sink);
   if (result != nullptr) *result = r;
   ArrowSchema schema;

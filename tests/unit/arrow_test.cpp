@@ -255,3 +255,23 @@ TEST(ArrowStreamExport, ReleasingTheStreamFreesBatchesNotHandedOut) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(ArrowSinkInterrupt, WriteThrowsOnceTheCheckSaysStop) {
+  bool stop = false;
+  kwire::source::ArrowSink sink(false, kwire::source::ArrowSink::kDefaultMaxRows,
+                                kwire::source::ArrowSink::kDefaultMaxBytes, [&] { return stop; });
+  sink.begin_batch(0);
+  std::vector<Row> rows(2);
+  for (Row& r : rows) r.topic = "t";
+  sink.write(rows);
+  stop = true;
+  EXPECT_THROW(sink.write(rows), kwire::source::ReadInterrupted);
+  sink.begin_batch(0);  // a replay starts clean
+  stop = false;
+  sink.write(rows);
+  EXPECT_EQ(sink.commit_batch(0), 2);
+}
+
+}  // namespace

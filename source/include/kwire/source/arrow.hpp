@@ -35,6 +35,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -198,14 +199,25 @@ class DecodedBatchBuilder {
   std::unique_ptr<Columns> columns_;
 };
 
+/// Thrown by ArrowSink::write when its interrupt check says stop.
+class ReadInterrupted : public std::runtime_error {
+ public:
+  ReadInterrupted() : std::runtime_error("read interrupted") {}
+};
+
+/// Returns true when a read should stop (checked once per chunk of rows).
+using InterruptCheck = std::function<bool()>;
+
 /// A Sink that turns each query batch into Arrow record batches with the
 /// Kafka schema, a new one every `max_rows` rows or once `max_bytes` are held.
+/// With an interrupt check, write() throws ReadInterrupted when it returns
+/// true (so a long read can be stopped from another thread).
 class ArrowSink : public Sink {
  public:
   static constexpr std::int64_t kDefaultMaxRows = 1 << 16;
   static constexpr std::size_t kDefaultMaxBytes = std::size_t{64} << 20;
   explicit ArrowSink(bool include_headers, std::int64_t max_rows = kDefaultMaxRows,
-                     std::size_t max_bytes = kDefaultMaxBytes);
+                     std::size_t max_bytes = kDefaultMaxBytes, InterruptCheck interrupt = {});
   void begin_batch(std::int64_t batch_id) override;
   void write(std::span<const Row> rows) override;
   std::int64_t commit_batch(std::int64_t batch_id) override;
@@ -218,6 +230,7 @@ class ArrowSink : public Sink {
   KafkaBatchBuilder builder_;
   std::int64_t max_rows_;
   std::size_t max_bytes_;
+  InterruptCheck interrupt_;
   std::vector<ArrowBatch> batches_;
   std::int64_t rows_ = 0;
 };
@@ -230,8 +243,9 @@ void export_stream(ArrowSchema* schema, std::vector<ArrowBatch> batches, ArrowAr
 /// Reads `plan` with `query` (BatchQuery::read, so its errors) into Arrow and
 /// exports the result as a stream of record batches with the Kafka schema
 /// (includeHeaders as in the query's options). The whole result is read
-/// before this returns. `result`, when given, receives the read's counters.
+/// before this returns. `result`, when given, receives the read's counters;
+/// `interrupt` as for ArrowSink (ReadInterrupted, nothing exported).
 void export_batch_query(BatchQuery& query, const BatchQueryPlan& plan, ArrowArrayStream* out,
-                        BatchReadResult* result = nullptr);
+                        BatchReadResult* result = nullptr, const InterruptCheck& interrupt = {});
 
 }  // namespace kwire::source
