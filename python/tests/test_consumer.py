@@ -115,3 +115,46 @@ def test_ctrl_c_stops_a_long_poll(bootstrap, new_topic):
         assert time.monotonic() - start < 5
         # the consumer is still usable afterwards
         assert c.poll(10).num_rows == 0
+
+
+def test_seek_to_beginning_end_pause_resume(bootstrap, new_topic, producer):
+    topic = new_topic(partitions=2)
+    fill(producer, topic, 3, partition=0)
+    fill(producer, topic, 2, partition=1)
+    with kwire.Consumer({"bootstrap.servers": bootstrap, "auto.offset.reset": "latest"}) as c:
+        c.assign([(topic, 0), (topic, 1)])
+        c.seek_to_end([(topic, 0), (topic, 1)])
+        assert c.position((topic, 0)) == 3 and c.position((topic, 1)) == 2
+        c.seek_to_beginning([(topic, 0), (topic, 1)])
+        c.pause([(topic, 1)])
+        t = poll_all(c, 3, timeout_s=10)
+        assert set(t.column("partition").to_pylist()) == {0}
+        assert t.column("offset").to_pylist() == [0, 1, 2]
+        c.resume([(topic, 1)])
+        t = poll_all(c, 2, timeout_s=10)
+        assert sorted(t.column("offset").to_pylist()) == [0, 1]
+        assert set(t.column("partition").to_pylist()) == {1}
+
+
+def test_poll_releases_the_gil(bootstrap, new_topic):
+    topic = new_topic()
+    with kwire.Consumer({"bootstrap.servers": bootstrap}) as c:
+        c.assign([(topic, 0)])
+        c.poll(10)
+        ticks = []
+        done = threading.Event()
+
+        def count():
+            while not done.is_set():
+                ticks.append(1)
+                time.sleep(0.001)
+
+        t = threading.Thread(target=count)
+        t.start()
+        start = time.monotonic()
+        c.poll(1000)  # nothing to read: waits the whole second
+        elapsed = time.monotonic() - start
+        done.set()
+        t.join()
+        assert elapsed >= 0.9
+        assert len(ticks) > 100  # the other thread ran while poll waited
