@@ -168,3 +168,32 @@ def test_unreachable_broker_is_a_connection_or_timeout_error():
             "kafka.socket.connection.setup.timeout.ms": 500,
             "fetchOffset.numRetries": 1,
         })
+
+
+def test_ctrl_c_stops_a_long_read(bootstrap, new_topic, producer):
+    import os
+    import signal
+    import threading
+    import time
+
+    topic = new_topic()
+    v = b"x" * 100
+    # small record batches, fetched one at a time: a read of many round trips
+    small = kwire.Producer({"bootstrap.servers": bootstrap, "batch.size": "1500", "linger.ms": "0"})
+    for _ in range(100_000):
+        small.send(topic, value=v, partition=0)
+    small.close()
+    opts = {"kafka.bootstrap.servers": bootstrap, "subscribe": topic,
+            "kafka.max.partition.fetch.bytes": 1, "kafka.fetch.max.bytes": 1}
+    start = time.monotonic()
+    full = kwire.read(opts)
+    full_s = time.monotonic() - start
+    assert full.num_rows == 100_000
+    if full_s < 1.0:
+        pytest.skip("the read took %.2f s: too short to interrupt" % full_s)
+    timer = threading.Timer(full_s / 4, lambda: os.kill(os.getpid(), signal.SIGINT))
+    timer.start()
+    start = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        kwire.read(opts)
+    assert time.monotonic() - start < full_s
