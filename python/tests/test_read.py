@@ -197,3 +197,13 @@ def test_ctrl_c_stops_a_long_read(bootstrap, new_topic, producer):
     with pytest.raises(KeyboardInterrupt):
         kwire.read(opts)
     assert time.monotonic() - start < full_s
+
+
+def test_polars_takes_the_stream(bootstrap, new_topic, producer):
+    pl = pytest.importorskip("polars")
+    topic = new_topic()
+    produce_mixed(producer, topic)
+    df = pl.DataFrame(kwire.read_arrow({"kafka.bootstrap.servers": bootstrap, "subscribe": topic}))
+    assert df.shape == (3, 7)
+    assert df["key"].to_list() == [b"k0", None, b""]
+    assert df.schema["timestamp"] == pl.Datetime("us", "UTC")
