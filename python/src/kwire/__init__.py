@@ -96,7 +96,7 @@ class Consumer:
     Partitions are ``(topic, partition)`` tuples. ``poll`` returns a
     pyarrow.RecordBatch with Spark's Kafka columns (headers with
     ``include_headers=True``), empty on timeout. Use as a context manager or
-    call ``close()``.
+    call ``close()``. Not thread-safe: use one consumer per thread.
     """
 
     def __init__(self, properties: Mapping[str, Any], *, include_headers: bool = False):
