@@ -6,6 +6,7 @@
 #include "kwire/client/fetcher.hpp"
 #include "kwire/client/kafka_client.hpp"
 #include "kwire/client/producer.hpp"
+#include "kwire/source/arrow.hpp"
 #include "kwire/source/batch.hpp"
 #include "kwire/source/range_reader.hpp"
 #include "kwire/source/stream.hpp"

@@ -1,0 +1,213 @@
+// Arrow objects handed to Python through the Arrow PyCapsule interface
+// (__arrow_c_schema__, __arrow_c_array__, __arrow_c_stream__), and the
+// helpers shared by the module's functions.
+#include <chrono>
+#include <thread>
+
+#include <nanobind/stl/string.h>
+
+#include "common.hpp"
+
+namespace kwire::python {
+
+namespace {
+
+void schema_capsule_destructor(PyObject* capsule) {
+  auto* schema = static_cast<ArrowSchema*>(PyCapsule_GetPointer(capsule, "arrow_schema"));
+  if (schema == nullptr) {
+    PyErr_Clear();
+    return;
+  }
+  if (schema->release != nullptr) schema->release(schema);
+  delete schema;
+}
+
+void array_capsule_destructor(PyObject* capsule) {
+  auto* array = static_cast<ArrowArray*>(PyCapsule_GetPointer(capsule, "arrow_array"));
+  if (array == nullptr) {
+    PyErr_Clear();
+    return;
+  }
+  if (array->release != nullptr) array->release(array);
+  delete array;
+}
+
+void stream_capsule_destructor(PyObject* capsule) {
+  auto* stream = static_cast<ArrowArrayStream*>(PyCapsule_GetPointer(capsule, "arrow_array_stream"));
+  if (stream == nullptr) {
+    PyErr_Clear();
+    return;
+  }
+  if (stream->release != nullptr) stream->release(stream);
+  delete stream;
+}
+
+nb::object schema_capsule(const ArrowSchema& schema) {
+  auto* copy = new ArrowSchema;
+  source::copy_schema(schema, copy);
+  PyObject* cap = PyCapsule_New(copy, "arrow_schema", schema_capsule_destructor);
+  if (cap == nullptr) {
+    copy->release(copy);
+    delete copy;
+    throw nb::python_error();
+  }
+  return nb::steal(cap);
+}
+
+}  // namespace
+
+ArrowBatchObject::~ArrowBatchObject() {
+  if (schema.release != nullptr) schema.release(&schema);
+}
+ArrowSchemaObject::~ArrowSchemaObject() {
+  if (schema.release != nullptr) schema.release(&schema);
+}
+ArrowStreamObject::~ArrowStreamObject() {
+  if (stream.release != nullptr) stream.release(&stream);
+}
+
+nb::object make_batch_object(const ArrowSchema& schema, source::ArrowBatch batch) {
+  auto obj = std::make_unique<ArrowBatchObject>();
+  source::copy_schema(schema, &obj->schema);
+  obj->batch = std::move(batch);
+  return nb::cast(obj.release(), nb::rv_policy::take_ownership);
+}
+
+nb::object make_schema_object(const ArrowSchema& schema) {
+  auto obj = std::make_unique<ArrowSchemaObject>();
+  source::copy_schema(schema, &obj->schema);
+  return nb::cast(obj.release(), nb::rv_policy::take_ownership);
+}
+
+void PendingError::capture() {
+  if (!error_) {
+    error_.emplace();
+  } else {
+    PyErr_Clear();  // keep the first error
+  }
+}
+
+void PendingError::capture(nb::python_error&& e) {
+  if (!error_) error_.emplace(std::move(e));
+}
+
+void PendingError::rethrow() {
+  if (error_) {
+    nb::python_error e = std::move(*error_);
+    error_.reset();
+    throw e;
+  }
+}
+
+void check_signals() {
+  if (PyErr_CheckSignals() != 0) throw nb::python_error();
+}
+
+std::map<std::string, std::string> to_options(const nb::dict& options) {
+  std::map<std::string, std::string> out;
+  for (auto item : options) {
+    if (!nb::isinstance<nb::str>(item.first)) {
+      throw nb::type_error("kwire: option names must be strings");
+    }
+    std::string key = nb::cast<std::string>(item.first);
+    nb::handle v = item.second;
+    std::string value;
+    if (v.is_none()) {
+      throw nb::value_error(("kwire: option '" + key + "' is None").c_str());
+    } else if (nb::isinstance<nb::bool_>(v)) {
+      value = nb::cast<bool>(v) ? "true" : "false";
+    } else if (nb::isinstance<nb::str>(v)) {
+      value = nb::cast<std::string>(v);
+    } else {
+      value = nb::cast<std::string>(nb::str(v));
+    }
+    out[key] = value;
+  }
+  return out;
+}
+
+void run_interruptible(const std::function<void()>& work, std::atomic<bool>& abort, PendingError& pending,
+                       const std::function<void()>& on_abort) {
+  std::exception_ptr failure;
+  std::atomic<bool> done{false};
+  {
+    nb::gil_scoped_release release;
+    std::thread worker([&] {
+      try {
+        work();
+      } catch (...) {
+        failure = std::current_exception();
+      }
+      done = true;
+    });
+    while (!done) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      if (abort) continue;
+      nb::gil_scoped_acquire acquire;
+      if (PyErr_CheckSignals() != 0) {
+        pending.capture();
+        abort = true;
+        if (on_abort) on_abort();
+      }
+    }
+    worker.join();
+  }
+  pending.rethrow();
+  if (failure) {
+    try {
+      std::rethrow_exception(failure);
+    } catch (const PythonRaised&) {
+      throw std::runtime_error("kwire: the query stopped on a Python error that was lost");
+    }
+  }
+}
+
+void register_arrow_objects(nb::module_& m) {
+  nb::class_<ArrowBatchObject>(m, "ArrowBatch",
+                               "A record batch, exported once through the Arrow PyCapsule interface "
+                               "(pyarrow.record_batch(obj), polars.DataFrame(obj))")
+      .def(
+          "__arrow_c_array__",
+          [](ArrowBatchObject& self, nb::handle /*requested_schema*/) {
+            if (self.batch.array().release == nullptr) {
+              throw nb::value_error("kwire: this record batch was already exported");
+            }
+            nb::object schema = schema_capsule(self.schema);
+            auto* array = new ArrowArray;
+            self.batch.move_to(array);
+            PyObject* cap = PyCapsule_New(array, "arrow_array", array_capsule_destructor);
+            if (cap == nullptr) {
+              array->release(array);
+              delete array;
+              throw nb::python_error();
+            }
+            return nb::make_tuple(schema, nb::steal(cap));
+          },
+          nb::arg("requested_schema") = nb::none())
+      .def("__arrow_c_schema__", [](ArrowBatchObject& self) { return schema_capsule(self.schema); })
+      .def_prop_ro("num_rows", [](const ArrowBatchObject& self) { return self.batch.rows(); });
+
+  nb::class_<ArrowSchemaObject>(m, "ArrowSchema", "A schema (Arrow PyCapsule interface: __arrow_c_schema__)")
+      .def("__arrow_c_schema__", [](ArrowSchemaObject& self) { return schema_capsule(self.schema); });
+
+  nb::class_<ArrowStreamObject>(m, "ArrowStream",
+                                "A stream of record batches, exported once through the Arrow PyCapsule "
+                                "interface (pyarrow.table(obj), polars.DataFrame(obj), duckdb)")
+      .def(
+          "__arrow_c_stream__",
+          [](ArrowStreamObject& self, nb::handle /*requested_schema*/) {
+            if (self.stream.release == nullptr) throw nb::value_error("kwire: this stream was already exported");
+            auto* stream = new ArrowArrayStream(self.stream);
+            self.stream.release = nullptr;
+            PyObject* cap = PyCapsule_New(stream, "arrow_array_stream", stream_capsule_destructor);
+            if (cap == nullptr) {
+              stream->release(stream);
+              delete stream;
+              throw nb::python_error();
+            }
+            return nb::steal(cap);
+          },
+          nb::arg("requested_schema") = nb::none());
+}
+
+}  // namespace kwire::python

@@ -1,0 +1,138 @@
+// kwire._kwire.Producer and Admin: the client's producer and the topic calls
+// of its KafkaClient, for writing test data and small jobs.
+#include <nanobind/stl/map.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include "common.hpp"
+#include "kwire/client/kafka_client.hpp"
+#include "kwire/client/producer.hpp"
+
+namespace kwire::python {
+
+namespace {
+
+std::optional<protocol::Bytes> to_bytes(nb::handle h) {
+  if (h.is_none()) return std::nullopt;
+  if (nb::isinstance<nb::str>(h)) {
+    std::string s = nb::cast<std::string>(h);
+    return protocol::Bytes(s.begin(), s.end());
+  }
+  if (nb::isinstance<nb::bytes>(h)) {
+    nb::bytes b = nb::borrow<nb::bytes>(h);
+    const auto* p = static_cast<const std::uint8_t*>(b.data());
+    return protocol::Bytes(p, p + b.size());
+  }
+  throw nb::type_error("kwire: keys, values and header values must be bytes, str or None");
+}
+
+class PyProducer {
+ public:
+  explicit PyProducer(const nb::dict& properties)
+      : producer_(std::make_unique<client::Producer>(to_options(properties))) {}
+
+  client::Producer& get() {
+    if (!producer_) throw nb::value_error("kwire: the producer is closed");
+    return *producer_;
+  }
+
+  void send(const std::string& topic, nb::handle value, nb::handle key, std::optional<std::int32_t> partition,
+            nb::handle headers, std::optional<std::int64_t> timestamp) {
+    client::ProducerMessage msg;
+    msg.topic = topic;
+    msg.partition = partition;
+    msg.key = to_bytes(key);
+    msg.value = to_bytes(value);
+    msg.timestamp = timestamp.value_or(-1);
+    if (!headers.is_none()) {
+      for (nb::handle item : headers) {
+        nb::tuple t = nb::cast<nb::tuple>(item);
+        if (t.size() != 2) throw nb::value_error("kwire: a header is a (key, value) pair");
+        msg.headers.push_back(protocol::RecordHeader{nb::cast<std::string>(t[0]), to_bytes(t[1])});
+      }
+    }
+    client::Producer& p = get();
+    nb::gil_scoped_release release;
+    p.send(std::move(msg));
+  }
+
+  void flush() {
+    client::Producer& p = get();
+    nb::gil_scoped_release release;
+    p.flush();
+  }
+
+  void close() {
+    if (!producer_) return;
+    nb::gil_scoped_release release;
+    producer_->flush();
+    producer_.reset();
+  }
+
+ private:
+  std::unique_ptr<client::Producer> producer_;
+};
+
+class PyAdmin {
+ public:
+  explicit PyAdmin(const nb::dict& properties)
+      : client_(std::make_unique<client::KafkaClient>(to_options(properties))) {}
+
+  void create_topics(const std::vector<std::pair<std::string, std::int32_t>>& topics, bool if_not_exists,
+                     const std::map<std::string, std::string>& configs) {
+    std::vector<client::NewTopic> list;
+    for (const auto& t : topics) list.push_back(client::NewTopic{t.first, t.second, 1, configs});
+    nb::gil_scoped_release release;
+    client_->create_topics(list, if_not_exists);
+  }
+
+  void delete_topics(const std::vector<std::string>& topics) {
+    nb::gil_scoped_release release;
+    client_->delete_topics(topics);
+  }
+
+  nb::dict delete_records(const std::vector<std::tuple<std::string, std::int32_t, std::int64_t>>& before) {
+    std::map<client::TopicPartition, std::int64_t> query;
+    for (const auto& t : before) query[client::TopicPartition{std::get<0>(t), std::get<1>(t)}] = std::get<2>(t);
+    std::map<client::TopicPartition, std::int64_t> low;
+    {
+      nb::gil_scoped_release release;
+      low = client_->delete_records(query);
+    }
+    nb::dict out;
+    for (const auto& item : low) out[nb::make_tuple(item.first.topic, item.first.partition)] = item.second;
+    return out;
+  }
+
+  void close() {
+    nb::gil_scoped_release release;
+    client_.reset();
+  }
+
+ private:
+  std::unique_ptr<client::KafkaClient> client_;
+};
+
+}  // namespace
+
+void register_producer(nb::module_& m) {
+  nb::class_<PyProducer>(m, "Producer")
+      .def(nb::init<const nb::dict&>(), nb::arg("properties"))
+      .def("send", &PyProducer::send, nb::arg("topic"), nb::arg("value").none() = nb::none(),
+           nb::arg("key").none() = nb::none(), nb::arg("partition").none() = nb::none(),
+           nb::arg("headers").none() = nb::none(), nb::arg("timestamp").none() = nb::none())
+      .def("flush", &PyProducer::flush)
+      .def("close", &PyProducer::close);
+  nb::class_<PyAdmin>(m, "Admin")
+      .def(nb::init<const nb::dict&>(), nb::arg("properties"))
+      .def("create_topics", &PyAdmin::create_topics, nb::arg("topics"), nb::arg("if_not_exists") = false,
+           nb::arg("configs") = std::map<std::string, std::string>())
+      .def("delete_topics", &PyAdmin::delete_topics, nb::arg("topics"))
+      .def("delete_records", &PyAdmin::delete_records, nb::arg("before"))
+      .def("close", &PyAdmin::close);
+}
+
+}  // namespace kwire::python

@@ -1,0 +1,181 @@
+// kwire._kwire.StreamingQuery: the C++ streaming query with a sink that
+// hands each batch to Python as Arrow record batches (Kafka columns, or the
+// decoded value columns with value_format json), on a worker thread so that
+// Ctrl-C stops it cleanly.
+#include <filesystem>
+
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+
+#include "common.hpp"
+#include "kwire/source/stream.hpp"
+
+namespace kwire::python {
+
+namespace {
+
+// Builds each batch's record batches and calls
+// on_batch(list[ArrowBatch], ArrowSchema, batch_id) -> rows kept at commit,
+// with the GIL; the sink is idempotent per batch id when on_batch is.
+class PythonSink : public source::Sink {
+ public:
+  PythonSink(nb::object on_batch, std::optional<source::Schema> value_schema, bool include_headers,
+             std::atomic<bool>& abort, PendingError& pending)
+      : on_batch_(std::move(on_batch)), kafka_(include_headers), abort_(abort), pending_(pending) {
+    if (value_schema) {
+      decoder_.emplace(*value_schema);
+      decoded_.emplace(*value_schema);
+      decoded_->export_schema(&schema_);
+    } else {
+      source::export_kafka_schema(include_headers, &schema_);
+    }
+  }
+  ~PythonSink() override {
+    if (schema_.release != nullptr) schema_.release(&schema_);
+  }
+
+  void begin_batch(std::int64_t) override {
+    if (abort_) throw PythonRaised();
+    if (decoded_) {
+      decoded_->finish();  // drop what a failed batch left
+    } else {
+      kafka_.finish();
+    }
+    batches_.clear();
+    rows_ = 0;
+  }
+
+  void write(std::span<const source::Row> rows) override {
+    if (abort_) throw PythonRaised();
+    for (const source::Row& row : rows) {
+      if (decoded_) {
+        std::optional<std::string_view> text;
+        if (row.value) text = row.value_string();
+        decoded_->append(decoder_->decode(text));
+        if (decoded_->rows() >= source::ArrowSink::kDefaultMaxRows ||
+            decoded_->bytes() >= source::ArrowSink::kDefaultMaxBytes) {
+          batches_.push_back(decoded_->finish());
+        }
+      } else {
+        kafka_.append(row);
+        if (kafka_.rows() >= source::ArrowSink::kDefaultMaxRows ||
+            kafka_.bytes() >= source::ArrowSink::kDefaultMaxBytes) {
+          batches_.push_back(kafka_.finish());
+        }
+      }
+    }
+    rows_ += static_cast<std::int64_t>(rows.size());
+  }
+
+  std::int64_t commit_batch(std::int64_t batch_id) override {
+    if (abort_) throw PythonRaised();
+    batches_.push_back(decoded_ ? decoded_->finish() : kafka_.finish());
+    nb::gil_scoped_acquire acquire;
+    try {
+      nb::list list;
+      for (source::ArrowBatch& b : batches_) list.append(make_batch_object(schema_, std::move(b)));
+      batches_.clear();
+      nb::object kept = on_batch_(list, make_schema_object(schema_), batch_id);
+      return kept.is_none() ? rows_ : nb::cast<std::int64_t>(kept);
+    } catch (nb::python_error& e) {
+      pending_.capture(std::move(e));
+      abort_ = true;
+      throw PythonRaised();
+    }
+  }
+
+  std::string description() const override { return "PythonSink"; }
+
+ private:
+  nb::object on_batch_;
+  std::optional<source::JsonValueDecoder> decoder_;
+  std::optional<source::DecodedBatchBuilder> decoded_;
+  source::KafkaBatchBuilder kafka_;
+  ArrowSchema schema_{};
+  std::vector<source::ArrowBatch> batches_;
+  std::int64_t rows_ = 0;
+  std::atomic<bool>& abort_;
+  PendingError& pending_;
+};
+
+class PyStreamingQuery {
+ public:
+  PyStreamingQuery(const nb::dict& options, const std::string& checkpoint, const std::string& trigger,
+                   std::optional<std::string> value_schema_ddl, nb::object on_batch) {
+    auto opts = to_options(options);
+    std::optional<source::Schema> schema;
+    if (value_schema_ddl) schema = source::Schema::parse_ddl(*value_schema_ddl);
+    source::Trigger t = source::Trigger::parse(trigger);
+    // includeHeaders as the query parses it (the Kafka columns only).
+    const bool headers = source::parse_source_options(opts, source::QueryMode::streaming).include_headers;
+    sink_ = std::make_unique<PythonSink>(std::move(on_batch), schema, headers, abort_, pending_);
+    nb::gil_scoped_release release;
+    query_ = std::make_unique<source::StreamingQuery>(opts, std::filesystem::path(checkpoint), *sink_, t);
+  }
+
+  ~PyStreamingQuery() {
+    nb::gil_scoped_release release;
+    query_.reset();
+  }
+
+  source::StreamingQuery& query() {
+    if (!query_) throw nb::value_error("kwire: the streaming query is closed");
+    return *query_;
+  }
+
+  // Releases the checkpoint (its writer lock) and the Kafka clients.
+  void close() {
+    nb::gil_scoped_release release;
+    query_.reset();
+  }
+
+  void run(std::optional<std::int64_t> max_batches, nb::object on_progress) {
+    query();
+    abort_ = false;
+    const std::string description = query_->description();
+    auto progress = [&](const source::BatchProgress& p) {
+      if (on_progress.is_none()) return;
+      const std::string json = p.to_json(description);
+      nb::gil_scoped_acquire acquire;
+      try {
+        on_progress(json);
+      } catch (nb::python_error& e) {
+        pending_.capture(std::move(e));
+        abort_ = true;
+        throw PythonRaised();
+      }
+    };
+    run_interruptible([&] { query_->run(progress, max_batches); }, abort_, pending_, [&] { query_->stop(); });
+  }
+
+  void stop() {
+    if (query_) query_->stop();
+  }
+  std::int64_t next_batch_id() { return query().next_batch_id(); }
+  std::string progress_log_path() { return query().progress_log_path().string(); }
+  std::string description() { return query().description(); }
+
+ private:
+  std::atomic<bool> abort_{false};
+  PendingError pending_;
+  std::unique_ptr<PythonSink> sink_;  // declared before query_: outlives it
+  std::unique_ptr<source::StreamingQuery> query_;
+};
+
+}  // namespace
+
+void register_stream(nb::module_& m) {
+  nb::class_<PyStreamingQuery>(m, "StreamingQuery")
+      .def(nb::init<const nb::dict&, const std::string&, const std::string&, std::optional<std::string>, nb::object>(),
+           nb::arg("options"), nb::arg("checkpoint"), nb::arg("trigger"), nb::arg("value_schema").none(),
+           nb::arg("on_batch"))
+      .def("run", &PyStreamingQuery::run, nb::arg("max_batches").none() = nb::none(),
+           nb::arg("on_progress") = nb::none())
+      .def("stop", &PyStreamingQuery::stop)
+      .def("close", &PyStreamingQuery::close)
+      .def_prop_ro("next_batch_id", &PyStreamingQuery::next_batch_id)
+      .def_prop_ro("progress_log_path", &PyStreamingQuery::progress_log_path)
+      .def_prop_ro("description", &PyStreamingQuery::description);
+}
+
+}  // namespace kwire::python

@@ -1,0 +1,275 @@
+"""Streaming queries: the C++ query (checkpoint, offsets, data-loss rules)
+with batches handed to Python as pyarrow Tables and written by the sinks
+below, exactly once per batch id."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import glob
+import json
+import math
+import os
+import secrets
+import weakref
+from typing import Any, Callable, Dict, List, Mapping, Optional
+
+import pyarrow as pa
+
+from . import _kwire
+from .errors import ConfigError
+
+
+def _fsync_dir(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class _AtomicDirSink:
+    """One file per batch, DIR/part-<batch id, 20 digits>.<ext>: written to a
+    temp file in DIR, fsynced, renamed over the part file (so a replayed batch
+    replaces its file) and DIR fsynced. Temp files left by a killed process
+    are deleted when the next sink opens DIR."""
+
+    ext = ""
+
+    def __init__(self, path: str):
+        self.path = os.path.abspath(path)
+        os.makedirs(self.path, exist_ok=True)
+        for stale in glob.glob(os.path.join(self.path, ".part-*.tmp")):
+            os.unlink(stale)
+
+    def part_path(self, batch_id: int) -> str:
+        return os.path.join(self.path, "part-%020d.%s" % (batch_id, self.ext))
+
+    def write(self, table: pa.Table, batch_id: int) -> int:
+        final = self.part_path(batch_id)
+        tmp = os.path.join(self.path, ".%s.%s.tmp" % (os.path.basename(final), secrets.token_hex(8)))
+        try:
+            self._write_file(table, tmp)
+            fd = os.open(tmp, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.replace(tmp, final)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+        _fsync_dir(self.path)
+        return table.num_rows
+
+    def _write_file(self, table: pa.Table, path: str) -> None:  # pragma: no cover
+        raise NotImplementedError
+
+    def description(self) -> str:
+        return "%s[%s]" % (type(self).__name__, self.path)
+
+
+class ParquetSink(_AtomicDirSink):
+    """Parquet files, one per batch (pyarrow.parquet), exactly once."""
+
+    ext = "parquet"
+
+    def __init__(self, path: str, compression: str = "snappy"):
+        super().__init__(path)
+        self.compression = compression
+
+    def _write_file(self, table: pa.Table, path: str) -> None:
+        import pyarrow.parquet as pq
+
+        pq.write_table(table, path, compression=self.compression)
+
+
+def _json_value(v: Any) -> Any:
+    if isinstance(v, (bytes, bytearray)):
+        return bytes(v).decode("utf-8", errors="replace")  # CAST(... AS STRING)
+    if isinstance(v, _dt.datetime):
+        if v.tzinfo is not None:
+            v = v.astimezone(_dt.timezone.utc).replace(tzinfo=None)
+        return v.isoformat(timespec="milliseconds") + "Z"
+    if isinstance(v, float) and (math.isnan(v) or math.isinf(v)):
+        return "NaN" if math.isnan(v) else ("Infinity" if v > 0 else "-Infinity")
+    if isinstance(v, dict):
+        return {k: _json_value(x) for k, x in v.items() if x is not None}
+    if isinstance(v, list):
+        return [_json_value(x) for x in v]
+    return v
+
+
+class JsonLinesSink(_AtomicDirSink):
+    """JSON Lines files, one per batch, exactly once. Binary columns are
+    written as strings (as CAST(... AS STRING)), timestamps as ISO-8601 UTC
+    with milliseconds, null fields left out (Spark's JSON writer)."""
+
+    ext = "jsonl"
+
+    def _write_file(self, table: pa.Table, path: str) -> None:
+        with open(path, "w", encoding="utf-8") as f:
+            for row in table.to_pylist():
+                f.write(json.dumps({k: _json_value(v) for k, v in row.items() if v is not None}, allow_nan=False))
+                f.write("\n")
+
+
+_SINKS = {"parquet": ParquetSink, "json": JsonLinesSink, "jsonl": JsonLinesSink}
+
+Transform = Callable[[pa.Table], pa.Table]
+ForeachBatch = Callable[[pa.Table, int], Any]
+
+
+class StreamingQuery:
+    """A streaming query (Spark's micro-batch semantics) over the C++ core.
+
+    Each batch is read into Arrow, optionally decoded (``value_format="json"``
+    with a Spark DDL ``schema``: from_json, PERMISSIVE, ``_corrupt_record``),
+    passed through ``transform`` (Table -> Table), given to
+    ``foreach_batch(table, batch_id)``, then written by the sink; only then
+    is the batch committed in the checkpoint. After a crash the uncommitted
+    batch is replayed with the same offsets and replaces its file.
+    """
+
+    def __init__(
+        self,
+        options: Mapping[str, Any],
+        checkpoint: str,
+        sink: Any = None,
+        *,
+        path: Optional[str] = None,
+        trigger: str = "available-now",
+        value_format: Optional[str] = None,
+        schema: Optional[str] = None,
+        transform: Optional[Transform] = None,
+        foreach_batch: Optional[ForeachBatch] = None,
+        on_progress: Optional[Callable[[Dict[str, Any]], Any]] = None,
+    ):
+        if isinstance(sink, str):
+            if sink not in _SINKS:
+                raise ConfigError("kwire: unknown sink %r (parquet, json or a sink object)" % sink)
+            if not path:
+                raise ConfigError("kwire: sink %r needs path=" % sink)
+            sink = _SINKS[sink](path)
+        elif sink is None and path:
+            raise ConfigError("kwire: path= given without a sink")
+        if sink is None and foreach_batch is None:
+            raise ConfigError("kwire: a streaming query needs a sink or foreach_batch")
+        if value_format not in (None, "raw", "json"):
+            raise ConfigError("kwire: value_format must be 'json' or None, not %r" % value_format)
+        if value_format == "json" and not schema:
+            raise ConfigError("kwire: value_format='json' needs schema= (Spark DDL)")
+        if schema and value_format != "json":
+            raise ConfigError("kwire: schema= is only used with value_format='json'")
+        self.sink = sink
+        self.transform = transform
+        self.foreach_batch = foreach_batch
+        self._on_progress = on_progress
+        self.recent_progress: List[Dict[str, Any]] = []
+        # The C++ query holds the callback: a weak reference back to this
+        # object keeps the two out of a cycle the garbage collector cannot see.
+        me = weakref.ref(self)
+
+        def on_batch(batches, schema_obj, batch_id):
+            return me()._batch(batches, schema_obj, batch_id)
+
+        self._q = _kwire.StreamingQuery(
+            dict(options), os.fspath(checkpoint), trigger, schema if value_format == "json" else None, on_batch
+        )
+
+    def _batch(self, batches, schema_obj, batch_id: int) -> int:
+        schema = pa.schema(schema_obj)
+        table = pa.Table.from_batches([pa.record_batch(b) for b in batches], schema=schema)
+        if self.transform is not None:
+            table = self.transform(table)
+            if not isinstance(table, pa.Table):
+                raise TypeError("kwire: transform must return a pyarrow.Table, not %s" % type(table).__name__)
+        if self.foreach_batch is not None:
+            self.foreach_batch(table, batch_id)
+        if self.sink is not None:
+            kept = self.sink.write(table, batch_id)
+            return table.num_rows if kept is None else int(kept)
+        return table.num_rows
+
+    def _progress(self, text: str) -> None:
+        p = json.loads(text)
+        self.recent_progress.append(p)
+        del self.recent_progress[:-100]
+        if self._on_progress is not None:
+            self._on_progress(p)
+
+    @property
+    def last_progress(self) -> Optional[Dict[str, Any]]:
+        return self.recent_progress[-1] if self.recent_progress else None
+
+    @property
+    def next_batch_id(self) -> int:
+        return self._q.next_batch_id
+
+    def run(self, max_batches: Optional[int] = None) -> "StreamingQuery":
+        """Runs batches until the trigger ends (AvailableNow / Once: backlog
+        read; ProcessingTime: ``stop()``, Ctrl-C or max_batches). The GIL is
+        released while reading. Raises KafkaDataLossError, connection errors,
+        CheckpointError and what the transform, foreach_batch or sink raise
+        (the batch is then not committed and is replayed by the next run)."""
+        self._q.run(max_batches, self._progress)
+        return self
+
+    def stop(self) -> None:
+        """Ask ``run`` to return after the current batch (from another thread)."""
+        self._q.stop()
+
+    def close(self) -> None:
+        """Releases the checkpoint (another query may then use it) and the
+        Kafka connections; ``recent_progress`` stays readable."""
+        self._q.close()
+
+    def __enter__(self) -> "StreamingQuery":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def stream(
+    options: Mapping[str, Any],
+    checkpoint: str,
+    sink: Any = None,
+    *,
+    path: Optional[str] = None,
+    trigger: str = "available-now",
+    value_format: Optional[str] = None,
+    schema: Optional[str] = None,
+    transform: Optional[Transform] = None,
+    foreach_batch: Optional[ForeachBatch] = None,
+    on_progress: Optional[Callable[[Dict[str, Any]], Any]] = None,
+    max_batches: Optional[int] = None,
+) -> StreamingQuery:
+    """Creates a StreamingQuery, runs it (``start().awaitTermination()``)
+    and closes it (the checkpoint is free again); returns it, with
+    ``recent_progress`` (Spark-like progress dicts).
+
+    ``sink``: "parquet" or "json" (with ``path=``), a ParquetSink /
+    JsonLinesSink, or any object with ``write(table, batch_id) -> rows`` that
+    is idempotent per batch id. ``trigger``: "available-now", "once",
+    "processing-time=10 seconds".
+    """
+    q = StreamingQuery(
+        options,
+        checkpoint,
+        sink,
+        path=path,
+        trigger=trigger,
+        value_format=value_format,
+        schema=schema,
+        transform=transform,
+        foreach_batch=foreach_batch,
+        on_progress=on_progress,
+    )
+    try:
+        return q.run(max_batches)
+    finally:
+        q.close()
+
+
+__all__ = ["stream", "StreamingQuery", "ParquetSink", "JsonLinesSink"]

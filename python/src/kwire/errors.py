@@ -1,0 +1,102 @@
+"""Exceptions raised by kwire.
+
+Every kwire error derives from KwireError. Errors that Spark raises with an
+error condition carry it in ``condition`` (for example
+``"KAFKA_DATA_LOSS.COULD_NOT_READ_OFFSET_RANGE"``); others have ``None``.
+"""
+
+from __future__ import annotations
+
+import builtins
+from typing import Optional
+
+
+class KwireError(Exception):
+    """Base class of kwire's errors."""
+
+    condition: Optional[str] = None
+
+    def __init__(self, message: str, condition: Optional[str] = None):
+        super().__init__(message)
+        if condition is not None:
+            self.condition = condition
+
+
+class ConfigError(KwireError, ValueError):
+    """A source option, client property or schema that is not accepted
+    (Spark's option errors, unknown Kafka properties, bad DDL)."""
+
+
+class KafkaDataLossError(KwireError):
+    """Spark's KAFKA_DATA_LOSS: offsets that were to be read are gone.
+
+    ``condition`` is Spark's full condition name, e.g.
+    ``KAFKA_DATA_LOSS.COULD_NOT_READ_OFFSET_RANGE``; ``topic``, ``partition``,
+    ``start_offset``, ``end_offset`` describe the first partition concerned
+    (-1 where not applicable)."""
+
+    topic: str = ""
+    partition: int = -1
+    start_offset: int = -1
+    end_offset: int = -1
+
+
+class OffsetError(KwireError):
+    """Resolved offsets that cannot be read (Spark's
+    RESOLVED_START_OFFSET_GREATER_THAN_END_OFFSET)."""
+
+
+class KafkaError(KwireError):
+    """An error code returned by a broker; ``code`` is Kafka's number."""
+
+    code: int = -1
+
+
+class OffsetOutOfRangeError(KafkaError):
+    """A position outside the partition's log with auto.offset.reset=none
+    (Java: OffsetOutOfRangeException). ``topic``, ``partition``, ``offset``."""
+
+    topic: str = ""
+    partition: int = -1
+    offset: int = -1
+
+
+class LogTruncationError(OffsetOutOfRangeError):
+    """The partition's log diverged from what was consumed (KIP-320)."""
+
+
+class AuthenticationError(KwireError):
+    """SASL authentication failed (bad credentials, unsupported mechanism)."""
+
+
+class KafkaConnectionError(KwireError, builtins.ConnectionError):
+    """A broker connection could not be made or was lost (TLS included)."""
+
+
+class KafkaTimeoutError(KwireError, builtins.TimeoutError):
+    """A wait passed its deadline (request.timeout.ms, a poll timeout)."""
+
+
+class CorruptBatchError(KwireError):
+    """A record batch failed a check (CRC, length, compression)."""
+
+
+class CheckpointError(KwireError):
+    """The checkpoint directory cannot be used (in use by another query,
+    unreadable files, disk full)."""
+
+
+__all__ = [
+    "KwireError",
+    "ConfigError",
+    "KafkaDataLossError",
+    "OffsetError",
+    "KafkaError",
+    "OffsetOutOfRangeError",
+    "LogTruncationError",
+    "AuthenticationError",
+    "KafkaConnectionError",
+    "KafkaTimeoutError",
+    "CorruptBatchError",
+    "CheckpointError",
+]

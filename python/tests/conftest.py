@@ -1,0 +1,65 @@
+"""Fixtures for kwire's Python tests against a real broker.
+
+KWIRE_BOOTSTRAP (host:port of a plaintext listener) selects the broker; the
+broker tests skip when it is unset. KWIRE_SECURE_ENV names the KEY=VALUE file
+`scripts/kafka start --secure` writes (ports, CA, user); the SASL_SSL tests
+skip without it.
+"""
+
+import os
+import uuid
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def bootstrap():
+    value = os.environ.get("KWIRE_BOOTSTRAP")
+    if not value:
+        pytest.skip("KWIRE_BOOTSTRAP not set (start a broker with scripts/kafka start)")
+    return value
+
+
+@pytest.fixture(scope="session")
+def secure_env():
+    path = os.environ.get("KWIRE_SECURE_ENV")
+    if not path:
+        pytest.skip("KWIRE_SECURE_ENV not set (start the broker with scripts/kafka start --secure)")
+    env = {}
+    with open(path) as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if "=" in line:
+                k, v = line.split("=", 1)
+                env[k] = v
+    return env
+
+
+@pytest.fixture(scope="session")
+def admin(bootstrap):
+    import kwire
+
+    a = kwire.Admin({"bootstrap.servers": bootstrap})
+    yield a
+    a.close()
+
+
+@pytest.fixture
+def new_topic(admin):
+    """new_topic(partitions=1) -> a fresh topic name."""
+
+    def make(partitions=1):
+        name = "py-" + uuid.uuid4().hex[:12]
+        admin.create_topics([(name, partitions)])
+        return name
+
+    return make
+
+
+@pytest.fixture
+def producer(bootstrap):
+    import kwire
+
+    p = kwire.Producer({"bootstrap.servers": bootstrap})
+    yield p
+    p.close()

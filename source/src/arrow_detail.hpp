@@ -1,0 +1,124 @@
+// Owned Arrow arrays and schemas and the column builders behind arrow.hpp.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "kwire/source/arrow.hpp"
+
+namespace kwire::source::arrow_detail {
+
+/// A buffer of bytes; std::vector's allocation is aligned for any scalar (16
+/// bytes on the platforms kwire builds for), which covers Arrow's 8.
+using Buffer = std::vector<std::uint8_t>;
+
+template <class T>
+void push_value(Buffer& buffer, T value) {
+  const std::size_t n = buffer.size();
+  buffer.resize(n + sizeof(T));
+  std::memcpy(buffer.data() + n, &value, sizeof(T));
+}
+
+/// An array whose memory is owned; exported (moved) into an ArrowArray.
+struct OwnedArray {
+  std::int64_t length = 0;
+  std::int64_t null_count = 0;
+  /// One per buffer of the layout; buffers[0] is the validity bitmap (an
+  /// empty one is exported as null, as allowed when null_count is 0).
+  std::vector<Buffer> buffers;
+  std::vector<OwnedArray> children;
+};
+
+/// A field: format string, name, nullability, children.
+struct OwnedField {
+  std::string format;
+  std::string name;
+  bool nullable = true;
+  std::vector<OwnedField> children;
+};
+
+void export_array(OwnedArray&& array, ArrowArray* out);
+void export_field(const OwnedField& field, ArrowSchema* out);
+/// The field an ArrowSchema describes (format, name, flags, children;
+/// metadata and dictionaries are not kept).
+OwnedField field_of(const ArrowSchema& schema);
+
+/// A validity bitmap being built.
+class Validity {
+ public:
+  void append(bool valid);
+  std::int64_t null_count() const noexcept { return nulls_; }
+  std::size_t bytes() const noexcept { return bits_.size(); }
+  /// The bitmap, empty when there was no null; the builder starts over.
+  Buffer take();
+
+ private:
+  Buffer bits_;
+  std::int64_t length_ = 0;
+  std::int64_t nulls_ = 0;
+};
+
+/// binary / utf8 with int32 offsets.
+class BinaryColumn {
+ public:
+  BinaryColumn() { push_value<std::int32_t>(offsets_, 0); }
+  void append(std::optional<std::span<const std::uint8_t>> value);
+  void append(std::string_view value) {
+    append(std::span<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(value.data()), value.size()));
+  }
+  void append_null() { append(std::optional<std::span<const std::uint8_t>>()); }
+  std::size_t bytes() const noexcept { return validity_.bytes() + offsets_.size() + data_.size(); }
+  OwnedArray take();
+
+ private:
+  Validity validity_;
+  Buffer offsets_;
+  Buffer data_;
+  std::int64_t length_ = 0;
+};
+
+/// A fixed-width primitive column (T = int8..int64, float, double).
+template <class T>
+class FixedColumn {
+ public:
+  void append(std::optional<T> value) {
+    validity_.append(value.has_value());
+    push_value<T>(data_, value.value_or(T{}));
+    ++length_;
+  }
+  std::size_t bytes() const noexcept { return validity_.bytes() + data_.size(); }
+  OwnedArray take() {
+    OwnedArray a;
+    a.length = length_;
+    a.null_count = validity_.null_count();
+    a.buffers.push_back(validity_.take());
+    a.buffers.push_back(std::move(data_));
+    data_ = {};
+    length_ = 0;
+    return a;
+  }
+
+ private:
+  Validity validity_;
+  Buffer data_;
+  std::int64_t length_ = 0;
+};
+
+/// A boolean column (bit-packed values).
+class BoolColumn {
+ public:
+  void append(std::optional<bool> value);
+  std::size_t bytes() const noexcept { return validity_.bytes() + bits_.size(); }
+  OwnedArray take();
+
+ private:
+  Validity validity_;
+  Buffer bits_;
+  std::int64_t length_ = 0;
+};
+
+}  // namespace kwire::source::arrow_detail
