@@ -17,6 +17,7 @@
 #include <simdjson.h>
 
 #include "common.hpp"
+#include "kwire/checkpoint/checkpoint.hpp"
 #include "kwire/client/kafka_client.hpp"
 #include "kwire/client/producer.hpp"
 #include "kwire/source/stream.hpp"
@@ -112,24 +113,13 @@ TEST_F(StreamParity, OffsetsLogCarriesSparksConfMap) {
   EXPECT_EQ(std::int64_t(doc["batchWatermarkMs"].get_int64()), 0);
   EXPECT_GT(std::int64_t(doc["batchTimestampMs"].get_int64()), 0);
   simdjson::dom::object conf = doc["conf"].get_object();
-  const std::map<std::string, std::string> want{
-      {"spark.sql.function.protobufExtensions.enabled", "false"},
-      {"spark.sql.optimizer.pruneFiltersCanPruneStreamingSubplan", "false"},
-      {"spark.sql.shuffle.partitions", "200"},
-      {"spark.sql.streaming.aggregation.stateFormatVersion", "2"},
-      {"spark.sql.streaming.flatMapGroupsWithState.stateFormatVersion", "2"},
-      {"spark.sql.streaming.join.stateFormatVersion", "2"},
-      {"spark.sql.streaming.multipleWatermarkPolicy", "min"},
-      {"spark.sql.streaming.queryEvolution.enableSourceEvolution", "false"},
-      {"spark.sql.streaming.stateStore.compression.codec", "lz4"},
-      {"spark.sql.streaming.stateStore.encodingFormat", "unsaferow"},
-      {"spark.sql.streaming.stateStore.providerClass",
-       "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"},
-      {"spark.sql.streaming.stateStore.rocksdb.formatVersion", "5"},
-      {"spark.sql.streaming.stateStore.rocksdb.mergeOperatorVersion", "2"},
-      {"spark.sql.streaming.stateStore.rowChecksum.enabled", "false"},
-      {"spark.sql.streaming.statefulOperator.useStrictDistribution", "true"},
-  };
+  // Every key Spark 4.2 reads back from the offset log, with a default
+  // session's value (the real-Spark tests check that Spark resumes without
+  // a missing-key warning).
+  const auto& want = checkpoint::spark_offset_log_conf();
+  EXPECT_EQ(want.size(), 15u);
+  EXPECT_EQ(want.at("spark.sql.shuffle.partitions"), "200");
+  EXPECT_EQ(want.at("spark.sql.streaming.multipleWatermarkPolicy"), "min");
   std::map<std::string, std::string> got;
   for (auto field : conf) got[std::string(field.key)] = std::string(std::string_view(field.value.get_string()));
   EXPECT_EQ(got, want);

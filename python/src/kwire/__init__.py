@@ -19,7 +19,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
 import pyarrow as pa
 
-from . import _kwire
+from . import _kwire, errors
 from .errors import (
     AuthenticationError,
     CheckpointError,
@@ -178,18 +178,7 @@ __all__ = [
     "StreamingQuery",
     "ParquetSink",
     "JsonLinesSink",
-    "KwireError",
-    "ConfigError",
-    "KafkaDataLossError",
-    "OffsetError",
-    "KafkaError",
-    "OffsetOutOfRangeError",
-    "LogTruncationError",
-    "AuthenticationError",
-    "KafkaConnectionError",
-    "KafkaTimeoutError",
-    "CorruptBatchError",
-    "CheckpointError",
+    *errors.__all__,
 ]
 
 #: The client's producer (Java property names): send(topic, value=None,
