@@ -420,8 +420,8 @@ int cmd_conformance(const std::map<std::string, std::string>& properties, bool j
       out += "]}";
     } else {
       if (i == 0)
-        out += fmt::format("{:<20} {:>9} {:>9} {:>10}  {}\n", "API", "declared", "offered", "exercised", "result");
-      out += fmt::format("{:<20} {:>9} {:>9} {:>10}  {}\n", r.api, fmt::format("{}-{}", r.declared_min, r.declared_max),
+        out += fmt::format("{:<24} {:>9} {:>9} {:>10}  {}\n", "API", "declared", "offered", "exercised", "result");
+      out += fmt::format("{:<24} {:>9} {:>9} {:>10}  {}\n", r.api, fmt::format("{}-{}", r.declared_min, r.declared_max),
                          r.offered_max >= 0 ? fmt::format("{}-{}", r.offered_min, r.offered_max) : std::string("-"),
                          exercised, r.failures.empty() ? "ok" : "FAILED");
       for (auto& f : r.failures) out += "    " + f + "\n";
