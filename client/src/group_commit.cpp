@@ -80,6 +80,12 @@ void GroupCoordinator::commit_sync(const std::map<TopicPartition, OffsetAndMetad
         need_join_ = true;
         throw RebalanceInProgressError(code, what);
       }
+      if (is(code, ErrorCode::stale_member_epoch)) {
+        // KIP-848: the member epoch moved on; the next heartbeat brings the
+        // new one, after which the commit may be retried.
+        next_heartbeat_ = Clock::now();
+        throw RebalanceInProgressError(code, what);
+      }
       if (is(code, ErrorCode::illegal_generation) || is(code, ErrorCode::unknown_member_id) ||
           is(code, ErrorCode::fenced_instance_id)) {
         if (is(code, ErrorCode::fenced_instance_id)) throw FencedInstanceIdError(code, what);

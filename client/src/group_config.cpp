@@ -60,8 +60,11 @@ GroupConfig GroupConfig::from_properties(const std::map<std::string, std::string
     } else if (key == "group.protocol") {
       std::string l = value;
       std::transform(l.begin(), l.end(), l.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-      if (l != "classic")
-        throw ConfigError(fmt::format("unsupported value '{}' for group.protocol: only classic is supported", value));
+      if (l == "classic") g.group_protocol = GroupProtocol::classic;
+      else if (l == "consumer") g.group_protocol = GroupProtocol::consumer;
+      else throw ConfigError(fmt::format("invalid value '{}' for group.protocol: expected classic or consumer", value));
+    } else if (key == "group.remote.assignor") {
+      if (!value.empty()) g.group_remote_assignor = value;
     } else if (key == "partition.assignment.strategy") {
       g.assignors.clear();
       std::size_t start = 0;
@@ -87,6 +90,14 @@ GroupConfig GroupConfig::from_properties(const std::map<std::string, std::string
     } else if (key == "auto.commit.interval.ms") {
       g.auto_commit_interval_ms = parse_ms(key, value, 0);
     }
+  }
+  if (g.group_protocol == GroupProtocol::consumer) {
+    for (const char* key : {"session.timeout.ms", "heartbeat.interval.ms", "partition.assignment.strategy"})
+      if (props.count(key))
+        throw ConfigError(
+            fmt::format("{} is not supported with group.protocol=consumer (the broker's "
+                        "group.consumer.* settings and group.remote.assignor apply)",
+                        key));
   }
   if (g.heartbeat_interval_ms >= g.session_timeout_ms)
     throw ConfigError(fmt::format("heartbeat.interval.ms ({}) must be lower than session.timeout.ms ({})",

@@ -408,6 +408,10 @@ void GroupCoordinator::revoke_all() {
 }
 
 void GroupCoordinator::leave(const char* reason) {
+  if (consumer_protocol()) {
+    consumer_leave();
+    return;
+  }
   // Static members do not leave (KIP-345): a restart within the session
   // timeout takes the assignment back without a rebalance.
   if (!config_.group_instance_id && !member_id_.empty() && coordinator_ >= 0) {
@@ -443,6 +447,13 @@ Clock::time_point GroupCoordinator::poll() {
   if (pattern_ && now - pattern_checked_ >= std::chrono::milliseconds(client_.config().metadata_max_age_ms)) {
     pattern_checked_ = now;
     if (current_topics() != topics_) need_join_ = true;
+  }
+  if (consumer_protocol()) {
+    if (need_join_ || generation_ < 0 || now >= next_heartbeat_) consumer_heartbeat();
+    maybe_auto_commit(false);
+    auto due = next_heartbeat_;
+    if (config_.enable_auto_commit) due = std::min(due, next_auto_commit_);
+    return due;
   }
   if (need_join_ || generation_ < 0) {
     join(now + std::chrono::milliseconds(config_.max_poll_interval_ms) +

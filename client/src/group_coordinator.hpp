@@ -106,6 +106,12 @@ class GroupCoordinator {
   bool cooperative() const;
   void maybe_auto_commit(bool force);
   void complete_async(bool wait);
+  // group.protocol=consumer (group_consumer_protocol.cpp).
+  bool consumer_protocol() const { return config_.group_protocol == GroupProtocol::consumer; }
+  void consumer_heartbeat();
+  void reconcile(const std::vector<TopicPartition>& target);
+  void consumer_leave();
+
   std::map<TopicPartition, std::int16_t> send_commit(const std::map<TopicPartition, OffsetAndMetadata>& offsets,
                                                      Deadline deadline);
 
@@ -120,8 +126,8 @@ class GroupCoordinator {
 
   std::int32_t coordinator_ = -1;
   std::string member_id_;
-  std::int32_t generation_ = -1;
-  std::string protocol_;  // assignor chosen by the group
+  std::int32_t generation_ = -1;  // classic: generation; consumer protocol: member epoch
+  std::string protocol_;          // assignor chosen by the group
   bool need_join_ = true;
   std::vector<TopicPartition> owned_;
   std::uint64_t rebalances_ = 0;

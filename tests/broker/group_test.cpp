@@ -132,6 +132,14 @@ std::map<std::string, std::string> member_props(const std::string& servers, cons
           {"partition.assignment.strategy", strategy}};
 }
 
+// group.protocol=consumer (KIP-848): the broker's heartbeat interval and session timeout apply.
+std::map<std::string, std::string> consumer_protocol_props(const std::string& servers, const std::string& group) {
+  return {{"bootstrap.servers", servers},  {"group.id", group},
+          {"group.protocol", "consumer"},  {"auto.offset.reset", "earliest"},
+          {"enable.auto.commit", "false"}, {"max.poll.interval.ms", "30000"},
+          {"fetch.max.wait.ms", "100"}};
+}
+
 // Waits until the members' assignments cover the six partitions once each.
 bool wait_balanced(const std::vector<Member*>& members, std::size_t partitions, std::chrono::seconds timeout) {
   auto end = Clock::now() + timeout;
@@ -428,6 +436,46 @@ TEST_P(Groups, StreamCommitsItsBatchesToAGroupForLagTools) {
     EXPECT_EQ(std::int64_t(p["lag"].get_int64()), 0);
   }
   EXPECT_EQ(partitions, 6);
+}
+
+TEST_P(Groups, ConsumerProtocolMembersShareAndRevocationDoesNotStopTheOthers) {
+  auto topic = unique_topic("groups-848");
+  auto group = topic + "-g";
+  create(topic);
+  Seen seen;
+  if (std::string(GetParam()) == "previous") {
+    // Kafka 3.9 as started here does not enable the consumer protocol: a typed error.
+    Member m(consumer_protocol_props(servers(), group), topic, seen);
+    auto end = Clock::now() + 30s;
+    while (Clock::now() < end && m.error().empty()) std::this_thread::sleep_for(100ms);
+    EXPECT_NE(m.error().find("group.protocol=consumer"), std::string::npos) << m.error();
+    return;
+  }
+  Member a(consumer_protocol_props(servers(), group), topic, seen);
+  Member b(consumer_protocol_props(servers(), group), topic, seen);
+  auto c = std::make_unique<Member>(consumer_protocol_props(servers(), group), topic, seen);
+  ASSERT_TRUE(wait_balanced({&a, &b, c.get()}, 6, 60s)) << a.error() << b.error() << c->error();
+  produce_numbered(servers(), topic, 0, 600);
+  ASSERT_TRUE(wait_total(seen, 600, 60s)) << seen.total();
+  // c leaves: its partitions are handed to a and b, who keep theirs meanwhile.
+  auto a_before = a.assignment(), b_before = b.assignment();
+  const auto t0 = Clock::now();
+  c->stop(true);
+  ASSERT_TRUE(wait_balanced({&a, &b}, 6, 30s)) << a.error() << b.error();
+  const double rebalance_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  std::fprintf(stderr, "[groups %s] KIP-848 leave -> partitions reassigned in %.3f s\n", GetParam(), rebalance_s);
+  auto a_after = a.assignment(), b_after = b.assignment();
+  for (auto& tp : a_before) EXPECT_NE(std::find(a_after.begin(), a_after.end(), tp), a_after.end());
+  for (auto& tp : b_before) EXPECT_NE(std::find(b_after.begin(), b_after.end(), tp), b_after.end());
+  produce_numbered(servers(), topic, 600, 900);
+  ASSERT_TRUE(wait_total(seen, 900, 60s)) << seen.total();
+  std::this_thread::sleep_for(300ms);
+  a.stop();
+  b.stop();
+  EXPECT_EQ(a.error() + b.error() + c->error(), "");
+  auto ends = end_offsets(servers(), topic);
+  expect_exactly_once(seen, ends);
+  EXPECT_EQ(committed(servers(), group, topic), ends);
 }
 
 INSTANTIATE_TEST_SUITE_P(Brokers, Groups, ::testing::Values("current", "previous"),

@@ -134,9 +134,22 @@ TEST(GroupConfig, JavaNamesAndDefaults) {
   EXPECT_EQ(c.session_timeout_ms, 6000);
   EXPECT_FALSE(c.enable_auto_commit);
   EXPECT_THROW(GroupConfig::from_properties({{"partition.assignment.strategy", "sticky-ish"}}), ConfigError);
-  EXPECT_THROW(GroupConfig::from_properties({{"group.protocol", "consumer"}}), ConfigError);
   EXPECT_THROW(GroupConfig::from_properties({{"session.timeout.ms", "abc"}}), ConfigError);
   EXPECT_THROW(GroupConfig::from_properties({{"session.timeout.ms", "1000"}, {"heartbeat.interval.ms", "1000"}}),
                ConfigError);
   EXPECT_EQ(GroupConfig::from_properties({{"group.protocol", "CLASSIC"}}).group_id, "");
+}
+
+TEST(GroupConfig, ConsumerProtocolRejectsClassicOnlySettingsAsJavaDoes) {
+  auto k = GroupConfig::from_properties({{"group.protocol", "consumer"}, {"group.remote.assignor", "range"}});
+  EXPECT_EQ(k.group_protocol, GroupProtocol::consumer);
+  EXPECT_EQ(k.group_remote_assignor, std::optional<std::string>("range"));
+  EXPECT_THROW(GroupConfig::from_properties({{"group.protocol", "consumer"}, {"session.timeout.ms", "10000"}}),
+               ConfigError);
+  EXPECT_THROW(GroupConfig::from_properties({{"group.protocol", "consumer"}, {"heartbeat.interval.ms", "100"}}),
+               ConfigError);
+  EXPECT_THROW(
+      GroupConfig::from_properties({{"group.protocol", "consumer"}, {"partition.assignment.strategy", "range"}}),
+      ConfigError);
+  EXPECT_THROW(GroupConfig::from_properties({{"group.protocol", "share"}}), ConfigError);
 }

@@ -302,3 +302,68 @@ TEST_F(MockGroup, AutoCommitCommitsOnlyWhatPollHandedOutAndCloseLeaves) {
   EXPECT_EQ(total, 3);  // the three records handed out, not what was fetched
   EXPECT_EQ(coord.leaves, 1);
 }
+
+// group.protocol=consumer (KIP-848) against a scripted coordinator that
+// assigns t-0 and t-1 at once and then confirms; a queued error comes first.
+TEST_F(MockGroup, ConsumerProtocolFencedMemberEpochLosesAndRejoinsAtEpochZero) {
+  const auto topic_id = *cluster.topic_id("t");
+  struct Kip848 {
+    std::mutex mu;
+    std::deque<std::int16_t> errors;
+    std::vector<std::int32_t> epochs_sent;
+    std::vector<std::string> member_ids_sent;
+    std::vector<std::size_t> owned_sent;
+    std::int32_t epoch = 0;
+  } k;
+  cluster.set_handler(
+      ApiKey::consumer_group_heartbeat, 0, 1,
+      [&k, topic_id](std::int32_t, std::int16_t v, std::int32_t corr, const Bytes& p) -> std::optional<Bytes> {
+        std::lock_guard lock(k.mu);
+        auto req = Coordinator::request<ConsumerGroupHeartbeatRequest>(p, v);
+        k.epochs_sent.push_back(req.member_epoch);
+        k.member_ids_sent.push_back(req.member_id);
+        std::size_t owned = 0;
+        if (req.topic_partitions)
+          for (auto& t : *req.topic_partitions) owned += t.partitions.size();
+        k.owned_sent.push_back(owned);
+        ConsumerGroupHeartbeatResponse r;
+        r.heartbeat_interval_ms = 100;
+        if (!k.errors.empty()) {
+          r.error_code = k.errors.front();
+          k.errors.pop_front();
+          return encode_response_frame(r, v, corr);
+        }
+        r.member_id = req.member_id;
+        if (req.member_epoch == 0) {
+          r.member_epoch = ++k.epoch;
+          r.assignment.emplace();
+          r.assignment->topic_partitions.push_back({topic_id, {0, 1}, {}});
+        } else {
+          r.member_epoch = k.epoch;
+        }
+        return encode_response_frame(r, v, corr);
+      });
+  Consumer c(props(cluster, {{"group.id", "g"}, {"group.protocol", "consumer"}, {"auto.offset.reset", "earliest"}}));
+  Listener l;
+  c.subscribe({"t"}, &l);
+  EXPECT_EQ(poll_until(c, 20).size(), 20u);
+  {
+    std::lock_guard lock(k.mu);
+    k.errors.push_back(static_cast<std::int16_t>(ErrorCode::fenced_member_epoch));
+  }
+  for (int i = 0; i < 30 && l.calls.size() < 3; ++i) c.poll(50ms);
+  EXPECT_EQ(l.calls, (std::vector<std::string>{"assigned t-0,t-1", "lost t-0,t-1", "assigned t-0,t-1"}));
+  c.close();
+  std::lock_guard lock(k.mu);
+  ASSERT_GE(k.epochs_sent.size(), 4u);
+  EXPECT_EQ(k.epochs_sent.front(), 0);
+  EXPECT_EQ(k.member_ids_sent.front().size(), 22u);  // v1: a base64 UUID made by the member
+  EXPECT_EQ(k.owned_sent[1], 2u);                    // the assignment acknowledged
+  // After the fencing: a heartbeat at epoch 0 owning nothing, with the same member id.
+  bool rejoined = false;
+  for (std::size_t i = 1; i < k.epochs_sent.size(); ++i)
+    if (k.epochs_sent[i] == 0 && k.owned_sent[i] == 0 && k.member_ids_sent[i] == k.member_ids_sent.front())
+      rejoined = true;
+  EXPECT_TRUE(rejoined);
+  EXPECT_EQ(k.epochs_sent.back(), -1);  // close() leaves with epoch -1
+}

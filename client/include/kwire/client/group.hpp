@@ -7,7 +7,10 @@
 // Settings, by their Java names and with the Java consumer's defaults:
 //   group.id                       required for subscribe() and commits
 //   group.instance.id              static member id (KIP-345), unset = dynamic
-//   group.protocol                 "classic" (the only one supported here)
+//   group.protocol                 "classic" (default) or "consumer" (KIP-848:
+//                                  the coordinator assigns, see below)
+//   group.remote.assignor          consumer protocol: the broker's assignor
+//                                  ("uniform", "range"); unset = broker default
 //   partition.assignment.strategy  comma list, first preferred: range,
 //                                  roundrobin, cooperative-sticky (Java class
 //                                  names such as org.apache.kafka.clients.
@@ -16,6 +19,16 @@
 //   session.timeout.ms 45000, heartbeat.interval.ms 3000,
 //   max.poll.interval.ms 300000, enable.auto.commit true,
 //   auto.commit.interval.ms 5000
+//
+// group.protocol=consumer (KIP-848, Kafka 4.0+ or 3.8/3.9 with the protocol
+// enabled on the broker): membership is one ConsumerGroupHeartbeat loop at
+// the interval the broker sets; the broker computes the assignment and hands
+// it out incrementally: a partition moving away is revoked (committed when
+// auto-commit is on, listener revoked) and acknowledged by the next heartbeat
+// before its new owner gets it, while the other members keep consuming. As
+// in Java, session.timeout.ms, heartbeat.interval.ms and
+// partition.assignment.strategy are rejected with it (the broker's
+// group.consumer.* settings apply).
 //
 // Free of Boost.Asio.
 #pragma once
@@ -61,8 +74,12 @@ enum class Assignor { range, roundrobin, cooperative_sticky };
 /// The JoinGroup protocol name of an assignor ("range", "roundrobin", "cooperative-sticky").
 const char* assignor_name(Assignor a);
 
+enum class GroupProtocol { classic, consumer };
+
 struct GroupConfig {
   std::string group_id;
+  GroupProtocol group_protocol = GroupProtocol::classic;
+  std::optional<std::string> group_remote_assignor;
   std::optional<std::string> group_instance_id;
   std::vector<Assignor> assignors{Assignor::range, Assignor::cooperative_sticky};
   std::int32_t session_timeout_ms = 45000;
@@ -72,8 +89,8 @@ struct GroupConfig {
   std::int32_t auto_commit_interval_ms = 5000;
 
   /// Reads the keys above from Java-style properties (others are ignored).
-  /// Throws ConfigError naming the key for a bad value, an unknown assignor,
-  /// or group.protocol other than classic.
+  /// Throws ConfigError naming the key for a bad value, an unknown assignor
+  /// or group.protocol, or a classic-only key with group.protocol=consumer.
   static GroupConfig from_properties(const std::map<std::string, std::string>& properties);
 };
 
@@ -103,7 +120,8 @@ using GroupAssignment = std::map<std::string, std::vector<TopicPartition>>;
 GroupAssignment assign_partitions(Assignor assignor, const std::vector<MemberSubscription>& members,
                                   const std::map<std::string, std::int32_t>& partitions_per_topic);
 
-/// REBALANCE_IN_PROGRESS on a commit: retriable once the rebalance completed (next poll).
+/// REBALANCE_IN_PROGRESS (or, with group.protocol=consumer, STALE_MEMBER_EPOCH)
+/// on a commit: retriable once the rebalance completed (next poll).
 class RebalanceInProgressError : public KafkaError {
  public:
   using KafkaError::KafkaError;
