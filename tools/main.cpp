@@ -44,7 +44,9 @@ int main(int argc, char** argv) {
   CommonOptions common;
   auto add_common = [&](CLI::App* sub) {
     sub->add_option("-b,--brokers", common.brokers, "Bootstrap servers HOST:PORT[,...] (bootstrap.servers)");
-    sub->add_option("-X", common.properties, "Client property KEY=VALUE by Java/librdkafka name (repeatable)");
+    // One KEY=VALUE per -X, as in kcat: a word after it is not another property.
+    sub->add_option("-X", common.properties, "Client property KEY=VALUE by Java/librdkafka name (repeatable)")
+        ->allow_extra_args(false);
   };
 
   // metadata

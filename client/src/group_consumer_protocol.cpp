@@ -46,7 +46,8 @@ void GroupCoordinator::consumer_heartbeat() {
   ConsumerGroupHeartbeatResponse r;
   std::int16_t v = 0;
   try {
-    Connection& c = client_.broker(coordinator(now + std::chrono::milliseconds(client_.config().default_api_timeout_ms)));
+    Connection& c =
+        client_.broker(coordinator(now + std::chrono::milliseconds(client_.config().default_api_timeout_ms)));
     v = c.version_for<ConsumerGroupHeartbeatRequest>();
     if (member_id_.empty() && v >= 1) member_id_ = random_member_id();
     // Every field is sent each time (null would mean "unchanged"): simple,
@@ -91,10 +92,10 @@ void GroupCoordinator::consumer_heartbeat() {
   }
   if (is(code, ErrorCode::coordinator_load_in_progress)) return;
   if (is(code, ErrorCode::unsupported_version))
-    throw UnsupportedVersionError(fmt::format(
-        "group {}: the broker does not serve group.protocol=consumer (KIP-848; Kafka 4.0+, or 3.8/3.9 with "
-        "group.coordinator.rebalance.protocols including consumer): {}",
-        config_.group_id, r.error_message.value_or("UNSUPPORTED_VERSION")));
+    throw UnsupportedVersionError(
+        fmt::format("group {}: the broker does not serve group.protocol=consumer (KIP-848; Kafka 4.0+, or 3.8/3.9 with "
+                    "group.coordinator.rebalance.protocols including consumer): {}",
+                    config_.group_id, r.error_message.value_or("UNSUPPORTED_VERSION")));
   if (code) {
     if (r.error_message)
       throw KafkaError(code, fmt::format("ConsumerGroupHeartbeat for group {}: {}: {}", config_.group_id,

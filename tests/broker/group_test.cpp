@@ -56,27 +56,29 @@ class Member : public kwire::client::RebalanceListener {
   }
   std::vector<TopicPartition> assignment() {
     std::lock_guard lock(mu_);
-    return assignment_;
+    return {assignment_.begin(), assignment_.end()};
   }
   std::string error() {
     std::lock_guard lock(mu_);
     return error_;
   }
+  // Eager rebalances revoke and assign everything; cooperative ones and
+  // KIP-848 pass only the partitions that change: keep the union.
   void on_partitions_assigned(const std::vector<TopicPartition>& tps) override {
     std::lock_guard lock(mu_);
-    assignment_ = tps;
+    assignment_.insert(tps.begin(), tps.end());
   }
-  void on_partitions_revoked(const std::vector<TopicPartition>&) override {
+  void on_partitions_revoked(const std::vector<TopicPartition>& tps) override {
     try {
       consumer_->commit_sync();
     } catch (const std::exception&) {
     }
     std::lock_guard lock(mu_);
-    assignment_.clear();
+    for (auto& tp : tps) assignment_.erase(tp);
   }
-  void on_partitions_lost(const std::vector<TopicPartition>&) override {
+  void on_partitions_lost(const std::vector<TopicPartition>& tps) override {
     std::lock_guard lock(mu_);
-    assignment_.clear();
+    for (auto& tp : tps) assignment_.erase(tp);
   }
 
  private:
@@ -114,7 +116,7 @@ class Member : public kwire::client::RebalanceListener {
   std::atomic<bool> stop_{false};
   std::atomic<bool> graceful_{true};
   std::mutex mu_;
-  std::vector<TopicPartition> assignment_;
+  std::set<TopicPartition> assignment_;
   std::string error_;
   std::thread thread_;
 };
@@ -290,7 +292,6 @@ TEST_P(Groups, AKilledMemberLosesItsPartitionsWithinTheSessionTimeout) {
   auto topic = unique_topic("groups-kill");
   auto group = topic + "-g";
   create(topic);
-  produce_numbered(servers(), topic, 0, 300);
   // One member is `kwire consume -G` in its own process (auto-commit every
   // 200 ms), two are in this process.
   TempDir dir;
@@ -303,15 +304,21 @@ TEST_P(Groups, AKilledMemberLosesItsPartitionsWithinTheSessionTimeout) {
   Member a(member_props(servers(), group), topic, seen);
   Member b(member_props(servers(), group), topic, seen);
   ASSERT_TRUE(wait_balanced({&a, &b}, 4, 60s)) << a.error() << b.error();  // the process holds the other 2
-  // Wait until the process's share is consumed and committed.
+  std::set<std::int32_t> killed_partitions{0, 1, 2, 3, 4, 5};
+  for (auto* m : {&a, &b})
+    for (auto& tp : m->assignment()) killed_partitions.erase(tp.partition);
+  ASSERT_EQ(killed_partitions.size(), 2u);
+  produce_numbered(servers(), topic, 0, 300);
+  // Wait until every share is consumed and committed.
   auto ends = end_offsets(servers(), topic);
   auto end = Clock::now() + 60s;
   while (Clock::now() < end && committed(servers(), group, topic) != ends) std::this_thread::sleep_for(200ms);
   ASSERT_EQ(committed(servers(), group, topic), ends);
   auto in_process = parse_json_records(read_file(dir / "member.jsonl"));
-  std::set<std::int32_t> killed_partitions;
-  for (auto& r : in_process) killed_partitions.insert(r.partition);
-  EXPECT_EQ(killed_partitions.size(), 2u);
+  std::int64_t killed_share = 0;
+  for (auto p : killed_partitions) killed_share += ends[p];
+  EXPECT_EQ(static_cast<std::int64_t>(in_process.size()), killed_share);
+  for (auto& r : in_process) EXPECT_TRUE(killed_partitions.count(r.partition)) << r.partition;
 
   // SIGKILL: no LeaveGroup; the coordinator notices after session.timeout.ms.
   const auto t0 = Clock::now();
