@@ -67,6 +67,11 @@ class Member : public kwire::client::RebalanceListener {
   void on_partitions_assigned(const std::vector<TopicPartition>& tps) override {
     std::lock_guard lock(mu_);
     assignment_.insert(tps.begin(), tps.end());
+    ++rebalances_;
+  }
+  int rebalances() {
+    std::lock_guard lock(mu_);
+    return rebalances_;
   }
   void on_partitions_revoked(const std::vector<TopicPartition>& tps) override {
     try {
@@ -117,6 +122,7 @@ class Member : public kwire::client::RebalanceListener {
   std::atomic<bool> graceful_{true};
   std::mutex mu_;
   std::set<TopicPartition> assignment_;
+  int rebalances_ = 0;
   std::string error_;
   std::thread thread_;
 };
@@ -483,6 +489,33 @@ TEST_P(Groups, ConsumerProtocolMembersShareAndRevocationDoesNotStopTheOthers) {
   auto ends = end_offsets(servers(), topic);
   expect_exactly_once(seen, ends);
   EXPECT_EQ(committed(servers(), group, topic), ends);
+}
+
+TEST_P(Groups, StaticMemberRestartWithinTheSessionTimeoutCausesNoRebalance) {
+  auto topic = unique_topic("groups-static");
+  auto group = topic + "-g";
+  create(topic);
+  Seen seen;
+  auto props_a = member_props(servers(), group);
+  props_a["group.instance.id"] = "static-a";
+  auto props_b = member_props(servers(), group);
+  props_b["group.instance.id"] = "static-b";
+  Member a(props_a, topic, seen);
+  auto b = std::make_unique<Member>(props_b, topic, seen);
+  ASSERT_TRUE(wait_balanced({&a, b.get()}, 6, 60s)) << a.error() << b->error();
+  std::this_thread::sleep_for(1500ms);  // settled: a's heartbeats see a stable group
+  const int a_rebalances = a.rebalances();
+  const auto b_assignment = b->assignment();
+  // b stops (a static member sends no LeaveGroup) and comes back at once.
+  b->stop(true);
+  b = std::make_unique<Member>(props_b, topic, seen);
+  ASSERT_TRUE(wait_balanced({&a, b.get()}, 6, 30s)) << a.error() << b->error();
+  std::this_thread::sleep_for(3s);  // several of a's heartbeats
+  EXPECT_EQ(a.rebalances(), a_rebalances) << "the restart made the group rebalance";
+  EXPECT_EQ(b->assignment(), b_assignment);
+  produce_numbered(servers(), topic, 0, 120);
+  ASSERT_TRUE(wait_total(seen, 120, 60s)) << seen.total();
+  EXPECT_EQ(a.error() + b->error(), "");
 }
 
 INSTANTIATE_TEST_SUITE_P(Brokers, Groups, ::testing::Values("current", "previous"),
