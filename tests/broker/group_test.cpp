@@ -205,8 +205,10 @@ std::map<std::int32_t, std::int64_t> committed(const std::string& servers, const
 // `kwire consume -G` as a child process, its stdout in a file.
 class GroupProcess {
  public:
-  GroupProcess(const std::vector<std::string>& args, const std::filesystem::path& out) {
-    std::vector<std::string> argv{kwire_bin()};
+  // kwire with `args`, or any program when `program` is given.
+  GroupProcess(const std::vector<std::string>& args, const std::filesystem::path& out,
+               const std::string& program = kwire_bin()) {
+    std::vector<std::string> argv{program};
     argv.insert(argv.end(), args.begin(), args.end());
     std::vector<char*> cargv;
     for (auto& a : argv) cargv.push_back(a.data());
@@ -516,6 +518,49 @@ TEST_P(Groups, StaticMemberRestartWithinTheSessionTimeoutCausesNoRebalance) {
   produce_numbered(servers(), topic, 0, 120);
   ASSERT_TRUE(wait_total(seen, 120, 60s)) << seen.total();
   EXPECT_EQ(a.error() + b->error(), "");
+}
+
+TEST_P(Groups, MixedGroupWithKafkasConsoleConsumer) {
+  auto topic = unique_topic("groups-mixed");
+  auto group = topic + "-g";
+  create(topic);
+  produce_numbered(servers(), topic, 0, 60);
+  TempDir dir;
+  // Kafka's Java console consumer (classic protocol, range + cooperative-sticky) and a kwire member.
+  GroupProcess java({"tool", "console-consumer", "--bootstrap-server", servers(), "--topic", topic, "--group", group,
+                     "--from-beginning"},
+                    dir / "java.out", source_dir() + "/scripts/kafka");
+  ASSERT_TRUE(java.running());
+  Seen seen;
+  Member a(member_props(servers(), group, "range,cooperative-sticky"), topic, seen);
+  ASSERT_TRUE(wait_balanced({&a}, 3, 120s)) << a.error();  // the Java member holds the other 3
+  // Kafka's own tool sees kwire's member, its assignment and its commits.
+  auto end = Clock::now() + 60s;
+  std::string out;
+  int kwire_rows = 0, java_rows = 0;
+  while (Clock::now() < end) {
+    auto r = run_kafka_tool({"consumer-groups", "--bootstrap-server", servers(), "--describe", "--group", group});
+    out = r.out;
+    kwire_rows = java_rows = 0;
+    bool committed_all = true;
+    for (auto& line : split_lines(out)) {
+      if (line.find(topic) == std::string::npos) continue;
+      if (line.find(" kwire") != std::string::npos) ++kwire_rows;
+      if (line.find("console-consumer") != std::string::npos) ++java_rows;
+      if (line.find(" - ") != std::string::npos) committed_all = false;
+    }
+    if (kwire_rows == 3 && java_rows == 3 && committed_all) break;
+    std::this_thread::sleep_for(1s);
+  }
+  EXPECT_EQ(kwire_rows, 3) << out;
+  EXPECT_EQ(java_rows, 3) << out;
+  std::size_t kwire_share = 0;
+  auto ends = end_offsets(servers(), topic);
+  for (auto& tp : a.assignment()) kwire_share += static_cast<std::size_t>(ends[tp.partition]);
+  EXPECT_TRUE(wait_total(seen, kwire_share, 30s)) << seen.total() << " of " << kwire_share;
+  a.stop();
+  java.kill(SIGTERM);
+  EXPECT_EQ(a.error(), "");
 }
 
 INSTANTIATE_TEST_SUITE_P(Brokers, Groups, ::testing::Values("current", "previous"),
