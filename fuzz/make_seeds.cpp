@@ -107,7 +107,7 @@ struct FillVisitor : VisitorBase<FillVisitor> {
 };
 
 template <class M>
-void message_seeds(std::size_t api_index, const char* side) {
+void message_seeds(const char* target, std::size_t api_index, const char* side) {
   M filled;
   FillVisitor v;
   filled.fields(v);
@@ -121,7 +121,7 @@ void message_seeds(std::size_t api_index, const char* side) {
       w.u16(static_cast<std::uint16_t>(api_index));
       w.u16(static_cast<std::uint16_t>(version - M::min_version));
       encode(w, *m, version);
-      put("fuzz_response",
+      put(target,
           std::string(api_name(M::api_key)) + "-" + side + "-v" + std::to_string(version) + (variant++ ? "-empty" : ""),
           seed);
     }
@@ -129,11 +129,41 @@ void message_seeds(std::size_t api_index, const char* side) {
 }
 
 template <class... Pairs, std::size_t... I>
-void all_messages(std::index_sequence<I...>) {
+void all_messages(std::index_sequence<I...>, const char* target = "fuzz_response") {
   using List = std::tuple<Pairs...>;
-  ((message_seeds<typename std::tuple_element_t<I, List>::first_type>(I, "request"),
-    message_seeds<typename std::tuple_element_t<I, List>::second_type>(I, "response")),
+  ((message_seeds<typename std::tuple_element_t<I, List>::first_type>(target, I, "request"),
+    message_seeds<typename std::tuple_element_t<I, List>::second_type>(target, I, "response")),
    ...);
+}
+
+// fuzz_group_messages: its API list, then the consumer protocol payloads at
+// every version (selectors 12 and 13, just past the APIs).
+void group_seeds() {
+  all_messages<std::pair<FindCoordinatorRequest, FindCoordinatorResponse>,
+               std::pair<JoinGroupRequest, JoinGroupResponse>, std::pair<SyncGroupRequest, SyncGroupResponse>,
+               std::pair<HeartbeatRequest, HeartbeatResponse>, std::pair<LeaveGroupRequest, LeaveGroupResponse>,
+               std::pair<OffsetCommitRequest, OffsetCommitResponse>, std::pair<OffsetFetchRequest, OffsetFetchResponse>,
+               std::pair<OffsetDeleteRequest, OffsetDeleteResponse>, std::pair<ListGroupsRequest, ListGroupsResponse>,
+               std::pair<DescribeGroupsRequest, DescribeGroupsResponse>,
+               std::pair<ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse>,
+               std::pair<ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse>>(std::make_index_sequence<12>{},
+                                                                                       "fuzz_group_messages");
+  ConsumerProtocolSubscription sub;
+  FillVisitor fs;
+  sub.fields(fs);
+  ConsumerProtocolAssignment asg;
+  FillVisitor fa;
+  asg.fields(fa);
+  for (std::int16_t v = 0; v <= 3; ++v) {
+    Bytes s{0, 12, 0, 0};
+    Bytes e = encode_consumer_subscription(sub, v);
+    s.insert(s.end(), e.begin(), e.end());
+    put("fuzz_group_messages", "subscription-v" + std::to_string(v), s);
+    Bytes a{0, 13, 0, 0};
+    Bytes ea = encode_consumer_assignment(asg, v);
+    a.insert(a.end(), ea.begin(), ea.end());
+    put("fuzz_group_messages", "assignment-v" + std::to_string(v), a);
+  }
 }
 
 // Record-batch seeds start with the fuzz_record_batch prefix: flags 0 (no
@@ -223,6 +253,7 @@ int main(int argc, char** argv) {
                std::pair<DeleteRecordsRequest, DeleteRecordsResponse>,
                std::pair<CreatePartitionsRequest, CreatePartitionsResponse>,
                std::pair<OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse>>(std::make_index_sequence<10>{});
+  group_seeds();
   record_seeds();
   return 0;
 }

@@ -291,8 +291,6 @@ int cmd_produce(const CommonOptions& common, const ProduceArgs& args) {
   return 0;
 }
 
-namespace {
-
 std::string format_record(const std::string& fmtstr, const ConsumerRecord& r) {
   std::string out;
   for (std::size_t i = 0; i < fmtstr.size(); ++i) {
@@ -360,8 +358,6 @@ std::string record_json(const ConsumerRecord& r) {
   out += "}\n";
   return out;
 }
-
-}  // namespace
 
 int cmd_consume(const CommonOptions& common, const ConsumeArgs& args) {
   if (args.count && *args.count < 0)

@@ -6,6 +6,10 @@
 #include <string>
 #include <vector>
 
+namespace kwire::client {
+struct ConsumerRecord;
+}
+
 namespace kwire::tools {
 
 struct CommonOptions {
@@ -54,6 +58,8 @@ struct ProduceArgs {
 };
 struct ConsumeArgs {
   std::string topic;
+  std::optional<std::string> group;  // -G: balanced consumer of group.id GROUP
+  std::vector<std::string> topics;   // with -G: the topics (positional)
   std::vector<std::int32_t> partitions;
   std::string offset = "beginning";
   bool exit_at_end = false;
@@ -132,5 +138,26 @@ int cmd_stream(const CommonOptions&, const StreamArgs&);
 int cmd_lag(const CommonOptions&, const LagArgs&);
 int cmd_read_range(const CommonOptions&, const ReadRangeArgs&);
 int cmd_read(const CommonOptions&, const ReadArgs&);
+
+/// A record as --format prints it, and as --json prints it (one line each).
+std::string format_record(const std::string& fmtstr, const client::ConsumerRecord& r);
+std::string record_json(const client::ConsumerRecord& r);
+
+/// kwire consume -G GROUP TOPIC...: the balanced consumer (groups_cmd.cpp).
+int cmd_consume_group(const CommonOptions& common, const ConsumeArgs& args);
+
+struct GroupsArgs {
+  std::string group;  // describe / reset-offsets
+  bool json = false;
+  std::vector<std::string> topics;  // reset-offsets: TOPIC or TOPIC:P[,P...] (repeatable)
+  bool all_topics = false;          // reset-offsets: every topic the group committed
+  bool to_earliest = false, to_latest = false;
+  std::optional<std::int64_t> to_offset;
+  std::optional<std::int64_t> to_timestamp;  // ms since the epoch
+  bool dry_run = false;
+};
+int cmd_groups_list(const CommonOptions& common, const GroupsArgs& args);
+int cmd_groups_describe(const CommonOptions& common, const GroupsArgs& args);
+int cmd_groups_reset_offsets(const CommonOptions& common, const GroupsArgs& args);
 
 }  // namespace kwire::tools

@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "conformance_groups.hpp"
 #include "kwire/client/connection.hpp"
 #include "kwire/client/kafka_client.hpp"
 #include "kwire/protocol/errors.hpp"
@@ -308,16 +309,6 @@ std::string check_offset_for_leader_epoch(Context& c, std::int16_t v) {
       });
 }
 
-template <class M>
-ConformanceRow declared_row() {
-  ConformanceRow row;
-  row.api = std::string(api_name(M::api_key));
-  row.api_key = static_cast<std::int16_t>(M::api_key);
-  row.declared_min = M::min_version;
-  row.declared_max = M::max_version;
-  return row;
-}
-
 }  // namespace
 
 std::vector<ConformanceRow> run_conformance(const std::map<std::string, std::string>& properties) {
@@ -391,6 +382,14 @@ std::vector<ConformanceRow> run_conformance(const std::map<std::string, std::str
   run_api(declared_row<DeleteRecordsRequest>(), [&](std::int16_t v) { return check_delete_records(c, v); });
   run_api(declared_row<OffsetForLeaderEpochRequest>(),
           [&](std::int16_t v) { return check_offset_for_leader_epoch(c, v); });
+  GroupChecks groups;
+  groups.client = &client;
+  groups.topic = c.topic;
+  groups.prefix = c.scratch_prefix;
+  groups.kafka4 = removed_old_produce;
+  run_group_conformance(groups, [&](ConformanceRow row, const std::function<std::string(std::int16_t)>& check) {
+    run_api(std::move(row), check);
+  });
   try {
     client.delete_topics({c.topic, c.scratch_prefix + "-partitions"});
   } catch (const std::exception&) {
@@ -421,8 +420,8 @@ int cmd_conformance(const std::map<std::string, std::string>& properties, bool j
       out += "]}";
     } else {
       if (i == 0)
-        out += fmt::format("{:<20} {:>9} {:>9} {:>10}  {}\n", "API", "declared", "offered", "exercised", "result");
-      out += fmt::format("{:<20} {:>9} {:>9} {:>10}  {}\n", r.api, fmt::format("{}-{}", r.declared_min, r.declared_max),
+        out += fmt::format("{:<24} {:>9} {:>9} {:>10}  {}\n", "API", "declared", "offered", "exercised", "result");
+      out += fmt::format("{:<24} {:>9} {:>9} {:>10}  {}\n", r.api, fmt::format("{}-{}", r.declared_min, r.declared_max),
                          r.offered_max >= 0 ? fmt::format("{}-{}", r.offered_min, r.offered_max) : std::string("-"),
                          exercised, r.failures.empty() ? "ok" : "FAILED");
       for (auto& f : r.failures) out += "    " + f + "\n";

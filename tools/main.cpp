@@ -44,7 +44,9 @@ int main(int argc, char** argv) {
   CommonOptions common;
   auto add_common = [&](CLI::App* sub) {
     sub->add_option("-b,--brokers", common.brokers, "Bootstrap servers HOST:PORT[,...] (bootstrap.servers)");
-    sub->add_option("-X", common.properties, "Client property KEY=VALUE by Java/librdkafka name (repeatable)");
+    // One KEY=VALUE per -X, as in kcat: a word after it is not another property.
+    sub->add_option("-X", common.properties, "Client property KEY=VALUE by Java/librdkafka name (repeatable)")
+        ->allow_extra_args(false);
   };
 
   // metadata
@@ -111,9 +113,14 @@ int main(int argc, char** argv) {
 
   // consume
   ConsumeArgs co;
-  auto* k = app.add_subcommand("consume", "Print records of a topic");
+  auto* k = app.add_subcommand("consume", "Print records of a topic, or of a group's share of topics (-G)");
   add_common(k);
-  k->add_option("-t,--topic", co.topic, "Topic")->required();
+  auto* topic_opt = k->add_option("-t,--topic", co.topic, "Topic");
+  auto* group_opt = k->add_option("-G,--group", co.group,
+                                  "Balanced consumer: join group.id GROUP and consume its share of TOPIC... "
+                                  "(committing offsets; -o beginning|end sets auto.offset.reset)");
+  k->add_option("topics", co.topics, "With -G: the topics to subscribe to");
+  topic_opt->excludes(group_opt);
   k->add_option("-p,--partition", co.partitions, "Only these partitions (repeatable)")->check(at_least(0));
   k->add_option("-o,--offset", co.offset, "beginning | end | OFFSET | -N (N before end) | s@TIMESTAMP_MS")
       ->default_val("beginning");
@@ -125,6 +132,33 @@ int main(int argc, char** argv) {
                 "length, %h headers, \\n \\t");
   k->add_flag("-q,--quiet", co.quiet, "No end-of-partition notes on stderr");
   k->add_flag("--stats", co.stats, "Print records/s and MB/s to stderr at the end");
+
+  // groups
+  GroupsArgs ga;
+  auto* groups = app.add_subcommand("groups", "Consumer groups: list, describe, reset offsets");
+  groups->require_subcommand(1);
+  auto* gl = groups->add_subcommand("list", "List the groups of every broker");
+  add_common(gl);
+  gl->add_flag("--json", ga.json, "Print JSON");
+  auto* gd = groups->add_subcommand("describe",
+                                    "Members, assignments, committed offset, log end offset and lag of each partition");
+  add_common(gd);
+  gd->add_option("group", ga.group, "Group id")->required();
+  gd->add_flag("--json", ga.json, "Print JSON");
+  auto* gr =
+      groups->add_subcommand("reset-offsets", "Set a group's committed offsets (the group must have no members)");
+  add_common(gr);
+  gr->add_option("group", ga.group, "Group id")->required();
+  gr->add_option("--topic", ga.topics, "TOPIC or TOPIC:P[,P...] (repeatable)");
+  gr->add_flag("--all-topics", ga.all_topics, "Every topic the group has committed offsets for");
+  gr->add_flag("--to-earliest", ga.to_earliest, "To each partition's earliest offset");
+  gr->add_flag("--to-latest", ga.to_latest, "To each partition's latest offset");
+  gr->add_option("--to-offset", ga.to_offset, "To this offset (clamped to [earliest, latest])");
+  gr->add_option("--to-datetime,--by-time", ga.to_timestamp,
+                 "To the first offset whose timestamp is at or after this time (ms since the epoch)")
+      ->check(at_least(0));
+  gr->add_flag("--dry-run", ga.dry_run, "Print the new offsets without committing them");
+  gr->add_flag("--json", ga.json, "Print JSON");
 
   // stream
   StreamArgs st;
@@ -221,7 +255,15 @@ int main(int argc, char** argv) {
     if (*dre) return cmd_delete_records(common, dr);
     if (*cpa) return cmd_create_partitions(common, cp);
     if (*p) return cmd_produce(common, pr);
-    if (*k) return cmd_consume(common, co);
+    if (*k) {
+      if (co.group) return cmd_consume_group(common, co);
+      if (co.topic.empty()) throw std::invalid_argument("consume needs -t TOPIC, or -G GROUP TOPIC...");
+      if (!co.topics.empty()) throw std::invalid_argument("topics after the options need -G GROUP");
+      return cmd_consume(common, co);
+    }
+    if (*gl) return cmd_groups_list(common, ga);
+    if (*gd) return cmd_groups_describe(common, ga);
+    if (*gr) return cmd_groups_reset_offsets(common, ga);
     if (*s) return cmd_stream(common, st);
     if (*l) return cmd_lag(common, lg);
     if (*rq) return cmd_read(common, rd);

@@ -615,6 +615,11 @@ SourceOptions parse_source_options(const std::map<std::string, std::string>& opt
   // Remaining typed options.
   if (auto v = params.get(kFailOnDataLoss)) out.fail_on_data_loss = parse_bool_option("failOnDataLoss", *v);
   if (auto v = params.get(kIncludeHeaders)) out.include_headers = parse_bool_option("includeHeaders", *v);
+  if (auto v = params.get("commitoffsetstogroup")) {
+    out.commit_offsets_to_group = parse_bool_option("commitOffsetsToGroup", *v);
+    if (out.commit_offsets_to_group && !params.contains("kafka.group.id"))
+      throw SourceOptionError("Option 'commitOffsetsToGroup' needs 'kafka.group.id': the group to commit to");
+  }
   if (auto v = params.get(kFetchOffsetNumRetries)) {
     out.fetch_offset_num_retries = parse_integer_option<std::int32_t>("fetchOffset.numRetries", *v);
     if (out.fetch_offset_num_retries < 0) throw SourceOptionError("fetchOffset.numRetries must be non-negative");

@@ -268,6 +268,7 @@ BatchProgress StreamingQuery::execute(std::int64_t batch_id, const PartitionOffs
   progress.durations_ms["addBatch"] = elapsed_ms(t);
   t = std::chrono::steady_clock::now();
   checkpoint_.write_commit(batch_id);
+  if (options_.commit_offsets_to_group) commit_to_group(end, progress);
   progress.durations_ms["commitOffsets"] = elapsed_ms(t);
   progress.lag = offsets_behind_latest(latest, end);
   finish_progress(progress);

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "kwire/client/consumer.hpp"
 #include "kwire/client/errors.hpp"
 #include "kwire/client/kafka_client.hpp"
 #include "kwire/protocol/errors.hpp"
@@ -20,6 +21,30 @@ std::map<std::string, std::string> StreamingQuery::client_properties() const {
   std::map<std::string, std::string> props = options_.kafka_params;
   props.erase("group.id");
   return props;
+}
+
+void StreamingQuery::commit_to_group(const PartitionOffsets& end, BatchProgress& progress) {
+  std::map<TopicPartition, client::OffsetAndMetadata> offsets;
+  for (auto& [topic, parts] : end)
+    for (auto& [p, off] : parts) offsets[TopicPartition{topic, p}] = client::OffsetAndMetadata{off, -1, ""};
+  if (offsets.empty()) return;
+  try {
+    if (!group_committer_) {
+      auto props = options_.kafka_params;  // group.id included
+      props["enable.auto.commit"] = "false";
+      group_committer_ = std::make_unique<client::Consumer>(props);
+    }
+    // Outside any generation: the coordinator accepts it while the group has
+    // no members (the query itself never joins).
+    group_committer_->commit_sync(offsets);
+  } catch (const std::exception& e) {
+    auto g = options_.kafka_params.find("group.id");
+    progress.warnings.push_back(
+        fmt::format("commitOffsetsToGroup: committing the batch's end offsets to group {} "
+                    "failed: {}",
+                    g == options_.kafka_params.end() ? std::string("?") : g->second, e.what()));
+    group_committer_.reset();
+  }
 }
 
 std::vector<TopicPartition> StreamingQuery::discover_partitions() {

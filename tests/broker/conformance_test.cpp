@@ -55,8 +55,28 @@ class Conformance : public BrokerTest {};
 
 TEST_F(Conformance, EveryDeclaredVersionTheCurrentBrokerOffersWorks) {
   auto rows = conformance(bootstrap());
-  const char* apis[] = {"ApiVersions",  "Metadata",     "Produce",          "ListOffsets",   "Fetch",
-                        "CreateTopics", "DeleteTopics", "CreatePartitions", "DeleteRecords", "OffsetForLeaderEpoch"};
+  const char* apis[] = {"ApiVersions",
+                        "Metadata",
+                        "Produce",
+                        "ListOffsets",
+                        "Fetch",
+                        "CreateTopics",
+                        "DeleteTopics",
+                        "CreatePartitions",
+                        "DeleteRecords",
+                        "OffsetForLeaderEpoch",
+                        "FindCoordinator",
+                        "JoinGroup",
+                        "SyncGroup",
+                        "Heartbeat",
+                        "LeaveGroup",
+                        "OffsetCommit",
+                        "OffsetFetch",
+                        "OffsetDelete",
+                        "ListGroups",
+                        "DescribeGroups",
+                        "ConsumerGroupHeartbeat",
+                        "ConsumerGroupDescribe"};
   for (auto* api : apis) {
     ASSERT_TRUE(rows.count(api)) << api;
     EXPECT_EQ(rows[api].result, "ok") << api << "\n" << joined(rows[api].failures);
@@ -70,6 +90,20 @@ TEST_F(Conformance, EveryDeclaredVersionTheCurrentBrokerOffersWorks) {
   EXPECT_TRUE(contains_range(rows["ApiVersions"].exercised, 0, 4));
   // OffsetForLeaderEpoch: 4.0 removed v0-v1 (KIP-896); 2-4 remain.
   EXPECT_TRUE(contains_range(rows["OffsetForLeaderEpoch"].exercised, 2, 4));
+  // Consumer groups (Kafka 4.1: OffsetCommit from v2, OffsetFetch from v1;
+  // JoinGroup v0-v1 back since 4.1; KIP-848 APIs on by default).
+  EXPECT_TRUE(contains_range(rows["FindCoordinator"].exercised, 0, 6));
+  EXPECT_TRUE(contains_range(rows["JoinGroup"].exercised, 0, 9));
+  EXPECT_TRUE(contains_range(rows["SyncGroup"].exercised, 0, 5));
+  EXPECT_TRUE(contains_range(rows["Heartbeat"].exercised, 0, 4));
+  EXPECT_TRUE(contains_range(rows["LeaveGroup"].exercised, 0, 5));
+  EXPECT_TRUE(contains_range(rows["OffsetCommit"].exercised, 2, 9));
+  EXPECT_TRUE(contains_range(rows["OffsetFetch"].exercised, 1, 9));
+  EXPECT_TRUE(contains_range(rows["OffsetDelete"].exercised, 0, 0));
+  EXPECT_TRUE(contains_range(rows["ListGroups"].exercised, 0, 5));
+  EXPECT_TRUE(contains_range(rows["DescribeGroups"].exercised, 0, 6));
+  EXPECT_TRUE(contains_range(rows["ConsumerGroupHeartbeat"].exercised, 0, 1));
+  EXPECT_TRUE(contains_range(rows["ConsumerGroupDescribe"].exercised, 0, 1));
 }
 
 TEST_F(Conformance, PreviousMajorStillSpeaksTheOldVersions) {
@@ -88,6 +122,12 @@ TEST_F(Conformance, PreviousMajorStillSpeaksTheOldVersions) {
   EXPECT_TRUE(contains_range(rows["CreateTopics"].exercised, 0, 7));
   ASSERT_TRUE(rows.count("OffsetForLeaderEpoch"));
   EXPECT_TRUE(contains_range(rows["OffsetForLeaderEpoch"].exercised, 0, 4));
+  // The group APIs' old versions 4.0 removed.
+  EXPECT_TRUE(contains_range(rows["OffsetCommit"].exercised, 0, 9));
+  EXPECT_TRUE(contains_range(rows["OffsetFetch"].exercised, 0, 9));
+  EXPECT_TRUE(contains_range(rows["JoinGroup"].exercised, 0, 9));
+  EXPECT_TRUE(contains_range(rows["DescribeGroups"].exercised, 0, 5));
+  EXPECT_TRUE(contains_range(rows["ConsumerGroupHeartbeat"].exercised, 0, 0));
 }
 
 class DumpLog : public BrokerTest {};

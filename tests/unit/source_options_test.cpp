@@ -185,6 +185,16 @@ TEST(SourceOptions, GroupIdWarnings) {
   EXPECT_EQ(parse_source_options(base({{"groupidprefix", "mine"}}), S).group_id_prefix, "mine");
 }
 
+TEST(SourceOptions, CommitOffsetsToGroupNeedsAGroupId) {
+  EXPECT_FALSE(parse_source_options(base(), S).commit_offsets_to_group);
+  auto on = parse_source_options(base({{"kafka.group.id", "lag-watch"}, {"commitOffsetsToGroup", "true"}}), S);
+  EXPECT_TRUE(on.commit_offsets_to_group);
+  EXPECT_THROW(parse_source_options(base({{"commitOffsetsToGroup", "true"}}), S), SourceOptionError);
+  EXPECT_THROW(parse_source_options(base({{"kafka.group.id", "g"}, {"commitOffsetsToGroup", "yes"}}), S),
+               SourceOptionError);
+  EXPECT_FALSE(parse_source_options(base({{"commitOffsetsToGroup", "false"}}), S).commit_offsets_to_group);
+}
+
 TEST(SourceOptions, CaseInsensitiveDuplicateKeys) {
   EXPECT_NO_THROW(parse_source_options(base({{"SUBSCRIBE", "t"}}), S));
   EXPECT_ERROR(base({{"SUBSCRIBE", "u"}}), S, "more than once");

@@ -193,6 +193,7 @@ struct MockCluster::State {
   std::map<std::string, TopicLog> topics;
   std::map<std::string, std::string> retired_ids;  // base64 id of a deleted topic -> name (for the log)
   std::map<std::int16_t, std::pair<std::int16_t, std::int16_t>> versions;
+  std::map<std::int16_t, MockCluster::Handler> handlers;  // scripted APIs (set_handler)
   std::vector<Fault> faults;
   std::vector<RequestRecord> log;
   int accepted = 0;
@@ -358,6 +359,10 @@ struct MockCluster::State {
       default: {
         record(static_cast<ApiKey>(api), version, node, corr);
         Reply r;
+        if (auto h = handlers.find(api); h != handlers.end()) {
+          r.frame = h->second(node, version, corr, payload);
+          if (r.frame) return r;
+        }
         r.close = true;
         return r;
       }
@@ -1158,6 +1163,12 @@ void MockCluster::set_max_version(ApiKey api, std::int16_t max_version) {
   auto& r = state_->versions[static_cast<std::int16_t>(api)];
   r.second = max_version;
   r.first = std::min(r.first, max_version);
+}
+
+void MockCluster::set_handler(ApiKey api, std::int16_t min_version, std::int16_t max_version, Handler handler) {
+  std::lock_guard lock(state_->mu);
+  state_->versions[static_cast<std::int16_t>(api)] = {min_version, max_version};
+  state_->handlers[static_cast<std::int16_t>(api)] = std::move(handler);
 }
 
 void MockCluster::remove_api(ApiKey api) {

@@ -29,11 +29,21 @@
 // pause() or assign() that data is dropped and fetched again from the
 // partition's position, so nothing is lost or repeated.
 //
+// Consumer groups (group.id, classic protocol): subscribe() joins the group
+// and poll() takes part in it: rebalances (with the rebalance listener's
+// calls), heartbeats, automatic commits of what poll() handed out
+// (enable.auto.commit), and the start of each newly assigned partition at the
+// group's committed offset, or per auto.offset.reset when there is none. See
+// group.hpp for the settings and errors. Heartbeats are sent from poll(), so
+// poll at least every session.timeout.ms / 3 while subscribed.
+//
 // Not thread-safe. Free of Boost.Asio: including this header needs only the
 // standard library and kwire's headers.
 #pragma once
 
 #include <chrono>
+#include <exception>
+#include <functional>
 #include <initializer_list>
 #include <map>
 #include <memory>
@@ -42,10 +52,13 @@
 #include <vector>
 
 #include "kwire/client/fetcher.hpp"
+#include "kwire/client/group.hpp"
 #include "kwire/client/kafka_client.hpp"
 #include "kwire/client/records.hpp"
 
 namespace kwire::client {
+
+class GroupCoordinator;
 
 class Consumer {
  public:
@@ -57,6 +70,7 @@ class Consumer {
   explicit Consumer(ClientConfig config, std::string auto_offset_reset = "latest");
   ~Consumer();
 
+  /// Throws ClientError while subscribed (as Java's IllegalStateException).
   void assign(const std::vector<TopicPartition>& partitions);
   std::vector<TopicPartition> assignment() const;
   /// Throws ClientError when the partition is not assigned or offset < 0.
@@ -95,11 +109,64 @@ class Consumer {
   /// while it is read from its leader.
   std::optional<std::int32_t> read_replica(const TopicPartition& tp) const;
 
+  // ---------------------------------------------------------------- groups
+
+  /// Join group.id with these topics (replaces an earlier subscription); the
+  /// group assigns partitions at the next poll(). `listener` (may be null)
+  /// must outlive the subscription. Throws ConfigError without group.id, and
+  /// ClientError after assign() without unassigning (assign({})) first.
+  void subscribe(const std::vector<std::string>& topics, RebalanceListener* listener = nullptr);
+  /// As subscribe(), for every topic whose whole name matches the ECMAScript
+  /// regular expression (checked again every metadata.max.age.ms).
+  void subscribe_pattern(const std::string& pattern, RebalanceListener* listener = nullptr);
+  /// Revokes the partitions (auto-committing first when enabled) and leaves.
+  void unsubscribe();
+  /// Topics subscribed (a pattern's current matches); empty when not subscribed.
+  std::vector<std::string> subscription() const;
+
+  using CommitCallback =
+      std::function<void(const std::map<TopicPartition, OffsetAndMetadata>&, std::exception_ptr error)>;
+  /// Commit the positions of every assigned partition (what poll() handed
+  /// out), or the given offsets, and wait. Errors: CommitFailedError,
+  /// RebalanceInProgressError, GroupAuthorizationError, KafkaError naming
+  /// the partition, TimeoutError (default.api.timeout.ms).
+  void commit_sync();
+  void commit_sync(const std::map<TopicPartition, OffsetAndMetadata>& offsets);
+  /// Send the commit and return; `callback` (may be null) runs from a later
+  /// poll(), commit or close() with the outcome.
+  void commit_async(CommitCallback callback = nullptr);
+  void commit_async(const std::map<TopicPartition, OffsetAndMetadata>& offsets, CommitCallback callback);
+  /// The group's committed offsets (nullopt where none).
+  std::map<TopicPartition, std::optional<OffsetAndMetadata>> committed(const std::vector<TopicPartition>& tps);
+
+  struct GroupMetadata {
+    std::string group_id;
+    std::string member_id;  // "" before the first join
+    std::int32_t generation = -1;
+    std::optional<std::string> group_instance_id;
+  };
+  GroupMetadata group_metadata() const;
+  /// Rebalances completed by this member so far.
+  std::uint64_t rebalance_count() const;
+
+  /// Completes async commits, auto-commits (when enabled), calls the
+  /// listener's revoked and leaves the group (static members stay until
+  /// their session times out). The destructor does the same when close()
+  /// was not called, swallowing errors.
+  void close();
+
   KafkaClient& client() noexcept { return *client_; }
 
  private:
+  class GroupHost;
+  GroupCoordinator& group();
+
   std::unique_ptr<KafkaClient> client_;
   std::unique_ptr<Fetcher> fetcher_;  // declared after client_: destroyed first
+  GroupConfig group_config_;
+  std::unique_ptr<GroupHost> group_host_;
+  std::unique_ptr<GroupCoordinator> group_;  // destroyed before the Fetcher
+  bool closed_ = false;
 };
 
 }  // namespace kwire::client

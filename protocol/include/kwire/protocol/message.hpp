@@ -26,6 +26,7 @@
 //   Records                                          -> RECORDS (a view, nullable)
 //   Uuid                                             -> UUID
 //   std::vector<T> / std::optional<std::vector<T>>   -> ARRAY / nullable ARRAY
+//   std::optional<S> for a nested struct S          -> int8 marker (-1 null, 1 present), then S
 //   a nested struct (has unknown_tagged_fields)      -> its fields inline
 // In flexible versions every struct ends with a tagged-field block; tags we do
 // not know are kept in `unknown_tagged_fields` and written back unchanged.
@@ -178,7 +179,11 @@ void encode_value(Writer& w, const T& x, const CodecContext& ctx) {
     w.array_length(x.size(), c);
     for (const auto& e : x) encode_value(w, e, ctx);
   } else if constexpr (detail::is_optional<T>::value) {
-    if (!x) {
+    if constexpr (MessageStruct<typename T::value_type>) {
+      // A nullable struct: an int8 marker, -1 for null or 1 before the fields.
+      w.i8(x ? 1 : -1);
+      if (x) encode_struct(w, *x, ctx);
+    } else if (!x) {
       w.array_length(std::nullopt, c);
     } else {
       encode_value(w, *x, ctx);
@@ -300,14 +305,25 @@ void decode_value(Reader& r, T& x, const CodecContext& ctx) {
     decode_elements(r, x, *n, ctx);
   } else if constexpr (detail::is_optional<T>::value) {
     using V = typename T::value_type;
-    static_assert(detail::is_vector<V>::value, "only arrays, strings and bytes may be nullable");
-    auto n = r.array_length(c);
-    if (!n) {
-      x.reset();
-      return;
+    if constexpr (MessageStruct<V>) {
+      const std::int8_t marker = r.i8();  // Kafka reads any value >= 0 as present
+      if (!r.ok()) return;
+      if (marker < 0) {
+        x.reset();
+        return;
+      }
+      x.emplace();
+      decode_struct(r, *x, ctx);
+    } else {
+      static_assert(detail::is_vector<V>::value, "only arrays, structs, strings and bytes may be nullable");
+      auto n = r.array_length(c);
+      if (!n) {
+        x.reset();
+        return;
+      }
+      x.emplace();
+      decode_elements(r, *x, *n, ctx);
     }
-    x.emplace();
-    decode_elements(r, *x, *n, ctx);
   } else if constexpr (MessageStruct<T>) {
     decode_struct(r, x, ctx);
   } else {

@@ -101,6 +101,12 @@ struct SourceOptions {
   std::int64_t fetch_offset_retry_interval_ms = 1000;
   std::int64_t poll_timeout_ms = 120000;
   bool include_headers = false;
+  /// commitOffsetsToGroup (kwire's own, beyond Spark; needs kafka.group.id):
+  /// after each batch is committed to the checkpoint, its end offsets are
+  /// committed to that consumer group, so lag tools (kafka-consumer-groups,
+  /// Burrow, exporters) see the query. Advisory only: the checkpoint stays the
+  /// truth and a failed group commit is a warning in the batch's progress.
+  bool commit_offsets_to_group = false;
   /// groupIdPrefix; default "spark-kafka-source" (streaming) or
   /// "spark-kafka-relation" (batch). Ignored when kafka.group.id is set.
   std::string group_id_prefix = "spark-kafka-source";

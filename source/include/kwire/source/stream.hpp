@@ -153,6 +153,9 @@ class StreamingQuery {
   // reads something; dropped (and its connections counted in
   // retired_consumer_stats_) when a read fails.
   std::unique_ptr<client::Consumer> consumer_;
+  // commitOffsetsToGroup: a consumer of kafka.group.id that only commits.
+  std::unique_ptr<client::Consumer> group_committer_;
+  void commit_to_group(const PartitionOffsets& end, BatchProgress& progress);
   QueryConnectionStats retired_consumer_stats_;
   std::atomic<bool> stop_requested_{false};
 

@@ -19,6 +19,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -149,6 +150,16 @@ class MockCluster {
   void set_broker_down(std::int32_t node_id, bool down);
 
   // ---- versions ----
+
+  /// A scripted API the mock does not implement itself (the group APIs):
+  /// advertised with [min_version, max_version]; each request is recorded
+  /// and its whole payload (header and body) handed to `handler`, which
+  /// returns the response frame (encode_response_frame) or nullopt to hang
+  /// up. Runs on the cluster's thread with its lock held: it must not call
+  /// back into the MockCluster.
+  using Handler = std::function<std::optional<protocol::Bytes>(
+      std::int32_t node, std::int16_t version, std::int32_t correlation_id, const protocol::Bytes& payload)>;
+  void set_handler(protocol::ApiKey api, std::int16_t min_version, std::int16_t max_version, Handler handler);
 
   /// Highest version advertised (and accepted) for an API.
   void set_max_version(protocol::ApiKey api, std::int16_t max_version);

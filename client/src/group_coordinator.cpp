@@ -1,0 +1,484 @@
+// Classic group membership: coordinator discovery, JoinGroup / SyncGroup
+// (the leader runs the assignor), heartbeats, leaving, and the rebalance
+// listener calls. Error handling follows the Java consumer's
+// AbstractCoordinator / ConsumerCoordinator (see group_coordinator.hpp).
+#include "group_coordinator.hpp"
+
+#include <algorithm>
+#include <iterator>
+#include <set>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "kwire/client/connection.hpp"
+#include "kwire/protocol/errors.hpp"
+#include "kwire/protocol/messages.hpp"
+
+namespace kwire::client {
+
+using namespace kwire::protocol;
+
+namespace {
+
+bool is(std::int16_t code, ErrorCode e) { return code == static_cast<std::int16_t>(e); }
+
+bool coordinator_moved(std::int16_t code) {
+  return is(code, ErrorCode::not_coordinator) || is(code, ErrorCode::coordinator_not_available);
+}
+
+std::vector<TopicPartition> sorted(std::vector<TopicPartition> v) {
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+  return v;
+}
+
+std::vector<TopicPartition> minus(const std::vector<TopicPartition>& a, const std::vector<TopicPartition>& b) {
+  std::vector<TopicPartition> out;
+  std::set_difference(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(out));
+  return out;
+}
+
+std::vector<ConsumerProtocolTopicPartition> by_topic(const std::vector<TopicPartition>& tps) {
+  std::vector<ConsumerProtocolTopicPartition> out;
+  for (auto& tp : tps) {
+    if (out.empty() || out.back().topic != tp.topic) out.push_back({tp.topic, {}, {}});
+    out.back().partitions.push_back(tp.partition);
+  }
+  return out;
+}
+
+std::vector<TopicPartition> flatten(const std::vector<ConsumerProtocolTopicPartition>& tps) {
+  std::vector<TopicPartition> out;
+  for (auto& t : tps)
+    for (auto p : t.partitions) out.push_back({t.topic, p});
+  return sorted(std::move(out));
+}
+
+}  // namespace
+
+[[noreturn]] void throw_group_error(const std::string& group, const char* api, std::int16_t code) {
+  const std::string what = fmt::format("{} for group {}: {}", api, group, error_name(code));
+  if (is(code, ErrorCode::group_authorization_failed)) throw GroupAuthorizationError(code, what);
+  if (is(code, ErrorCode::fenced_instance_id)) throw FencedInstanceIdError(code, what);
+  throw KafkaError(code, what);
+}
+
+GroupCoordinator::GroupCoordinator(KafkaClient& client, GroupConfig config, Host& host)
+    : client_(client), config_(std::move(config)), host_(host) {
+  if (config_.group_id.empty()) throw ConfigError("group.id is required to subscribe or commit");
+}
+
+GroupCoordinator::~GroupCoordinator() = default;
+
+void GroupCoordinator::subscribe(std::vector<std::string> topics, RebalanceListener* listener) {
+  std::sort(topics.begin(), topics.end());
+  topics.erase(std::unique(topics.begin(), topics.end()), topics.end());
+  if (topics.empty()) {
+    unsubscribe();
+    return;
+  }
+  if (subscribed_ && topics == topics_ && !pattern_) {
+    listener_ = listener;
+    return;
+  }
+  listener_ = listener;
+  topics_ = std::move(topics);
+  pattern_.reset();
+  subscribed_ = true;
+  need_join_ = true;
+}
+
+void GroupCoordinator::subscribe_pattern(const std::string& pattern, RebalanceListener* listener) {
+  try {
+    pattern_ = std::regex(pattern, std::regex::ECMAScript);
+  } catch (const std::regex_error& e) {
+    throw ConfigError(fmt::format("invalid subscription pattern '{}': {}", pattern, e.what()));
+  }
+  listener_ = listener;
+  subscribed_ = true;
+  topics_ = current_topics();
+  pattern_checked_ = Clock::now();
+  need_join_ = true;
+}
+
+void GroupCoordinator::unsubscribe() {
+  if (!subscribed_) return;
+  maybe_auto_commit(true);
+  revoke_all();
+  leave("the consumer unsubscribed");
+  subscribed_ = false;
+  topics_.clear();
+  pattern_.reset();
+}
+
+std::vector<std::string> GroupCoordinator::current_topics() {
+  if (!pattern_) return topics_;
+  auto md = client_.metadata(std::nullopt);
+  std::vector<std::string> out;
+  for (auto& t : md.topics)
+    if (!t.is_internal && t.error_code == 0 && std::regex_match(t.name, *pattern_)) out.push_back(t.name);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::int32_t GroupCoordinator::coordinator(Deadline deadline) {
+  for (int attempt = 0; coordinator_ < 0; ++attempt) {
+    std::int16_t code = -1;
+    try {
+      Connection& c = client_.any_connection();
+      const std::int16_t v = c.version_for<FindCoordinatorRequest>();
+      FindCoordinatorRequest req;
+      req.key = config_.group_id;
+      req.key_type = FindCoordinatorRequest::kKeyTypeGroup;
+      req.coordinator_keys = {config_.group_id};
+      auto r =
+          c.receive<FindCoordinatorResponse>(c.send(req, v), v, std::min(deadline, client_.default_deadline())).body;
+      std::int32_t node = r.node_id;
+      code = r.error_code;
+      if (v >= 4) {
+        if (r.coordinators.size() != 1) throw MalformedResponseError("FindCoordinator answered no coordinator");
+        node = r.coordinators[0].node_id;
+        code = r.coordinators[0].error_code;
+      }
+      if (code == 0) {
+        coordinator_ = node;
+        break;
+      }
+      if (!coordinator_moved(code) && !is(code, ErrorCode::coordinator_load_in_progress))
+        throw_group_error(config_.group_id, "FindCoordinator", code);
+    } catch (const ConnectionError&) {
+    } catch (const TimeoutError&) {
+    }
+    if (Clock::now() >= deadline)
+      throw TimeoutError(fmt::format("no coordinator found for group {} in time (last error {})", config_.group_id,
+                                     code >= 0 ? error_name(code) : std::string_view("a lost connection")));
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::min(1000, config_.heartbeat_interval_ms / 3 + 50) *
+                                                          std::min(attempt + 1, 4) / 4));
+  }
+  return coordinator_;
+}
+
+void GroupCoordinator::coordinator_lost() { coordinator_ = -1; }
+
+bool GroupCoordinator::cooperative() const {
+  return protocol_ == assignor_name(Assignor::cooperative_sticky) ||
+         (protocol_.empty() && config_.assignors.front() == Assignor::cooperative_sticky);
+}
+
+Bytes GroupCoordinator::subscription_metadata(Assignor a) {
+  ConsumerProtocolSubscription s;
+  s.topics = topics_;
+  if (a == Assignor::cooperative_sticky) {
+    s.owned_partitions = by_topic(owned_);
+    s.generation_id = generation_;
+  }
+  return encode_consumer_subscription(s, 2);
+}
+
+std::vector<SyncGroupRequest::SyncGroupRequestAssignment> GroupCoordinator::lead(
+    const std::string& protocol, const std::vector<JoinGroupResponse::JoinGroupResponseMember>& members) {
+  Assignor assignor = Assignor::range;
+  bool known = false;
+  for (auto a : config_.assignors)
+    if (protocol == assignor_name(a)) {
+      assignor = a;
+      known = true;
+    }
+  if (!known)
+    throw KafkaError(
+        static_cast<std::int16_t>(ErrorCode::inconsistent_group_protocol),
+        fmt::format("group {} chose assignor '{}', which this member does not have", config_.group_id, protocol));
+  std::vector<MemberSubscription> subs;
+  std::set<std::string> topics;
+  for (auto& m : members) {
+    ConsumerProtocolSubscription s;
+    try {
+      decode_consumer_subscription(ByteSpan(m.metadata), s);
+    } catch (const ProtocolError&) {
+      s = {};  // a member whose subscription cannot be read gets nothing
+    }
+    MemberSubscription ms;
+    ms.member_id = m.member_id;
+    ms.group_instance_id = m.group_instance_id;
+    ms.topics = s.topics;
+    ms.owned = flatten(s.owned_partitions);
+    ms.generation = s.generation_id;
+    topics.insert(s.topics.begin(), s.topics.end());
+    subs.push_back(std::move(ms));
+  }
+  std::map<std::string, std::int32_t> counts;
+  if (!topics.empty()) {
+    auto md = client_.metadata(std::vector<std::string>(topics.begin(), topics.end()));
+    for (auto& t : md.topics)
+      if (t.error_code == 0 && !t.partitions.empty()) counts[t.name] = static_cast<std::int32_t>(t.partitions.size());
+  }
+  auto plan = assign_partitions(assignor, subs, counts);
+  std::vector<SyncGroupRequest::SyncGroupRequestAssignment> out;
+  for (auto& [member, tps] : plan) {
+    ConsumerProtocolAssignment a;
+    a.assigned_partitions = by_topic(sorted(tps));
+    out.push_back({member, encode_consumer_assignment(a, 0), {}});
+  }
+  return out;
+}
+
+void GroupCoordinator::join(Deadline deadline) {
+  if (generation_ < 0) {
+    // Fenced or dropped from the group: the partitions may be someone else's.
+    lose_partitions();
+  } else if (!cooperative()) {
+    // Eager: commit and give everything up before joining.
+    maybe_auto_commit(true);
+    if (listener_) listener_->on_partitions_revoked(owned_);
+    owned_.clear();
+    host_.assign({}, {});
+  }
+  topics_ = current_topics();
+  while (!join_round(deadline)) {
+    if (Clock::now() >= deadline)
+      throw TimeoutError(fmt::format("joining group {} did not complete in time", config_.group_id));
+  }
+}
+
+bool GroupCoordinator::join_round(Deadline deadline) {
+  const std::int32_t node = coordinator(deadline);
+  const auto rebalance_wait = std::chrono::milliseconds(config_.max_poll_interval_ms) +
+                              std::chrono::milliseconds(client_.config().request_timeout_ms);
+  try {
+    Connection& c = client_.broker(node);
+    JoinGroupRequest req;
+    req.group_id = config_.group_id;
+    req.session_timeout_ms = config_.session_timeout_ms;
+    req.rebalance_timeout_ms = config_.max_poll_interval_ms;
+    req.member_id = member_id_;
+    req.group_instance_id = config_.group_instance_id;
+    req.protocol_type = "consumer";
+    for (auto a : config_.assignors) req.protocols.push_back({assignor_name(a), subscription_metadata(a), {}});
+    req.reason = "rejoining the group";
+    const std::int16_t v = c.version_for<JoinGroupRequest>();
+    if (config_.group_instance_id && v < 5)
+      throw UnsupportedVersionError("group.instance.id needs JoinGroup v5 (Kafka 2.3+)");
+    auto r = c.receive<JoinGroupResponse>(c.send(req, v), v, Clock::now() + rebalance_wait).body;
+    const std::int16_t code = r.error_code;
+    if (is(code, ErrorCode::member_id_required)) {
+      member_id_ = r.member_id;
+      return false;
+    }
+    if (is(code, ErrorCode::unknown_member_id)) {
+      member_id_.clear();
+      generation_ = -1;
+      return false;
+    }
+    if (is(code, ErrorCode::rebalance_in_progress) || is(code, ErrorCode::illegal_generation)) return false;
+    if (coordinator_moved(code)) {
+      coordinator_lost();
+      return false;
+    }
+    if (is(code, ErrorCode::coordinator_load_in_progress)) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(client_.config().retry_backoff_ms));
+      return false;
+    }
+    if (code) throw_group_error(config_.group_id, "JoinGroup", code);
+    member_id_ = r.member_id;
+    generation_ = r.generation_id;
+    protocol_ = r.protocol_name.value_or("");
+
+    SyncGroupRequest s;
+    s.group_id = config_.group_id;
+    s.generation_id = generation_;
+    s.member_id = member_id_;
+    s.group_instance_id = config_.group_instance_id;
+    s.protocol_type = "consumer";
+    s.protocol_name = protocol_;
+    if (r.leader == r.member_id && !r.skip_assignment) s.assignments = lead(protocol_, r.members);
+    const std::int16_t sv = c.version_for<SyncGroupRequest>();
+    auto sr = c.receive<SyncGroupResponse>(c.send(s, sv), sv, Clock::now() + rebalance_wait).body;
+    const std::int16_t scode = sr.error_code;
+    if (is(scode, ErrorCode::rebalance_in_progress)) return false;
+    if (is(scode, ErrorCode::unknown_member_id) || is(scode, ErrorCode::illegal_generation)) {
+      if (is(scode, ErrorCode::unknown_member_id)) member_id_.clear();
+      generation_ = -1;
+      return false;
+    }
+    if (coordinator_moved(scode)) {
+      coordinator_lost();
+      return false;
+    }
+    if (scode) throw_group_error(config_.group_id, "SyncGroup", scode);
+    ConsumerProtocolAssignment a;
+    try {
+      decode_consumer_assignment(ByteSpan(sr.assignment), a);
+    } catch (const ProtocolError& e) {
+      throw MalformedResponseError(fmt::format("group {}: unreadable assignment: {}", config_.group_id, e.what()));
+    }
+    take_assignment(flatten(a.assigned_partitions));
+    return true;
+  } catch (const ConnectionError&) {
+    coordinator_lost();
+  } catch (const TimeoutError&) {
+    coordinator_lost();
+  }
+  (void)deadline;
+  return false;
+}
+
+void GroupCoordinator::take_assignment(const std::vector<TopicPartition>& assigned) {
+  const auto revoked = minus(owned_, assigned);
+  const auto added = minus(assigned, owned_);
+  if (!revoked.empty()) {
+    // Cooperative: partitions moving away are committed and revoked; a
+    // second rebalance hands them to their new owner.
+    if (config_.enable_auto_commit) {
+      std::map<TopicPartition, OffsetAndMetadata> offsets;
+      for (auto& [tp, om] : host_.consumed())
+        if (std::binary_search(revoked.begin(), revoked.end(), tp)) offsets[tp] = om;
+      try {
+        if (!offsets.empty()) commit_sync(offsets, client_.default_deadline());
+      } catch (const ClientError&) {
+      }
+    }
+    if (listener_) listener_->on_partitions_revoked(revoked);
+  }
+  std::map<TopicPartition, OffsetAndMetadata> start;
+  for (auto& [tp, om] :
+       committed(added, Clock::now() + std::chrono::milliseconds(client_.config().default_api_timeout_ms)))
+    if (om) start[tp] = *om;
+  owned_ = assigned;
+  host_.assign(owned_, start);
+  need_join_ = cooperative() && !revoked.empty();
+  ++rebalances_;
+  const auto now = Clock::now();
+  next_heartbeat_ = now + std::chrono::milliseconds(config_.heartbeat_interval_ms);
+  if (next_auto_commit_ == Clock::time_point{})
+    next_auto_commit_ = now + std::chrono::milliseconds(config_.auto_commit_interval_ms);
+  if (listener_) listener_->on_partitions_assigned(cooperative() ? added : owned_);
+}
+
+void GroupCoordinator::heartbeat() {
+  const auto now = Clock::now();
+  next_heartbeat_ = now + std::chrono::milliseconds(config_.heartbeat_interval_ms);
+  if (generation_ < 0) return;
+  std::int16_t code = 0;
+  try {
+    Connection& c = client_.broker(coordinator(now + std::chrono::milliseconds(config_.session_timeout_ms)));
+    HeartbeatRequest req;
+    req.group_id = config_.group_id;
+    req.generation_id = generation_;
+    req.member_id = member_id_;
+    req.group_instance_id = config_.group_instance_id;
+    const std::int16_t v = c.version_for<HeartbeatRequest>();
+    code = c.receive<HeartbeatResponse>(c.send(req, v), v, client_.default_deadline()).body.error_code;
+  } catch (const ConnectionError&) {
+    coordinator_lost();
+    next_heartbeat_ = Clock::now() + std::chrono::milliseconds(client_.config().retry_backoff_ms);
+    return;
+  } catch (const TimeoutError&) {
+    coordinator_lost();
+    return;
+  }
+  if (code == 0) return;
+  if (is(code, ErrorCode::rebalance_in_progress)) {
+    need_join_ = true;
+  } else if (is(code, ErrorCode::illegal_generation) || is(code, ErrorCode::unknown_member_id)) {
+    lose_partitions();
+    if (is(code, ErrorCode::unknown_member_id)) member_id_.clear();
+    generation_ = -1;
+    need_join_ = true;
+  } else if (coordinator_moved(code)) {
+    coordinator_lost();
+    next_heartbeat_ = Clock::now() + std::chrono::milliseconds(client_.config().retry_backoff_ms);
+  } else if (!is(code, ErrorCode::coordinator_load_in_progress)) {
+    throw_group_error(config_.group_id, "Heartbeat", code);
+  }
+}
+
+void GroupCoordinator::lose_partitions() {
+  auto lost = owned_;
+  owned_.clear();
+  host_.assign({}, {});
+  if (!lost.empty() && listener_) listener_->on_partitions_lost(lost);
+}
+
+void GroupCoordinator::revoke_all() {
+  auto revoked = owned_;
+  owned_.clear();
+  host_.assign({}, {});
+  if (!revoked.empty() && listener_) listener_->on_partitions_revoked(revoked);
+}
+
+void GroupCoordinator::leave(const char* reason) {
+  if (consumer_protocol()) {
+    consumer_leave();
+    return;
+  }
+  // Static members do not leave (KIP-345): a restart within the session
+  // timeout takes the assignment back without a rebalance.
+  if (!config_.group_instance_id && !member_id_.empty() && coordinator_ >= 0) {
+    try {
+      Connection& c = client_.broker(coordinator_);
+      LeaveGroupRequest req;
+      req.group_id = config_.group_id;
+      req.member_id = member_id_;
+      req.members.push_back({member_id_, std::nullopt, std::string(reason), {}});
+      const std::int16_t v = c.version_for<LeaveGroupRequest>();
+      c.receive<LeaveGroupResponse>(c.send(req, v), v, client_.default_deadline());
+    } catch (const ClientError&) {
+      // Leaving is best effort: the session timeout removes the member anyway.
+    }
+  }
+  if (!config_.group_instance_id) member_id_.clear();
+  generation_ = -1;
+  need_join_ = true;
+}
+
+Clock::time_point GroupCoordinator::poll() {
+  auto now = Clock::now();
+  complete_async(false);
+  if (!subscribed_) return now + std::chrono::hours(1);
+  if (last_poll_ != Clock::time_point{} && generation_ >= 0 &&
+      now - last_poll_ > std::chrono::milliseconds(config_.max_poll_interval_ms)) {
+    // The application stopped polling for longer than max.poll.interval.ms:
+    // as the Java consumer, give the partitions up and leave; rejoin now.
+    lose_partitions();
+    leave("the consumer poll timeout has expired");
+  }
+  last_poll_ = now;
+  if (pattern_ && now - pattern_checked_ >= std::chrono::milliseconds(client_.config().metadata_max_age_ms)) {
+    pattern_checked_ = now;
+    if (current_topics() != topics_) need_join_ = true;
+  }
+  if (consumer_protocol()) {
+    if (need_join_ || generation_ < 0 || now >= next_heartbeat_) consumer_heartbeat();
+    maybe_auto_commit(false);
+    auto due = next_heartbeat_;
+    if (config_.enable_auto_commit) due = std::min(due, next_auto_commit_);
+    return due;
+  }
+  if (need_join_ || generation_ < 0) {
+    join(now + std::chrono::milliseconds(config_.max_poll_interval_ms) +
+         std::chrono::milliseconds(client_.config().default_api_timeout_ms));
+    now = Clock::now();
+  }
+  if (now >= next_heartbeat_) heartbeat();
+  if (need_join_) return Clock::now();
+  maybe_auto_commit(false);
+  auto due = next_heartbeat_;
+  if (config_.enable_auto_commit) due = std::min(due, next_auto_commit_);
+  return due;
+}
+
+void GroupCoordinator::close(Deadline deadline) {
+  complete_async(true);
+  if (subscribed_) {
+    if (generation_ >= 0) {
+      maybe_auto_commit(true);
+      revoke_all();
+    }
+    leave("the consumer is being closed");
+    subscribed_ = false;
+  }
+  (void)deadline;
+}
+
+}  // namespace kwire::client

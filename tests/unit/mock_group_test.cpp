@@ -1,0 +1,369 @@
+// A classic group member against a scripted coordinator on the mock cluster:
+// how Consumer::subscribe() reacts to each group error (coordinator moves,
+// rebalances, fencing), what it commits, and its rebalance listener calls.
+#include <gtest/gtest.h>
+
+#include <deque>
+#include <mutex>
+
+#include "kwire/protocol/messages.hpp"
+#include "mock_consumer_support.hpp"
+
+using namespace kwire;
+using namespace kwire::mock_support;
+using namespace kwire::protocol;
+using client::Consumer;
+using client::TopicPartition;
+
+namespace {
+
+// A coordinator for one group with one member (this consumer): it elects the
+// member leader, returns the assignment the leader sends, stores commits, and
+// answers with queued errors first.
+struct Coordinator {
+  std::mutex mu;
+  std::map<ApiKey, std::deque<std::int16_t>> errors;  // next error codes per API
+  std::map<TopicPartition, std::int64_t> committed;
+  std::int32_t generation = 0;
+  std::string member_id;
+  Bytes assignment;
+  std::vector<std::string> join_member_ids;  // member id of every JoinGroup received
+  std::vector<std::int32_t> commit_generations;
+  int find_coordinator = 0, heartbeats = 0, leaves = 0;
+
+  std::int16_t next_error(ApiKey api) {
+    auto& q = errors[api];
+    if (q.empty()) return 0;
+    auto e = q.front();
+    q.pop_front();
+    return e;
+  }
+
+  template <class Req>
+  static Req request(const Bytes& payload, std::int16_t v) {
+    Reader r{ByteSpan(payload)};
+    Req req;
+    RequestHeader h;
+    decode_request(r, req, v, &h);
+    return req;
+  }
+
+  void install(mock::MockCluster& c) {
+    c.set_handler(ApiKey::find_coordinator, 0, 6,
+                  [this, &c](std::int32_t, std::int16_t v, std::int32_t corr, const Bytes&) -> std::optional<Bytes> {
+                    std::lock_guard lock(mu);
+                    ++find_coordinator;
+                    FindCoordinatorResponse r;
+                    const auto e = next_error(ApiKey::find_coordinator);
+                    (void)c;
+                    r.error_code = e;
+                    r.node_id = 1;
+                    r.host = "127.0.0.1";
+                    r.port = port;
+                    r.coordinators.push_back({"g", 1, "127.0.0.1", port, e, std::nullopt, {}});
+                    return encode_response_frame(r, v, corr);
+                  });
+    c.set_handler(ApiKey::join_group, 0, 9,
+                  [this](std::int32_t, std::int16_t v, std::int32_t corr, const Bytes& p) -> std::optional<Bytes> {
+                    std::lock_guard lock(mu);
+                    auto req = request<JoinGroupRequest>(p, v);
+                    join_member_ids.push_back(req.member_id);
+                    JoinGroupResponse r;
+                    r.error_code = next_error(ApiKey::join_group);
+                    if (!r.error_code && req.member_id.empty()) {
+                      r.error_code = static_cast<std::int16_t>(ErrorCode::member_id_required);
+                      r.member_id = "member-" + std::to_string(join_member_ids.size());
+                    } else if (!r.error_code) {
+                      member_id = req.member_id;
+                      r.generation_id = ++generation;
+                      r.protocol_name = req.protocols.at(0).name;
+                      r.leader = r.member_id = member_id;
+                      r.members.push_back({member_id, req.group_instance_id, req.protocols.at(0).metadata, {}});
+                    }
+                    return encode_response_frame(r, v, corr);
+                  });
+    c.set_handler(ApiKey::sync_group, 0, 5,
+                  [this](std::int32_t, std::int16_t v, std::int32_t corr, const Bytes& p) -> std::optional<Bytes> {
+                    std::lock_guard lock(mu);
+                    auto req = request<SyncGroupRequest>(p, v);
+                    SyncGroupResponse r;
+                    r.error_code = next_error(ApiKey::sync_group);
+                    if (!r.error_code) {
+                      for (auto& a : req.assignments)
+                        if (a.member_id == member_id) assignment = a.assignment;
+                      r.assignment = assignment;
+                    }
+                    return encode_response_frame(r, v, corr);
+                  });
+    c.set_handler(ApiKey::heartbeat, 0, 4,
+                  [this](std::int32_t, std::int16_t v, std::int32_t corr, const Bytes&) -> std::optional<Bytes> {
+                    std::lock_guard lock(mu);
+                    ++heartbeats;
+                    HeartbeatResponse r;
+                    r.error_code = next_error(ApiKey::heartbeat);
+                    return encode_response_frame(r, v, corr);
+                  });
+    c.set_handler(ApiKey::leave_group, 0, 5,
+                  [this](std::int32_t, std::int16_t v, std::int32_t corr, const Bytes&) -> std::optional<Bytes> {
+                    std::lock_guard lock(mu);
+                    ++leaves;
+                    LeaveGroupResponse r;
+                    return encode_response_frame(r, v, corr);
+                  });
+    c.set_handler(ApiKey::offset_commit, 0, 9,
+                  [this](std::int32_t, std::int16_t v, std::int32_t corr, const Bytes& p) -> std::optional<Bytes> {
+                    std::lock_guard lock(mu);
+                    auto req = request<OffsetCommitRequest>(p, v);
+                    commit_generations.push_back(req.generation_id_or_member_epoch);
+                    const auto e = next_error(ApiKey::offset_commit);
+                    OffsetCommitResponse r;
+                    for (auto& t : req.topics) {
+                      r.topics.push_back({t.name, {}, {}});
+                      for (auto& part : t.partitions) {
+                        r.topics.back().partitions.push_back({part.partition_index, e, {}});
+                        if (!e) committed[{t.name, part.partition_index}] = part.committed_offset;
+                      }
+                    }
+                    return encode_response_frame(r, v, corr);
+                  });
+    c.set_handler(ApiKey::offset_fetch, 0, 9,
+                  [this](std::int32_t, std::int16_t v, std::int32_t corr, const Bytes& p) -> std::optional<Bytes> {
+                    std::lock_guard lock(mu);
+                    auto req = request<OffsetFetchRequest>(p, v);
+                    OffsetFetchResponse r;
+                    const auto& topics = v >= 8 ? req.groups.at(0).topics : req.topics;
+                    std::vector<OffsetFetchResponse::OffsetFetchResponseTopic> out;
+                    for (auto& t : *topics) {
+                      out.push_back({t.name, {}, {}});
+                      for (auto part : t.partition_indexes) {
+                        auto it = committed.find({t.name, part});
+                        out.back().partitions.push_back(
+                            {part, it == committed.end() ? -1 : it->second, -1, std::string(), 0, {}});
+                      }
+                    }
+                    if (v >= 8) r.groups.push_back({"g", out, next_error(ApiKey::offset_fetch), {}});
+                    else r.topics = out;
+                    return encode_response_frame(r, v, corr);
+                  });
+  }
+  std::int32_t port = 0;
+};
+
+struct Listener : client::RebalanceListener {
+  std::vector<std::string> calls;
+  static std::string list(const std::vector<TopicPartition>& tps) {
+    std::string s;
+    for (auto& tp : tps) s += (s.empty() ? "" : ",") + tp.topic + "-" + std::to_string(tp.partition);
+    return s;
+  }
+  void on_partitions_assigned(const std::vector<TopicPartition>& tps) override {
+    calls.push_back("assigned " + list(tps));
+  }
+  void on_partitions_revoked(const std::vector<TopicPartition>& tps) override {
+    calls.push_back("revoked " + list(tps));
+  }
+  void on_partitions_lost(const std::vector<TopicPartition>& tps) override { calls.push_back("lost " + list(tps)); }
+};
+
+class MockGroup : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    cluster.create_topic("t", 2);
+    cluster.append_values("t", 0, 10);
+    cluster.append_values("t", 1, 10);
+    coord.port = cluster.port(1);
+    coord.install(cluster);
+  }
+  Props group_props(const Props& extra = {}) {
+    Props p{{"group.id", "g"},
+            {"auto.offset.reset", "earliest"},
+            {"session.timeout.ms", "6000"},
+            {"heartbeat.interval.ms", "50"},
+            {"partition.assignment.strategy", "range"}};
+    for (auto& [k, v] : extra) p[k] = v;
+    return props(cluster, p);
+  }
+  void fail_next(ApiKey api, std::vector<ErrorCode> codes) {
+    std::lock_guard lock(coord.mu);
+    for (auto c : codes) coord.errors[api].push_back(static_cast<std::int16_t>(c));
+  }
+  mock::MockCluster cluster{1};
+  Coordinator coord;
+};
+
+}  // namespace
+
+TEST_F(MockGroup, JoinsWithTheMemberIdHandshakeAndStartsAtCommittedOffsets) {
+  coord.committed[{"t", 0}] = 4;  // partition 1: none, so auto.offset.reset (earliest)
+  Consumer c(group_props());
+  Listener l;
+  c.subscribe({"t"}, &l);
+  auto got = poll_until(c, 16);
+  EXPECT_EQ(got.size(), 16u);
+  std::sort(got.begin(), got.end());
+  EXPECT_EQ(got.front(), (Got{"t-0", 4, "v4"}));
+  EXPECT_EQ(got[6], (Got{"t-1", 0, "v0"}));
+  std::lock_guard lock(coord.mu);
+  ASSERT_GE(coord.join_member_ids.size(), 2u);
+  EXPECT_EQ(coord.join_member_ids[0], "");
+  EXPECT_EQ(coord.join_member_ids[1], "member-1");  // KIP-394: rejoin with the id given
+  EXPECT_EQ(l.calls, std::vector<std::string>{"assigned t-0,t-1"});
+  EXPECT_EQ(c.group_metadata().member_id, "member-1");
+  EXPECT_EQ(c.group_metadata().generation, 1);
+}
+
+TEST_F(MockGroup, CoordinatorMovesAndLoadsAreRetried) {
+  fail_next(ApiKey::find_coordinator, {ErrorCode::coordinator_not_available, ErrorCode::coordinator_load_in_progress});
+  fail_next(ApiKey::join_group, {ErrorCode::not_coordinator, ErrorCode::coordinator_load_in_progress});
+  fail_next(ApiKey::offset_fetch, {ErrorCode::coordinator_load_in_progress, ErrorCode::not_coordinator});
+  Consumer c(group_props());
+  c.subscribe({"t"});
+  EXPECT_EQ(poll_until(c, 20).size(), 20u);
+  std::lock_guard lock(coord.mu);
+  EXPECT_GE(coord.find_coordinator, 4);  // first two failed, then once more after each NOT_COORDINATOR
+}
+
+TEST_F(MockGroup, RebalanceInProgressRevokesCommitsAndRejoins) {
+  Consumer c(group_props({{"auto.commit.interval.ms", "600000"}}));
+  Listener l;
+  c.subscribe({"t"}, &l);
+  EXPECT_EQ(poll_until(c, 20).size(), 20u);
+  fail_next(ApiKey::heartbeat, {ErrorCode::rebalance_in_progress});
+  for (int i = 0; i < 20 && c.rebalance_count() < 2; ++i) c.poll(50ms);
+  EXPECT_EQ(c.rebalance_count(), 2u);
+  EXPECT_EQ(l.calls, (std::vector<std::string>{"assigned t-0,t-1", "revoked t-0,t-1", "assigned t-0,t-1"}));
+  std::lock_guard lock(coord.mu);
+  // Eager: everything handed out was committed (by the automatic commit before revoking).
+  EXPECT_EQ(coord.committed[(TopicPartition{"t", 0})], 10);
+  EXPECT_EQ(coord.committed[(TopicPartition{"t", 1})], 10);
+  EXPECT_EQ(coord.commit_generations.back(), 1);
+  EXPECT_EQ(coord.generation, 2);
+}
+
+TEST_F(MockGroup, UnknownMemberIdLosesThePartitionsAndRejoinsWithoutAnId) {
+  Consumer c(group_props());
+  Listener l;
+  c.subscribe({"t"}, &l);
+  EXPECT_EQ(poll_until(c, 20).size(), 20u);
+  fail_next(ApiKey::heartbeat, {ErrorCode::unknown_member_id});
+  for (int i = 0; i < 20 && c.rebalance_count() < 2; ++i) c.poll(50ms);
+  EXPECT_EQ(l.calls, (std::vector<std::string>{"assigned t-0,t-1", "lost t-0,t-1", "assigned t-0,t-1"}));
+  std::lock_guard lock(coord.mu);
+  ASSERT_GE(coord.join_member_ids.size(), 3u);
+  EXPECT_EQ(coord.join_member_ids[2], "");
+}
+
+TEST_F(MockGroup, IllegalGenerationOnCommitIsCommitFailed) {
+  Consumer c(group_props({{"enable.auto.commit", "false"}}));
+  Listener l;
+  c.subscribe({"t"}, &l);
+  EXPECT_EQ(poll_until(c, 20).size(), 20u);
+  fail_next(ApiKey::offset_commit, {ErrorCode::illegal_generation});
+  EXPECT_THROW(c.commit_sync(), client::CommitFailedError);
+  c.poll(100ms);  // rejoins; the partitions were lost with the generation
+  EXPECT_EQ(c.rebalance_count(), 2u);
+  EXPECT_EQ(l.calls, (std::vector<std::string>{"assigned t-0,t-1", "lost t-0,t-1", "assigned t-0,t-1"}));
+  fail_next(ApiKey::offset_commit, {ErrorCode::rebalance_in_progress});
+  EXPECT_THROW(c.commit_sync(), client::RebalanceInProgressError);
+}
+
+TEST_F(MockGroup, FencedInstanceIdAndGroupAuthorizationAreFatal) {
+  {
+    Consumer c(group_props({{"group.instance.id", "i-1"}}));
+    c.subscribe({"t"});
+    EXPECT_EQ(poll_until(c, 20).size(), 20u);
+    fail_next(ApiKey::heartbeat, {ErrorCode::fenced_instance_id});
+    EXPECT_THROW(
+        {
+          for (int i = 0; i < 20; ++i) c.poll(50ms);
+        },
+        client::FencedInstanceIdError);
+  }
+  {
+    std::lock_guard lock(coord.mu);
+    EXPECT_EQ(coord.leaves, 0);  // a static member does not leave
+  }
+  fail_next(ApiKey::join_group, {ErrorCode::group_authorization_failed});
+  Consumer d(group_props());
+  d.subscribe({"t"});
+  EXPECT_THROW(d.poll(100ms), client::GroupAuthorizationError);
+}
+
+TEST_F(MockGroup, AutoCommitCommitsOnlyWhatPollHandedOutAndCloseLeaves) {
+  Consumer c(group_props({{"max.poll.records", "3"}, {"auto.commit.interval.ms", "600000"}}));
+  c.subscribe({"t"});
+  std::vector<Got> got;
+  for (int i = 0; i < 50 && got.empty(); ++i) take(c.poll(100ms), got);
+  ASSERT_EQ(got.size(), 3u);
+  c.close();
+  std::lock_guard lock(coord.mu);
+  std::int64_t total = 0;
+  for (auto& [tp, off] : coord.committed) total += off;
+  EXPECT_EQ(total, 3);  // the three records handed out, not what was fetched
+  EXPECT_EQ(coord.leaves, 1);
+}
+
+// group.protocol=consumer (KIP-848) against a scripted coordinator that
+// assigns t-0 and t-1 at once and then confirms; a queued error comes first.
+TEST_F(MockGroup, ConsumerProtocolFencedMemberEpochLosesAndRejoinsAtEpochZero) {
+  const auto topic_id = *cluster.topic_id("t");
+  struct Kip848 {
+    std::mutex mu;
+    std::deque<std::int16_t> errors;
+    std::vector<std::int32_t> epochs_sent;
+    std::vector<std::string> member_ids_sent;
+    std::vector<std::size_t> owned_sent;
+    std::int32_t epoch = 0;
+  } k;
+  cluster.set_handler(
+      ApiKey::consumer_group_heartbeat, 0, 1,
+      [&k, topic_id](std::int32_t, std::int16_t v, std::int32_t corr, const Bytes& p) -> std::optional<Bytes> {
+        std::lock_guard lock(k.mu);
+        auto req = Coordinator::request<ConsumerGroupHeartbeatRequest>(p, v);
+        k.epochs_sent.push_back(req.member_epoch);
+        k.member_ids_sent.push_back(req.member_id);
+        std::size_t owned = 0;
+        if (req.topic_partitions)
+          for (auto& t : *req.topic_partitions) owned += t.partitions.size();
+        k.owned_sent.push_back(owned);
+        ConsumerGroupHeartbeatResponse r;
+        r.heartbeat_interval_ms = 100;
+        if (!k.errors.empty()) {
+          r.error_code = k.errors.front();
+          k.errors.pop_front();
+          return encode_response_frame(r, v, corr);
+        }
+        r.member_id = req.member_id;
+        if (req.member_epoch == 0) {
+          r.member_epoch = ++k.epoch;
+          r.assignment.emplace();
+          r.assignment->topic_partitions.push_back({topic_id, {0, 1}, {}});
+        } else {
+          r.member_epoch = k.epoch;
+        }
+        return encode_response_frame(r, v, corr);
+      });
+  Consumer c(props(cluster, {{"group.id", "g"}, {"group.protocol", "consumer"}, {"auto.offset.reset", "earliest"}}));
+  Listener l;
+  c.subscribe({"t"}, &l);
+  EXPECT_EQ(poll_until(c, 20).size(), 20u);
+  {
+    std::lock_guard lock(k.mu);
+    k.errors.push_back(static_cast<std::int16_t>(ErrorCode::fenced_member_epoch));
+  }
+  for (int i = 0; i < 30 && l.calls.size() < 3; ++i) c.poll(50ms);
+  EXPECT_EQ(l.calls, (std::vector<std::string>{"assigned t-0,t-1", "lost t-0,t-1", "assigned t-0,t-1"}));
+  c.close();
+  std::lock_guard lock(k.mu);
+  ASSERT_GE(k.epochs_sent.size(), 4u);
+  EXPECT_EQ(k.epochs_sent.front(), 0);
+  EXPECT_EQ(k.member_ids_sent.front().size(), 22u);  // v1: a base64 UUID made by the member
+  EXPECT_EQ(k.owned_sent[1], 2u);                    // the assignment acknowledged
+  // After the fencing: a heartbeat at epoch 0 owning nothing, with the same member id.
+  bool rejoined = false;
+  for (std::size_t i = 1; i < k.epochs_sent.size(); ++i)
+    if (k.epochs_sent[i] == 0 && k.owned_sent[i] == 0 && k.member_ids_sent[i] == k.member_ids_sent.front())
+      rejoined = true;
+  EXPECT_TRUE(rejoined);
+  EXPECT_EQ(k.epochs_sent.back(), -1);  // close() leaves with epoch -1
+}

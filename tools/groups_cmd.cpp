@@ -1,0 +1,418 @@
+// kwire consume -G (kcat's balanced consumer) and kwire groups list |
+// describe | reset-offsets (what kafka-consumer-groups shows and does).
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <set>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "commands.hpp"
+#include "kwire/client/connection.hpp"
+#include "kwire/client/consumer.hpp"
+#include "kwire/protocol/errors.hpp"
+#include "kwire/protocol/messages.hpp"
+#include "kwire/source/json_escape.hpp"
+
+namespace kwire::tools {
+
+using namespace kwire::client;
+using namespace kwire::protocol;
+using kwire::source::append_json_string;
+
+namespace {
+
+volatile std::sig_atomic_t g_group_stop = 0;
+void on_group_signal(int) { g_group_stop = 1; }
+
+std::string list_of(const std::vector<TopicPartition>& tps) {
+  std::string out;
+  for (auto& tp : tps) out += fmt::format("{}{} [{}]", out.empty() ? "" : ", ", tp.topic, tp.partition);
+  return out.empty() ? "(none)" : out;
+}
+
+// Prints the group's rebalances on stderr (as kcat does) and notes where each
+// newly assigned partition ends now, for -e.
+class PrintingListener : public RebalanceListener {
+ public:
+  PrintingListener(Consumer& c, const std::string& group, bool quiet, bool want_ends,
+                   std::function<void(const std::vector<TopicPartition>&)> before_revoke)
+      : consumer_(c), group_(group), quiet_(quiet), want_ends_(want_ends), before_revoke_(std::move(before_revoke)) {}
+  void on_partitions_assigned(const std::vector<TopicPartition>& tps) override {
+    if (!quiet_)
+      fmt::print(stderr, "% Group {} rebalanced (member {}, generation {}): assigned: {}\n", group_,
+                 consumer_.group_metadata().member_id, consumer_.group_metadata().generation, list_of(tps));
+    if (want_ends_ && !tps.empty())
+      for (auto& [tp, end] : consumer_.end_offsets(tps)) ends[tp] = end;
+    ++rebalances;
+  }
+  void on_partitions_revoked(const std::vector<TopicPartition>& tps) override {
+    if (before_revoke_) before_revoke_(tps);
+    if (!quiet_ && !tps.empty()) fmt::print(stderr, "% Group {} rebalancing: revoked: {}\n", group_, list_of(tps));
+    for (auto& tp : tps) ends.erase(tp);
+  }
+  void on_partitions_lost(const std::vector<TopicPartition>& tps) override {
+    if (!quiet_ && !tps.empty()) fmt::print(stderr, "% Group {}: lost: {}\n", group_, list_of(tps));
+    for (auto& tp : tps) ends.erase(tp);
+  }
+  std::map<TopicPartition, std::int64_t> ends;
+  int rebalances = 0;
+
+ private:
+  Consumer& consumer_;
+  std::string group_;
+  bool quiet_, want_ends_;
+  std::function<void(const std::vector<TopicPartition>&)> before_revoke_;
+};
+
+}  // namespace
+
+int cmd_consume_group(const CommonOptions& common, const ConsumeArgs& args) {
+  if (args.topics.empty())
+    throw std::invalid_argument("-G GROUP needs at least one topic: kwire consume -G GROUP TOPIC...");
+  if (!args.partitions.empty()) throw std::invalid_argument("-p cannot be used with -G: the group assigns partitions");
+  auto props = common.client_properties();
+  props["group.id"] = *args.group;
+  // -o sets where partitions without a committed offset start, as in kcat.
+  if (args.offset == "beginning") props.emplace("auto.offset.reset", "earliest");
+  else if (args.offset == "end") props.emplace("auto.offset.reset", "latest");
+  else throw std::invalid_argument(fmt::format("invalid offset '{}' with -G: expected beginning or end", args.offset));
+  // With -c the last poll may hold records that are not printed: commit
+  // only what was printed, from here, instead of what poll handed out.
+  const bool manual = args.count.has_value();
+  if (manual) props["enable.auto.commit"] = "false";
+  Consumer consumer(props);
+  std::map<TopicPartition, std::int64_t> printed_next;  // per partition: the offset after the last printed record
+  auto commit_printed = [&](const std::vector<TopicPartition>& tps) {
+    std::map<TopicPartition, OffsetAndMetadata> offsets;
+    for (auto& tp : tps)
+      if (auto it = printed_next.find(tp); it != printed_next.end())
+        offsets[tp] = OffsetAndMetadata{it->second, -1, ""};
+    if (!offsets.empty()) consumer.commit_sync(offsets);
+  };
+  PrintingListener listener(consumer, *args.group, args.quiet, args.exit_at_end,
+                            manual ? std::function<void(const std::vector<TopicPartition>&)>(commit_printed) : nullptr);
+  consumer.subscribe(args.topics, &listener);
+
+  std::signal(SIGINT, on_group_signal);
+  std::signal(SIGTERM, on_group_signal);
+  std::string out;
+  std::int64_t printed = 0;
+  auto last_commit = std::chrono::steady_clock::now();
+  while (!g_group_stop) {
+    if (args.count && printed >= *args.count) break;
+    if (args.exit_at_end && listener.rebalances > 0) {
+      bool all = true;
+      for (auto& tp : consumer.assignment())
+        if (!listener.ends.count(tp) || consumer.position(tp) < listener.ends[tp]) all = false;
+      if (all) break;
+    }
+    auto recs = consumer.poll(std::chrono::milliseconds(200));
+    for (auto& r : recs) {
+      if (args.count && printed >= *args.count) break;
+      if (args.json) out += record_json(r);
+      else if (args.format) out += format_record(*args.format, r);
+      else {
+        out.append(r.value_view());
+        out.push_back('\n');
+      }
+      printed_next[{*r.topic, r.partition}] = r.offset + 1;
+      ++printed;
+    }
+    if (!out.empty()) {
+      std::fwrite(out.data(), 1, out.size(), stdout);
+      out.clear();
+    }
+    std::fflush(stdout);
+    if (manual && std::chrono::steady_clock::now() - last_commit > std::chrono::seconds(1)) {
+      commit_printed(consumer.assignment());
+      last_commit = std::chrono::steady_clock::now();
+    }
+  }
+  if (manual) commit_printed(consumer.assignment());
+  consumer.close();
+  if (!args.quiet) fmt::print(stderr, "% Group {}: left after {} records\n", *args.group, printed);
+  return 0;
+}
+
+// ---------------------------------------------------------------- groups
+
+namespace {
+
+Connection& coordinator_of(KafkaClient& client, const std::string& group) {
+  for (int attempt = 0;; ++attempt) {
+    Connection& any = client.any_connection();
+    const std::int16_t v = any.version_for<FindCoordinatorRequest>();
+    FindCoordinatorRequest req;
+    req.key = group;
+    req.coordinator_keys = {group};
+    auto r = any.receive<FindCoordinatorResponse>(any.send(req, v), v, client.default_deadline()).body;
+    std::int16_t code = v >= 4 ? (r.coordinators.empty() ? -1 : r.coordinators[0].error_code) : r.error_code;
+    std::int32_t node = v >= 4 ? (r.coordinators.empty() ? -1 : r.coordinators[0].node_id) : r.node_id;
+    if (code == 0) return client.broker(node);
+    const bool retry = code == static_cast<std::int16_t>(ErrorCode::coordinator_not_available) ||
+                       code == static_cast<std::int16_t>(ErrorCode::coordinator_load_in_progress) ||
+                       code == static_cast<std::int16_t>(ErrorCode::not_coordinator);
+    if (!retry || attempt >= 50)
+      throw KafkaError(code, fmt::format("FindCoordinator for group {}: {}", group, error_name(code)));
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+}
+
+struct Member {
+  std::string member_id, client_id, host;
+  std::optional<std::string> instance_id;
+  std::vector<TopicPartition> assignment;
+};
+
+struct GroupView {
+  std::string state, protocol_type, protocol;
+  std::vector<Member> members;
+  std::map<TopicPartition, std::int64_t> committed;  // -1 never appears: only committed partitions
+};
+
+GroupView describe(KafkaClient& client, const std::string& group) {
+  GroupView g;
+  Connection& c = coordinator_of(client, group);
+  DescribeGroupsRequest dreq;
+  dreq.groups = {group};
+  const std::int16_t dv = c.version_for<DescribeGroupsRequest>();
+  auto d = c.receive<DescribeGroupsResponse>(c.send(dreq, dv), dv, client.default_deadline()).body;
+  if (d.groups.size() != 1) throw MalformedResponseError("DescribeGroups answered no group");
+  auto& dg = d.groups[0];
+  if (dg.error_code == static_cast<std::int16_t>(ErrorCode::group_id_not_found)) {
+    g.state = "Dead";
+  } else if (dg.error_code) {
+    throw KafkaError(dg.error_code, fmt::format("DescribeGroups of {}: {}", group, error_name(dg.error_code)));
+  } else {
+    g.state = dg.group_state;
+    g.protocol_type = dg.protocol_type;
+    g.protocol = dg.protocol_data;
+  }
+  for (auto& m : dg.members) {
+    Member mm{m.member_id, m.client_id, m.client_host, m.group_instance_id, {}};
+    if (dg.protocol_type == "consumer" && !m.member_assignment.empty()) {
+      ConsumerProtocolAssignment a;
+      try {
+        decode_consumer_assignment(ByteSpan(m.member_assignment), a);
+      } catch (const ProtocolError&) {
+      }
+      for (auto& t : a.assigned_partitions)
+        for (auto p : t.partitions) mm.assignment.push_back({t.topic, p});
+      std::sort(mm.assignment.begin(), mm.assignment.end());
+    }
+    g.members.push_back(std::move(mm));
+  }
+  OffsetFetchRequest oreq;
+  oreq.group_id = group;  // topics null: every committed partition (v2+)
+  oreq.groups.push_back({group, std::nullopt, -1, std::nullopt, {}});
+  const std::int16_t ov =
+      c.pick_version(static_cast<std::int16_t>(ApiKey::offset_fetch), 2, OffsetFetchRequest::max_version);
+  auto o = c.receive<OffsetFetchResponse>(c.send(oreq, ov), ov, client.default_deadline()).body;
+  const std::int16_t code = ov >= 8 ? (o.groups.empty() ? 0 : o.groups[0].error_code) : o.error_code;
+  if (code && code != static_cast<std::int16_t>(ErrorCode::group_id_not_found))
+    throw KafkaError(code, fmt::format("OffsetFetch of {}: {}", group, error_name(code)));
+  const auto& topics = ov >= 8 ? (o.groups.empty() ? o.topics : o.groups[0].topics) : o.topics;
+  for (auto& t : topics)
+    for (auto& p : t.partitions)
+      if (p.error_code == 0 && p.committed_offset >= 0) g.committed[{t.name, p.partition_index}] = p.committed_offset;
+  return g;
+}
+
+std::string json_str(const std::string& s) {
+  std::string out;
+  append_json_string(out, s);
+  return out;
+}
+
+}  // namespace
+
+int cmd_groups_list(const CommonOptions& common, const GroupsArgs& args) {
+  KafkaClient client(common.client_properties());
+  auto md = client.metadata(std::vector<std::string>{});
+  std::map<std::string, ListGroupsResponse::ListedGroup> groups;
+  for (auto& b : md.brokers) {
+    Connection& c = client.broker(b.node_id);
+    const std::int16_t v = c.version_for<ListGroupsRequest>();
+    auto r = c.receive<ListGroupsResponse>(c.send(ListGroupsRequest{}, v), v, client.default_deadline()).body;
+    if (r.error_code)
+      throw KafkaError(r.error_code, fmt::format("ListGroups on broker {}: {}", b.node_id, error_name(r.error_code)));
+    for (auto& g : r.groups) groups[g.group_id] = g;
+  }
+  std::string out = args.json ? "[" : fmt::format("{:<40} {:<20} {:<10} {}\n", "GROUP", "STATE", "TYPE", "PROTOCOL");
+  bool first = true;
+  for (auto& [id, g] : groups) {
+    if (args.json) {
+      out += fmt::format("{}{{\"group\":{},\"state\":{},\"type\":{},\"protocolType\":{}}}", first ? "" : ",",
+                         json_str(id), json_str(g.group_state), json_str(g.group_type), json_str(g.protocol_type));
+    } else {
+      out += fmt::format("{:<40} {:<20} {:<10} {}\n", id, g.group_state.empty() ? "-" : g.group_state,
+                         g.group_type.empty() ? "-" : g.group_type, g.protocol_type);
+    }
+    first = false;
+  }
+  if (args.json) out += "]\n";
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  return 0;
+}
+
+int cmd_groups_describe(const CommonOptions& common, const GroupsArgs& args) {
+  KafkaClient client(common.client_properties());
+  auto g = describe(client, args.group);
+  if (g.state == "Dead" && g.committed.empty())
+    throw std::runtime_error(fmt::format("consumer group '{}' does not exist", args.group));
+  std::map<TopicPartition, const Member*> owner;
+  for (auto& m : g.members)
+    for (auto& tp : m.assignment) owner[tp] = &m;
+  std::set<TopicPartition> tps;
+  for (auto& [tp, off] : g.committed) tps.insert(tp);
+  for (auto& [tp, m] : owner) tps.insert(tp);
+  std::map<TopicPartition, std::int64_t> targets;
+  for (auto& tp : tps) targets[tp] = kLatestTimestamp;
+  auto ends = client.list_offsets(targets);
+  std::string out;
+  if (args.json) {
+    out = fmt::format("{{\"group\":{},\"state\":{},\"protocolType\":{},\"protocol\":{},\"members\":[",
+                      json_str(args.group), json_str(g.state), json_str(g.protocol_type), json_str(g.protocol));
+    for (std::size_t i = 0; i < g.members.size(); ++i) {
+      auto& m = g.members[i];
+      out += fmt::format("{}{{\"memberId\":{},\"clientId\":{},\"host\":{},\"instanceId\":{},\"assignment\":[",
+                         i ? "," : "", json_str(m.member_id), json_str(m.client_id), json_str(m.host),
+                         m.instance_id ? json_str(*m.instance_id) : std::string("null"));
+      for (std::size_t k = 0; k < m.assignment.size(); ++k)
+        out += fmt::format("{}{{\"topic\":{},\"partition\":{}}}", k ? "," : "", json_str(m.assignment[k].topic),
+                           m.assignment[k].partition);
+      out += "]}";
+    }
+    out += "],\"partitions\":[";
+  } else {
+    out = fmt::format("Group {} is {} ({} members, assignor {})\n\n", args.group, g.state, g.members.size(),
+                      g.protocol.empty() ? "-" : g.protocol);
+    out += fmt::format("{:<24} {:<24} {:>9} {:>14} {:>14} {:>8}  {:<44} {:<16} {}\n", "GROUP", "TOPIC", "PARTITION",
+                       "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST", "CLIENT-ID");
+  }
+  bool first = true;
+  for (auto& tp : tps) {
+    auto c = g.committed.find(tp);
+    auto e = ends.find(tp);
+    const std::int64_t end = e == ends.end() ? -1 : e->second.offset;
+    const Member* m = owner.count(tp) ? owner[tp] : nullptr;
+    if (args.json) {
+      out += fmt::format(
+          "{}{{\"topic\":{},\"partition\":{},\"committedOffset\":{},\"logEndOffset\":{},\"lag\":{},"
+          "\"memberId\":{}}}",
+          first ? "" : ",", json_str(tp.topic), tp.partition,
+          c == g.committed.end() ? std::string("null") : std::to_string(c->second), end,
+          c == g.committed.end() ? std::string("null") : std::to_string(end - c->second),
+          m ? json_str(m->member_id) : std::string("null"));
+    } else {
+      out += fmt::format("{:<24} {:<24} {:>9} {:>14} {:>14} {:>8}  {:<44} {:<16} {}\n", args.group, tp.topic,
+                         tp.partition, c == g.committed.end() ? std::string("-") : std::to_string(c->second), end,
+                         c == g.committed.end() ? std::string("-") : std::to_string(end - c->second),
+                         m ? m->member_id : "-", m ? m->host : "-", m ? m->client_id : "-");
+    }
+    first = false;
+  }
+  if (args.json) out += "]}\n";
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  return 0;
+}
+
+int cmd_groups_reset_offsets(const CommonOptions& common, const GroupsArgs& args) {
+  const int modes = int(args.to_earliest) + int(args.to_latest) + int(args.to_offset.has_value()) +
+                    int(args.to_timestamp.has_value());
+  if (modes != 1)
+    throw std::invalid_argument("give exactly one of --to-earliest, --to-latest, --to-offset, --to-datetime");
+  if (args.topics.empty() == !args.all_topics)
+    throw std::invalid_argument("give --topic TOPIC[:P,P...] (repeatable) or --all-topics");
+  KafkaClient client(common.client_properties());
+  auto g = describe(client, args.group);
+  if (g.state != "Empty" && g.state != "Dead")
+    throw std::runtime_error(
+        fmt::format("group '{}' is {} with {} members: offsets can only be reset while it has no members", args.group,
+                    g.state, g.members.size()));
+  std::set<TopicPartition> tps;
+  if (args.all_topics) {
+    for (auto& [tp, off] : g.committed) tps.insert(tp);
+  }
+  for (auto& spec : args.topics) {
+    auto colon = spec.find(':');
+    const std::string topic = spec.substr(0, colon);
+    const std::int32_t n = client.partition_count(topic);
+    if (colon == std::string::npos) {
+      for (std::int32_t p = 0; p < n; ++p) tps.insert({topic, p});
+      continue;
+    }
+    std::size_t start = colon + 1;
+    while (start <= spec.size()) {
+      auto comma = spec.find(',', start);
+      const std::string item = spec.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      std::int32_t p = -1;
+      try {
+        p = static_cast<std::int32_t>(std::stol(item));
+      } catch (const std::exception&) {
+      }
+      if (p < 0 || p >= n)
+        throw std::invalid_argument(
+            fmt::format("invalid partition '{}' in '{}' ({} has {} partitions)", item, spec, topic, n));
+      tps.insert({topic, p});
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+  }
+  std::map<TopicPartition, std::int64_t> lo_q, hi_q, ts_q;
+  for (auto& tp : tps) {
+    lo_q[tp] = kEarliestTimestamp;
+    hi_q[tp] = kLatestTimestamp;
+    if (args.to_timestamp) ts_q[tp] = *args.to_timestamp;
+  }
+  auto lo = client.list_offsets(lo_q);
+  auto hi = client.list_offsets(hi_q);
+  std::map<TopicPartition, std::int64_t> target;
+  std::map<TopicPartition, ListedOffset> by_time;
+  if (args.to_timestamp) by_time = client.list_offsets(ts_q);
+  for (auto& tp : tps) {
+    std::int64_t v = 0;
+    if (args.to_earliest) v = lo[tp].offset;
+    else if (args.to_latest) v = hi[tp].offset;
+    else if (args.to_offset) v = std::clamp(*args.to_offset, lo[tp].offset, hi[tp].offset);  // as Kafka's tool
+    else v = by_time[tp].offset >= 0 ? by_time[tp].offset : hi[tp].offset;
+    target[tp] = v;
+  }
+  if (!args.dry_run) {
+    Connection& c = coordinator_of(client, args.group);
+    OffsetCommitRequest req;
+    req.group_id = args.group;
+    for (auto& [tp, off] : target) {
+      if (req.topics.empty() || req.topics.back().name != tp.topic) req.topics.push_back({tp.topic, {}, {}});
+      req.topics.back().partitions.push_back({tp.partition, off, -1, -1, std::string(), {}});
+    }
+    const std::int16_t v = c.version_for<OffsetCommitRequest>();
+    auto r = c.receive<OffsetCommitResponse>(c.send(req, v), v, client.default_deadline()).body;
+    for (auto& t : r.topics)
+      for (auto& p : t.partitions)
+        if (p.error_code)
+          throw KafkaError(p.error_code, fmt::format("OffsetCommit of {}-{} for group {}: {}", t.name,
+                                                     p.partition_index, args.group, error_name(p.error_code)));
+  }
+  std::string out = args.json ? "["
+                              : fmt::format("{:<24} {:<24} {:>9} {:>14} {:>14}\n", "GROUP", "TOPIC", "PARTITION",
+                                            "PREVIOUS-OFFSET", "NEW-OFFSET");
+  bool first = true;
+  for (auto& [tp, off] : target) {
+    auto prev = g.committed.find(tp);
+    const std::string before = prev == g.committed.end() ? (args.json ? "null" : "-") : std::to_string(prev->second);
+    if (args.json)
+      out += fmt::format("{}{{\"topic\":{},\"partition\":{},\"previousOffset\":{},\"newOffset\":{}}}", first ? "" : ",",
+                         json_str(tp.topic), tp.partition, before, off);
+    else out += fmt::format("{:<24} {:<24} {:>9} {:>14} {:>14}\n", args.group, tp.topic, tp.partition, before, off);
+    first = false;
+  }
+  if (args.json) out += "]\n";
+  else if (args.dry_run) out += "(dry run: nothing committed)\n";
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  return 0;
+}
+
+}  // namespace kwire::tools
