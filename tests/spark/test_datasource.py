@@ -1,0 +1,211 @@
+"""The PySpark data source format("kwire") against Spark's own format("kafka"):
+the same options on the same topics give the same rows, the same Spark
+partitions (minPartitions), the same micro-batches under maxOffsetsPerTrigger,
+and the same data-loss condition."""
+
+import json
+import re
+import uuid
+
+import pytest
+
+PARTITIONS = 3
+
+
+@pytest.fixture(scope="module")
+def client(bootstrap):
+    import kwire
+
+    admin = kwire.Admin({"bootstrap.servers": bootstrap})
+    producer = kwire.Producer({"bootstrap.servers": bootstrap})
+    yield admin, producer
+    producer.close()
+    admin.close()
+
+
+def new_topic(client, partitions: int = PARTITIONS) -> str:
+    name = "ds-" + uuid.uuid4().hex[:12]
+    client[0].create_topics([(name, partitions)])
+    return name
+
+
+def fill(client, topic: str, counts: list[int]) -> None:
+    """counts[p] records into partition p, covering null / empty keys and
+    values, headers with a null value, and records without headers."""
+    producer = client[1]
+    for p, n in enumerate(counts):
+        for i in range(n):
+            kind = i % 4
+            key = None if kind == 1 else (b"" if kind == 2 else b"k%d-%d" % (p, i))
+            value = None if kind == 3 else b"v%d-%d" % (p, i)
+            headers = [("h", b"1"), ("h", b"2"), ("n", None)] if kind == 0 else None
+            producer.send(topic, value=value, key=key, partition=p, headers=headers)
+    producer.flush()
+
+
+@pytest.fixture(scope="module")
+def topic(client):
+    name = new_topic(client)
+    fill(client, name, [13, 8, 0])  # partition 2 stays empty
+    return name
+
+
+def rows(df) -> list[tuple]:
+    out = []
+    for r in df.collect():
+        t = tuple(r)
+        if len(t) > 7:
+            headers = None if t[7] is None else tuple((h[0], None if h[1] is None else bytes(h[1])) for h in t[7])
+            t = t[:7] + (headers,)
+        out.append(tuple(bytes(c) if isinstance(c, (bytearray, memoryview)) else c for c in t))
+    return sorted(out, key=lambda t: (t[2], t[3], t[4]))
+
+
+def read_both(spark, kwire_source, options: dict):
+    kafka = spark.read.format("kafka").options(**options).load()
+    kw = spark.read.format(kwire_source).options(**options).load()
+    return kafka, kw
+
+
+def assert_same(spark, kwire_source, options: dict) -> list[tuple]:
+    kafka, kw = read_both(spark, kwire_source, options)
+    assert kw.schema == kafka.schema
+    expected = rows(kafka)
+    assert rows(kw) == expected
+    return expected
+
+
+def test_batch_defaults_give_the_same_rows(spark, kwire_source, bootstrap, topic):
+    got = assert_same(spark, kwire_source, {"kafka.bootstrap.servers": bootstrap, "subscribe": topic})
+    assert len(got) == 21
+    assert {(r[3], r[4]) for r in got} == {(0, o) for o in range(13)} | {(1, o) for o in range(8)}
+    # null and empty keys, null values: kept apart
+    assert got[1][0] is None and got[2][0] == b"" and got[3][1] is None
+
+
+def test_batch_json_offsets_give_the_same_rows(spark, kwire_source, bootstrap, topic):
+    options = {
+        "kafka.bootstrap.servers": bootstrap,
+        "subscribe": topic,
+        "startingOffsets": json.dumps({topic: {"0": 3, "1": -2, "2": -2}}),
+        "endingOffsets": json.dumps({topic: {"0": 11, "1": -1, "2": -1}}),
+    }
+    got = assert_same(spark, kwire_source, options)
+    assert [r[4] for r in got if r[3] == 0] == list(range(3, 11))
+    assert len(got) == 8 + 8
+
+
+def test_batch_include_headers_gives_the_same_rows(spark, kwire_source, bootstrap, topic):
+    options = {"kafka.bootstrap.servers": bootstrap, "subscribe": topic, "includeHeaders": "true"}
+    got = assert_same(spark, kwire_source, options)
+    assert got[0][7] == (("h", b"1"), ("h", b"2"), ("n", None))
+    assert got[1][7] is None
+
+
+def test_batch_assign_gives_the_same_rows(spark, kwire_source, bootstrap, topic):
+    options = {"kafka.bootstrap.servers": bootstrap, "assign": json.dumps({topic: [1, 2]})}
+    got = assert_same(spark, kwire_source, options)
+    assert {r[3] for r in got} == {1}
+    assert len(got) == 8
+
+
+def test_batch_min_partitions_gives_the_same_rows_and_splits(spark, kwire_source, bootstrap, topic):
+    options = {"kafka.bootstrap.servers": bootstrap, "subscribe": topic, "minPartitions": "5"}
+    kafka, kw = read_both(spark, kwire_source, options)
+    assert rows(kw) == rows(kafka)
+    assert kafka.rdd.getNumPartitions() == 5
+    assert kw.rdd.getNumPartitions() == kafka.rdd.getNumPartitions()
+
+    def spans(df):
+        # each Spark partition's (partition, first offset, last offset)
+        return sorted(
+            df.rdd.mapPartitions(
+                lambda it: [
+                    (lambda rs: (rs[0].partition, rs[0].offset, rs[-1].offset) if rs else None)(list(it))
+                ]
+            )
+            .filter(lambda s: s is not None)
+            .collect()
+        )
+
+    assert spans(kw) == spans(kafka)
+
+
+def run_stream(spark, fmt: str, options: dict, checkpoint) -> list[tuple]:
+    """Runs until caught up; returns [(batch id, [(partition, offset), ...])]."""
+    batches = []
+
+    def collect(df, batch_id):
+        batches.append((batch_id, sorted((r.partition, r.offset) for r in df.select("partition", "offset").collect())))
+
+    q = (
+        spark.readStream.format(fmt)
+        .options(**options)
+        .load()
+        .writeStream.foreachBatch(collect)
+        .option("checkpointLocation", str(checkpoint))
+        .start()
+    )
+    try:
+        q.processAllAvailable()
+    finally:
+        q.stop()
+    return sorted(batches)
+
+
+def logged_offsets(checkpoint) -> dict[int, dict]:
+    """offsets/N's source offsets (the last line), parsed."""
+    out = {}
+    for f in (checkpoint / "offsets").iterdir():
+        if f.name.isdigit():
+            out[int(f.name)] = json.loads(f.read_text().strip().splitlines()[-1])
+    return out
+
+
+def test_streaming_max_offsets_per_trigger_runs_the_same_batches(spark, kwire_source, bootstrap, client, tmp_path):
+    name = new_topic(client)
+    fill(client, name, [23, 15, 9])
+    options = {
+        "kafka.bootstrap.servers": bootstrap,
+        "subscribe": name,
+        "startingOffsets": "earliest",
+        "maxOffsetsPerTrigger": "20",
+    }
+    kafka = run_stream(spark, "kafka", options, tmp_path / "kafka")
+    kw = run_stream(spark, kwire_source, options, tmp_path / "kwire")
+    assert len(kafka) >= 3  # 47 offsets at 20 per trigger
+    assert kw == kafka
+    assert logged_offsets(tmp_path / "kwire") == logged_offsets(tmp_path / "kafka")
+    assert sum(len(b[1]) for b in kw) == 47
+
+    # More records, both queries resume from their checkpoints.
+    fill(client, name, [6, 17, 11])
+    kafka = run_stream(spark, "kafka", options, tmp_path / "kafka")
+    kw = run_stream(spark, kwire_source, options, tmp_path / "kwire")
+    assert kw == kafka and sum(len(b[1]) for b in kw) == 34
+    assert logged_offsets(tmp_path / "kwire") == logged_offsets(tmp_path / "kafka")
+
+
+CONDITION = re.compile(r"KAFKA_DATA_LOSS\.[A-Z_]+")
+
+
+def test_batch_data_loss_raises_sparks_condition(spark, kwire_source, bootstrap, client):
+    name = new_topic(client, 1)
+    fill(client, name, [10])
+    client[0].delete_records([(name, 0, 5)])
+    options = {
+        "kafka.bootstrap.servers": bootstrap,
+        "subscribe": name,
+        "startingOffsets": json.dumps({name: {"0": 0}}),
+    }
+    with pytest.raises(Exception) as kafka_error:
+        spark.read.format("kafka").options(**options).load().collect()
+    with pytest.raises(Exception) as kwire_error:
+        spark.read.format(kwire_source).options(**options).load().collect()
+    expected = CONDITION.search(str(kafka_error.value))
+    assert expected is not None, str(kafka_error.value)[:2000]
+    assert expected.group(0) in CONDITION.findall(str(kwire_error.value)), str(kwire_error.value)[:2000]
+
+    tolerant = dict(options, failOnDataLoss="false")
+    got = assert_same(spark, kwire_source, tolerant)
+    assert [r[4] for r in got] == list(range(5, 10))
