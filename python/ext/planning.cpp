@@ -28,8 +28,7 @@ std::string rate_limit_json(std::int64_t limit, const std::string& from, const s
 // Raises KafkaDataLossError (failOnDataLoss=true), ConfigError.
 nb::tuple plan_micro_batch(const nb::dict& options, const std::string& start, const std::string& end,
                            const std::string& earliest_for_new) {
-  const source::SourceOptions parsed =
-      source::parse_source_options(to_options(options), source::QueryMode::streaming);
+  const source::SourceOptions parsed = source::parse_source_options(to_options(options), source::QueryMode::streaming);
   const source::BatchPlan plan =
       source::plan_batch(checkpoint::offsets_from_json(start), checkpoint::offsets_from_json(end),
                          checkpoint::offsets_from_json(earliest_for_new), source::plan_options(parsed));

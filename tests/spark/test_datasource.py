@@ -214,3 +214,39 @@ def test_batch_data_loss_raises_sparks_condition(spark, kwire_source, bootstrap,
     tolerant = dict(options, failOnDataLoss="false")
     got = assert_same(spark, kwire_source, tolerant)
     assert [r[4] for r in got] == list(range(5, 10))
+
+
+def run_available_now(spark, fmt: str, options: dict, checkpoint) -> list[tuple]:
+    batches = []
+
+    def collect(df, batch_id):
+        batches.append((batch_id, sorted((r.partition, r.offset) for r in df.select("partition", "offset").collect())))
+
+    q = (
+        spark.readStream.format(fmt)
+        .options(**options)
+        .load()
+        .writeStream.foreachBatch(collect)
+        .trigger(availableNow=True)
+        .option("checkpointLocation", str(checkpoint))
+        .start()
+    )
+    q.awaitTermination(300)
+    assert not q.isActive
+    return sorted(batches)
+
+
+def test_available_now_runs_the_same_rate_limited_batches(spark, kwire_source, bootstrap, client, tmp_path):
+    name = new_topic(client)
+    fill(client, name, [9, 30, 4])
+    options = {
+        "kafka.bootstrap.servers": bootstrap,
+        "subscribe": name,
+        "startingOffsets": "earliest",
+        "maxOffsetsPerTrigger": "15",
+    }
+    kafka = run_available_now(spark, "kafka", options, tmp_path / "kafka")
+    kw = run_available_now(spark, kwire_source, options, tmp_path / "kwire")
+    assert len(kafka) >= 3  # 43 offsets at 15 per trigger: not a single batch
+    assert kw == kafka
+    assert logged_offsets(tmp_path / "kwire") == logged_offsets(tmp_path / "kafka")

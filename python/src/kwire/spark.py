@@ -44,6 +44,14 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+try:  # Spark >= 4.2
+    from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
+except ImportError:  # Spark 4.0 / 4.1: AvailableNow runs as a single batch
+
+    class SupportsTriggerAvailableNow:  # type: ignore[no-redef]
+        pass
+
+
 Offsets = Dict[str, Dict[str, int]]
 
 # Options that select what is read and how to connect; everything else
@@ -142,8 +150,13 @@ class KwireBatchReader(DataSourceReader):
         return _read_range(self.options, partition)
 
 
-class KwireStreamReader(DataSourceStreamReader):
-    """Driver side of a micro-batch query; offsets are Spark's Kafka JSON."""
+class KwireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Driver side of a micro-batch query; offsets are Spark's Kafka JSON.
+
+    Trigger.AvailableNow (Spark >= 4.2): the latest offsets when the query
+    starts are its end, as Spark's Kafka source does; later records wait for
+    the next run.
+    """
 
     def __init__(self, options: Dict[str, str]):
         self.options = options
@@ -155,6 +168,10 @@ class KwireStreamReader(DataSourceStreamReader):
 
             raise kwire.ConfigError(f"maxOffsetsPerTrigger must be positive, got {limit}")
         self._warned_no_limit = False
+        self._available_now: Optional[Offsets] = None
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self._available_now = self._earliest_latest()["end"]
 
     # -- offsets from Kafka, resolved by kwire's batch planner --
     def _resolved(self, **extra: str) -> Dict[str, Offsets]:
@@ -182,6 +199,8 @@ class KwireStreamReader(DataSourceStreamReader):
     def latestOffset(self, start: Optional[Offsets] = None, limit: Any = None) -> Offsets:
         offsets = self._earliest_latest()
         latest = offsets["end"]
+        if self._available_now is not None:
+            latest = self._available_now  # as Spark's Kafka source: the end fixed at start
         max_rows = getattr(limit, "max_rows", None)
         if start is None:
             # Spark 4.0 / 4.1: no admission control.
