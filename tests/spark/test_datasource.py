@@ -292,3 +292,25 @@ def test_a_new_query_at_latest_runs_the_same_batches(spark, kwire_source, bootst
     kafka_log, kwire_log = logged_offsets(tmp_path / "kafka"), logged_offsets(tmp_path / kwire_source)
     assert kwire_log[0] == kafka_log[0] == {name: {"0": 5, "1": 5, "2": 5}}
     assert kwire_log[max(kwire_log)] == kafka_log[max(kafka_log)] == {name: {"0": 7, "1": 5, "2": 8}}
+
+
+def test_streaming_rejects_ending_offsets_as_spark_does(spark, kwire_source, bootstrap, topic, tmp_path):
+    options = {"kafka.bootstrap.servers": bootstrap, "subscribe": topic, "endingOffsets": "latest"}
+    messages = {}
+    for fmt in ("kafka", kwire_source):
+        with pytest.raises(Exception) as e:
+            q = (
+                spark.readStream.format(fmt)
+                .options(**options)
+                .load()
+                .writeStream.format("noop")
+                .option("checkpointLocation", str(tmp_path / fmt))
+                .start()
+            )
+            try:
+                q.processAllAvailable()
+            finally:
+                q.stop()
+        messages[fmt] = str(e.value)
+    for fmt, message in messages.items():
+        assert "ending offset not valid in streaming queries" in message, (fmt, message[:2000])

@@ -168,6 +168,11 @@ class KwireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
             raise kwire.ConfigError(f"maxOffsetsPerTrigger must be positive, got {limit}")
         self._warned_no_limit = False
+        # The streaming options are checked when the query starts, as Spark
+        # does (ConfigError, e.g. "ending offset not valid in streaming queries").
+        from . import _kwire
+
+        _kwire.plan_micro_batch(options, "{}", "{}", "{}")
         self._available_now: Optional[Offsets] = None
 
     def prepareForTriggerAvailableNow(self) -> None:
