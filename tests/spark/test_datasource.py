@@ -5,6 +5,7 @@ and the same data-loss condition."""
 
 import json
 import re
+import time
 import uuid
 
 import pytest
@@ -314,3 +315,28 @@ def test_streaming_rejects_ending_offsets_as_spark_does(spark, kwire_source, boo
         messages[fmt] = str(e.value)
     for fmt, message in messages.items():
         assert "ending offset not valid in streaming queries" in message, (fmt, message[:2000])
+
+
+def test_streaming_start_by_json_and_timestamp_runs_the_same_batches(spark, kwire_source, bootstrap, client, tmp_path):
+    name = new_topic(client)
+    producer = client[1]
+    # Recent timestamps (an hour ago): older ones would let retention delete them.
+    base = (int(time.time()) - 3600) * 1000
+    for p in range(PARTITIONS):
+        for i in range(8):
+            producer.send(name, value=b"v%d" % i, partition=p, timestamp=base + i * 1000)
+    producer.flush()
+    starts = {
+        "json": {"startingOffsets": json.dumps({name: {"0": 3, "1": -2, "2": -1}})},
+        "timestamp": {"startingTimestamp": str(base + 5000)},
+        "by-partition": {
+            "startingOffsetsByTimestamp": json.dumps({name: {"0": base + 2000, "1": base + 7000, "2": base}})
+        },
+    }
+    for label, start in starts.items():
+        options = {"kafka.bootstrap.servers": bootstrap, "subscribe": name, "maxOffsetsPerTrigger": "7", **start}
+        kafka = run_stream(spark, "kafka", options, tmp_path / label / "kafka")
+        kw = run_stream(spark, kwire_source, options, tmp_path / label / "kwire")
+        assert kw == kafka, label
+        assert logged_offsets(tmp_path / label / "kwire") == logged_offsets(tmp_path / label / "kafka"), label
+        assert sum(len(b[1]) for b in kw) > 0, label

@@ -189,10 +189,26 @@ class KwireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return self._resolved(startingOffsets="earliest", endingOffsets="latest")
 
     def initialOffset(self) -> Offsets:
+        """Resolves startingOffsets (default latest) or the starting
+        timestamp options, which take precedence as in Spark, with kwire's
+        batch planner (batch mode, so "latest" / -1 are resolved here)."""
         start = _pick(self.options, _START_OPTIONS)
-        if start.get("startingoffsets", "latest").strip() == "latest" and len(start) <= 1:
+        by_time = any(k.startswith("startingoffsetsbytimestamp") or k == "startingtimestamp" for k in start)
+        offsets = start.pop("startingoffsets", "latest").strip()
+        if by_time:
+            return self._resolved(endingOffsets="latest", **start)["start"]
+        if offsets == "latest":
             return self._earliest_latest()["end"]
-        return self._resolved(endingOffsets="latest", **start)["start"]
+        if offsets.startswith("{"):
+            spec = json.loads(offsets)
+            if any(o == -1 for parts in spec.values() for o in parts.values()):
+                latest = self._earliest_latest()["end"]
+                spec = {
+                    t: {p: (latest.get(t, {}).get(str(p), o) if o == -1 else o) for p, o in parts.items()}
+                    for t, parts in spec.items()
+                }
+            offsets = json.dumps(spec)
+        return self._resolved(endingOffsets="latest", startingOffsets=offsets, **start)["start"]
 
     def getDefaultReadLimit(self):
         from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
