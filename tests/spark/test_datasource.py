@@ -110,6 +110,12 @@ def test_batch_assign_gives_the_same_rows(spark, kwire_source, bootstrap, topic)
     assert len(got) == 8
 
 
+def test_batch_subscribe_pattern_gives_the_same_rows(spark, kwire_source, bootstrap, topic):
+    options = {"kafka.bootstrap.servers": bootstrap, "subscribePattern": re.escape(topic) + "|ds-none-.*"}
+    got = assert_same(spark, kwire_source, options)
+    assert len(got) == 21 and {r[2] for r in got} == {topic}
+
+
 def test_batch_min_partitions_gives_the_same_rows_and_splits(spark, kwire_source, bootstrap, topic):
     options = {"kafka.bootstrap.servers": bootstrap, "subscribe": topic, "minPartitions": "5"}
     kafka, kw = read_both(spark, kwire_source, options)
