@@ -13,6 +13,7 @@ import sys
 import tempfile
 
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
 from kwire.spark import KwireDataSource
 
@@ -32,9 +33,7 @@ def main() -> None:
         .option("includeHeaders", "true")
         .load()
     )
-    df.selectExpr("partition", "count(*) AS records", "max(offset) AS last").groupBy("partition").agg(
-        {"records": "sum"}
-    ).show()
+    df.groupBy("partition").agg(F.count("*").alias("records"), F.max("offset").alias("last")).show()
 
     # Streaming, rate-limited through Spark's admission control (Spark >= 4.2),
     # until everything available when the query started is read.
