@@ -95,5 +95,6 @@ void register_arrow_objects(nb::module_& m);
 void register_consumer(nb::module_& m);
 void register_stream(nb::module_& m);
 void register_producer(nb::module_& m);
+void register_planning(nb::module_& m);
 
 }  // namespace kwire::python

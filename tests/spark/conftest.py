@@ -7,10 +7,13 @@ Environment (scripts/test sets all of it):
                          (scripts/spark-env jars)
   KWIRE_BIN              the kwire tool (default <repo>/build/bin/kwire)
   KWIRE_SPARK_LOG        file for Spark's log (default: in pytest's temp dir)
+  PYTHONPATH             must reach the kwire package (<build dir>/python) for
+                         the data source tests; Spark's Python workers inherit it
 """
 
 import os
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -98,6 +101,9 @@ def spark(bootstrap, spark_log, tmp_path_factory):
     # Everything on the loopback interface (also what Spark's block manager
     # and its warning about the host name resolving to 127.0.0.1 look at).
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    # Python workers (the kwire data source's planners and readers) run this
+    # interpreter, the one that has pyarrow and imports kwire.
+    os.environ["PYSPARK_PYTHON"] = sys.executable
     session = (
         SparkSession.builder.master("local[2]")
         .appName("kwire-spark-interop")
@@ -110,8 +116,20 @@ def spark(bootstrap, spark_log, tmp_path_factory):
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.driver.memory", "768m")
+        .config("spark.pyspark.python", sys.executable)
         .getOrCreate()
     )
     assert session.version == pyspark.__version__, (session.version, pyspark.__version__)
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def kwire_source(spark):
+    """format("kwire") registered in the session."""
+    try:
+        from kwire.spark import KwireDataSource
+    except ImportError as e:
+        pytest.fail(f"kwire is not importable ({e}); put <build dir>/python on PYTHONPATH")
+    spark.dataSource.register(KwireDataSource)
+    return "kwire"
