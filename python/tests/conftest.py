@@ -7,6 +7,7 @@ skip without it.
 """
 
 import os
+import time
 import uuid
 
 import pytest
@@ -63,3 +64,10 @@ def producer(bootstrap):
     p = kwire.Producer({"bootstrap.servers": bootstrap})
     yield p
     p.close()
+
+
+def recent_ms(offset_ms=0):
+    """A record timestamp an hour ago (whole seconds, plus offset_ms): recent
+    enough that the test broker's retention (7 days, checked every 10 s)
+    never deletes the records under a running test."""
+    return (int(time.time()) - 3600) * 1000 + offset_ms

@@ -10,9 +10,11 @@ import pyarrow as pa
 import pytest
 
 import kwire
+from conftest import recent_ms
 
 
-def fill(producer, topic, n, partition=0, t0=1_700_000_000_000):
+def fill(producer, topic, n, partition=0, t0=None):
+    t0 = recent_ms() if t0 is None else t0
     for i in range(n):
         producer.send(topic, value=b"v%d" % i, key=b"k%d" % i, partition=partition, timestamp=t0 + i * 1000)
     producer.flush()
@@ -65,7 +67,7 @@ def test_poll_with_headers_and_pycapsule(bootstrap, new_topic, producer):
 
 def test_offsets_lookups(bootstrap, new_topic, producer, admin):
     topic = new_topic()
-    t0 = 1_700_000_000_000
+    t0 = recent_ms()
     fill(producer, topic, 5, t0=t0)
     admin.delete_records([(topic, 0, 1)])
     with kwire.Consumer({"bootstrap.servers": bootstrap}) as c:
