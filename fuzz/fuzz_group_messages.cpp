@@ -14,18 +14,13 @@
 
 #include "fuzz_common.hpp"
 #include "kwire/protocol/messages.hpp"
+#include "message_fuzz.hpp"
 
 namespace {
 
 using namespace kwire::protocol;
 
-template <class Req, class Resp>
-struct Api {
-  using Request = Req;
-  using Response = Resp;
-  static_assert(Req::api_key == Resp::api_key);
-  static_assert(Req::min_version == Resp::min_version && Req::max_version == Resp::max_version);
-};
+using kwire::fuzz::Api;
 
 using Apis = std::tuple<Api<FindCoordinatorRequest, FindCoordinatorResponse>,                //
                         Api<JoinGroupRequest, JoinGroupResponse>,                            //
@@ -39,46 +34,6 @@ using Apis = std::tuple<Api<FindCoordinatorRequest, FindCoordinatorResponse>,   
                         Api<DescribeGroupsRequest, DescribeGroupsResponse>,                  //
                         Api<ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse>,  //
                         Api<ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse>>;
-
-template <class M>
-void round_trip(ByteSpan body, std::int16_t version) {
-  M first;
-  Reader r(body);
-  decode(r, first, version);
-  if (!r.ok()) return;
-  const Bytes encoded = encode(first, version);
-  KWIRE_FUZZ_CHECK(encoded_size(first, version) == encoded.size());
-  // A nullable struct's presence marker may be any value >= 0 on input and
-  // is written as 1, so only the length can be compared with the input.
-  KWIRE_FUZZ_CHECK(encoded.size() <= r.offset());
-  M second;
-  Reader r2{ByteSpan(encoded)};
-  decode(r2, second, version);
-  KWIRE_FUZZ_CHECK(r2.ok());
-  KWIRE_FUZZ_CHECK(r2.empty());
-  KWIRE_FUZZ_CHECK(first == second);
-  KWIRE_FUZZ_CHECK(encode(second, version) == encoded);
-}
-
-template <class A>
-void run_api(std::uint16_t version_selector, ByteSpan body) {
-  using Req = typename A::Request;
-  constexpr int span = Req::max_version - Req::min_version + 1;
-  const auto version = static_cast<std::int16_t>(Req::min_version + version_selector % span);
-  round_trip<typename A::Response>(body, version);
-  round_trip<typename A::Request>(body, version);
-  {
-    typename A::Response resp;
-    ResponseHeader h;
-    Reader r(body);
-    (void)decode_response(r, resp, version, &h);
-  }
-}
-
-template <std::size_t... I>
-void dispatch(std::size_t index, std::uint16_t version_selector, ByteSpan body, std::index_sequence<I...>) {
-  ((index == I ? run_api<std::tuple_element_t<I, Apis>>(version_selector, body) : void()), ...);
-}
 
 // A payload that decodes re-encodes (at its own version, or v3 for a newer
 // one read by its prefix) to bytes that decode to the same value.
@@ -113,7 +68,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   constexpr std::size_t n = std::tuple_size_v<Apis>;
   const std::size_t index = selector % (n + 2);
   if (index < n) {
-    dispatch(index, version_selector, body, std::make_index_sequence<n>{});
+    kwire::fuzz::run_api_at<Apis>(index, version_selector, body);
   } else if (index == n) {
     payload<ConsumerProtocolSubscription>(body, decode_consumer_subscription, encode_consumer_subscription);
   } else {
