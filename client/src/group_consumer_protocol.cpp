@@ -132,15 +132,7 @@ void GroupCoordinator::reconcile(const std::vector<TopicPartition>& target) {
   const auto revoked = minus(owned_, target);
   const auto added = minus(target, owned_);
   if (!revoked.empty()) {
-    if (config_.enable_auto_commit) {
-      std::map<TopicPartition, OffsetAndMetadata> offsets;
-      for (auto& [tp, om] : host_.consumed())
-        if (std::binary_search(revoked.begin(), revoked.end(), tp)) offsets[tp] = om;
-      try {
-        if (!offsets.empty()) commit_sync(offsets, client_.default_deadline());
-      } catch (const ClientError&) {
-      }
-    }
+    commit_before_revoke(revoked);
     if (listener_) listener_->on_partitions_revoked(revoked);
     owned_ = minus(owned_, revoked);
     host_.assign(owned_, {});

@@ -5,6 +5,7 @@
 #include "group_coordinator.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <iterator>
 #include <set>
 #include <thread>
@@ -323,21 +324,27 @@ bool GroupCoordinator::join_round(Deadline deadline) {
   return false;
 }
 
+void GroupCoordinator::commit_before_revoke(const std::vector<TopicPartition>& revoked) {
+  if (!config_.enable_auto_commit) return;
+  std::map<TopicPartition, OffsetAndMetadata> offsets;
+  for (auto& [tp, om] : host_.consumed())
+    if (std::binary_search(revoked.begin(), revoked.end(), tp)) offsets[tp] = om;
+  if (offsets.empty()) return;
+  try {
+    commit_sync(offsets, client_.default_deadline());
+  } catch (const ClientError& e) {
+    std::fprintf(stderr, "WARN group %s: committing revoked partitions failed: %s\n", config_.group_id.c_str(),
+                 e.what());
+  }
+}
+
 void GroupCoordinator::take_assignment(const std::vector<TopicPartition>& assigned) {
   const auto revoked = minus(owned_, assigned);
   const auto added = minus(assigned, owned_);
   if (!revoked.empty()) {
     // Cooperative: partitions moving away are committed and revoked; a
     // second rebalance hands them to their new owner.
-    if (config_.enable_auto_commit) {
-      std::map<TopicPartition, OffsetAndMetadata> offsets;
-      for (auto& [tp, om] : host_.consumed())
-        if (std::binary_search(revoked.begin(), revoked.end(), tp)) offsets[tp] = om;
-      try {
-        if (!offsets.empty()) commit_sync(offsets, client_.default_deadline());
-      } catch (const ClientError&) {
-      }
-    }
+    commit_before_revoke(revoked);
     if (listener_) listener_->on_partitions_revoked(revoked);
   }
   std::map<TopicPartition, OffsetAndMetadata> start;

@@ -99,6 +99,9 @@ class GroupCoordinator {
   std::vector<protocol::SyncGroupRequest::SyncGroupRequestAssignment> lead(
       const std::string& protocol, const std::vector<protocol::JoinGroupResponse::JoinGroupResponseMember>& members);
   void take_assignment(const std::vector<TopicPartition>& assigned);
+  /// With enable.auto.commit, commit what poll() handed out of `revoked`
+  /// before they are given up (a failure is a warning, as in Java).
+  void commit_before_revoke(const std::vector<TopicPartition>& revoked);
   void heartbeat();
   void leave(const char* reason);
   void lose_partitions();
