@@ -367,3 +367,37 @@ TEST_F(MockGroup, ConsumerProtocolFencedMemberEpochLosesAndRejoinsAtEpochZero) {
   EXPECT_TRUE(rejoined);
   EXPECT_EQ(k.epochs_sent.back(), -1);  // close() leaves with epoch -1
 }
+
+// KIP-848: a static member whose group.instance.id is still held by an
+// earlier member that has not left gets UNRELEASED_INSTANCE_ID; as in Java's
+// consumer the error is fatal (raised from poll, not retried).
+TEST_F(MockGroup, ConsumerProtocolUnreleasedInstanceIdIsFatal) {
+  struct Seen {
+    std::mutex mu;
+    std::vector<std::optional<std::string>> instance_ids;
+  } seen;
+  cluster.set_handler(ApiKey::consumer_group_heartbeat, 0, 1,
+                      [&seen](std::int32_t, std::int16_t v, std::int32_t corr, const Bytes& p) -> std::optional<Bytes> {
+                        auto req = Coordinator::request<ConsumerGroupHeartbeatRequest>(p, v);
+                        std::lock_guard lock(seen.mu);
+                        seen.instance_ids.push_back(req.instance_id);
+                        ConsumerGroupHeartbeatResponse r;
+                        r.heartbeat_interval_ms = 100;
+                        r.error_code = static_cast<std::int16_t>(ErrorCode::unreleased_instance_id);
+                        return encode_response_frame(r, v, corr);
+                      });
+  Consumer c(props(cluster, {{"group.id", "g"}, {"group.protocol", "consumer"}, {"group.instance.id", "i-1"}}));
+  c.subscribe({"t"});
+  try {
+    for (int i = 0; i < 20; ++i) c.poll(50ms);
+    FAIL() << "expected a KafkaError";
+  } catch (const client::KafkaError& e) {
+    EXPECT_EQ(e.code(), static_cast<std::int16_t>(ErrorCode::unreleased_instance_id));
+    const std::string what = e.what();
+    EXPECT_NE(what.find("UNRELEASED_INSTANCE_ID"), std::string::npos) << what;
+    EXPECT_NE(what.find("group g"), std::string::npos) << what;
+  }
+  std::lock_guard lock(seen.mu);
+  ASSERT_EQ(seen.instance_ids.size(), 1u);  // not retried
+  EXPECT_EQ(seen.instance_ids.front(), std::optional<std::string>("i-1"));
+}
