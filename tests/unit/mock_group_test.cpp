@@ -195,8 +195,8 @@ class MockGroup : public ::testing::Test {
 
 TEST_F(MockGroup, JoinsWithTheMemberIdHandshakeAndStartsAtCommittedOffsets) {
   coord.committed[{"t", 0}] = 4;  // partition 1: none, so auto.offset.reset (earliest)
+  Listener l;                     // outlives the consumer, whose destructor revokes
   Consumer c(group_props());
-  Listener l;
   c.subscribe({"t"}, &l);
   auto got = poll_until(c, 16);
   EXPECT_EQ(got.size(), 16u);
@@ -224,8 +224,8 @@ TEST_F(MockGroup, CoordinatorMovesAndLoadsAreRetried) {
 }
 
 TEST_F(MockGroup, RebalanceInProgressRevokesCommitsAndRejoins) {
+  Listener l;  // outlives the consumer, whose destructor revokes
   Consumer c(group_props({{"auto.commit.interval.ms", "600000"}}));
-  Listener l;
   c.subscribe({"t"}, &l);
   EXPECT_EQ(poll_until(c, 20).size(), 20u);
   fail_next(ApiKey::heartbeat, {ErrorCode::rebalance_in_progress});
@@ -241,8 +241,8 @@ TEST_F(MockGroup, RebalanceInProgressRevokesCommitsAndRejoins) {
 }
 
 TEST_F(MockGroup, UnknownMemberIdLosesThePartitionsAndRejoinsWithoutAnId) {
+  Listener l;  // outlives the consumer, whose destructor revokes
   Consumer c(group_props());
-  Listener l;
   c.subscribe({"t"}, &l);
   EXPECT_EQ(poll_until(c, 20).size(), 20u);
   fail_next(ApiKey::heartbeat, {ErrorCode::unknown_member_id});
@@ -254,8 +254,8 @@ TEST_F(MockGroup, UnknownMemberIdLosesThePartitionsAndRejoinsWithoutAnId) {
 }
 
 TEST_F(MockGroup, IllegalGenerationOnCommitIsCommitFailed) {
+  Listener l;  // outlives the consumer, whose destructor revokes
   Consumer c(group_props({{"enable.auto.commit", "false"}}));
-  Listener l;
   c.subscribe({"t"}, &l);
   EXPECT_EQ(poll_until(c, 20).size(), 20u);
   fail_next(ApiKey::offset_commit, {ErrorCode::illegal_generation});
@@ -343,8 +343,8 @@ TEST_F(MockGroup, ConsumerProtocolFencedMemberEpochLosesAndRejoinsAtEpochZero) {
         }
         return encode_response_frame(r, v, corr);
       });
+  Listener l;  // outlives the consumer, whose destructor revokes
   Consumer c(props(cluster, {{"group.id", "g"}, {"group.protocol", "consumer"}, {"auto.offset.reset", "earliest"}}));
-  Listener l;
   c.subscribe({"t"}, &l);
   EXPECT_EQ(poll_until(c, 20).size(), 20u);
   {
