@@ -48,6 +48,14 @@ def main():
         f"- command: `{a.command}`",
         f"- machine: {cpu_model()}, {os.cpu_count()} CPUs, {mem_gb:.0f} GB RAM, Linux {platform.release()}",
         f"- load average (1/5/15 min): {a.load_before} before, {a.load_after} after",
+    ]
+    busy = float(a.load_before.split()[0])  # the benchmark itself raises the load after
+    if busy > 0.5 * (os.cpu_count() or 1):
+        out.append(
+            f"- **the machine was busy (1-min load {busy:.1f} before it, on {os.cpu_count()} CPUs): these figures show "
+            "that the benchmark runs, they are not a result**"
+        )
+    out += [
         f"- rounds: {a.runs}, contenders in rotating order; figures are medians (min-max over the rounds)",
         "- records/s: records / whole-process wall time (process start, metadata and offset lookups included), "
         "except java: its fetch.nMsg.sec (JVM start-up and group join excluded)",
