@@ -5,15 +5,15 @@
 //   kwire_fetch_decode capture HOST PORT TOPIC PARTITION MAX_BYTES FILE
 //       Sends one Fetch v12 request (topic by name, offset 0, partition and
 //       response limit MAX_BYTES, max wait 500 ms) on a plain socket and writes
-//       the response body (after the response header) to FILE. Prints the
-//       record bytes and batches captured.
+//       the response body (after the response header) to FILE, the records
+//       cut after the last complete batch (re-encoded with kwire's encoder).
 //   kwire_fetch_decode decode FILE VERSION SECONDS
 //       Parses FILE as a Fetch response body once (not timed), then for about
 //       SECONDS on this thread decodes every partition's records as the
 //       consumer does: decode_records (CRC-32C checked, decompression, every
 //       record parsed into a RecordView; the DecodedRecords reused, as the
-//       fetcher does) and a fresh vector of one ConsumerRecord per record, as
-//       Consumer::poll hands them out. Prints the same line as `franz decode`.
+//       fetcher does) and ConsumerRecords handed out as Consumer::poll does
+//       (fresh vectors of at most max.poll.records = 500). Prints the same line as `franz decode`.
 //
 // A benchmark tool only; not part of the kwire product.
 #include <arpa/inet.h>
@@ -22,6 +22,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -44,6 +45,10 @@ namespace kp = kwire::protocol;
 namespace {
 
 constexpr std::int16_t kCaptureVersion = 12;  // the last version that names topics
+constexpr std::size_t kMaxPollRecords = 500;  // the consumer's max.poll.records default
+
+// Keeps the compiler from dropping the handed-out records.
+void benchmark_sink(const void* p) { asm volatile("" : : "g"(p) : "memory"); }
 
 void write_all(int fd, const kp::Bytes& b) {
   std::size_t done = 0;
@@ -100,21 +105,32 @@ int capture(const char* host, const char* port, const std::string& topic, std::i
   kp::ResponseHeader h;
   kp::FetchResponse resp;
   if (!kp::decode_response(r, resp, kCaptureVersion, &h)) throw std::runtime_error("malformed Fetch response");
-  kp::Reader hr(payload);
-  kp::decode_response_header(hr, h, kp::response_header_version(kp::ApiKey::fetch, true));
-  const std::size_t header = payload.size() - hr.remaining();
-  std::size_t record_bytes = 0;
+  // Keep whole batches only: a response cut at MAX_BYTES ends in a partial
+  // batch (up to the producer's batch size), which decoders skip; the file is
+  // the response re-encoded with the records up to the last complete batch.
+  std::size_t record_bytes = 0, cut = 0;
   for (auto& tr : resp.responses)
     for (auto& pd : tr.partitions) {
       if (pd.error_code != 0) throw std::runtime_error("partition error " + std::to_string(pd.error_code));
-      if (pd.records.data) record_bytes += pd.records.data->size();
+      if (!pd.records.data) continue;
+      const kp::ByteSpan all = *pd.records.data;
+      std::size_t end = 0;
+      while (end + kp::kLogOverhead <= all.size()) {
+        const std::size_t next = end + kp::kLogOverhead + kp::load_be32(all.data() + end + 8);
+        if (next > all.size()) break;
+        end = next;
+      }
+      cut += all.size() - end;
+      pd.records.data = all.first(end);
+      record_bytes += end;
     }
-  if (record_bytes == 0) throw std::runtime_error("the response holds no records");
+  if (record_bytes == 0) throw std::runtime_error("the response holds no complete batch");
+  const kp::Bytes body = kp::encode(resp, kCaptureVersion);
   std::ofstream out(file, std::ios::binary);
-  out.write(reinterpret_cast<const char*>(payload.data() + header), static_cast<std::streamsize>(size - header));
+  out.write(reinterpret_cast<const char*>(body.data()), static_cast<std::streamsize>(body.size()));
   if (!out) throw std::runtime_error("cannot write the capture file");
-  std::printf("captured Fetch v%d: %zu bytes of records (%zu byte body)\n", kCaptureVersion, record_bytes,
-              static_cast<std::size_t>(size - header));
+  std::printf("captured Fetch v%d: %zu bytes of whole batches (%zu bytes of a partial last batch dropped)\n",
+              kCaptureVersion, record_bytes, cut);
   return 0;
 }
 
@@ -153,22 +169,28 @@ int decode(const char* file, std::int16_t version, double seconds) {
       decoded.clear();
       decoded.next_offset = 0;
       kp::decode_records(p.records, 0, opts, decoded);
-      // A fresh vector grown by push_back, as each poll's records are.
-      std::vector<kwire::client::ConsumerRecord> handed;
-      for (const auto& rv : decoded.records) {
-        kwire::client::ConsumerRecord cr;
-        cr.topic = &p.topic;
-        cr.partition = p.partition;
-        cr.offset = rv.offset;
-        cr.timestamp = rv.timestamp;
-        cr.timestamp_type = rv.timestamp_type;
-        cr.key = rv.key;
-        cr.value = rv.value;
-        cr.headers = &rv.headers;
-        cr.leader_epoch = rv.leader_epoch;
-        handed.push_back(cr);
+      // Handed out as Consumer::poll does with its defaults: a fresh vector
+      // grown by push_back per poll, at most max.poll.records (500) each.
+      const auto& recs = decoded.records;
+      for (std::size_t i = 0; i < recs.size();) {
+        std::vector<kwire::client::ConsumerRecord> handed;
+        for (const std::size_t stop = std::min(recs.size(), i + kMaxPollRecords); i < stop; ++i) {
+          const auto& rv = recs[i];
+          kwire::client::ConsumerRecord cr;
+          cr.topic = &p.topic;
+          cr.partition = p.partition;
+          cr.offset = rv.offset;
+          cr.timestamp = rv.timestamp;
+          cr.timestamp_type = rv.timestamp_type;
+          cr.key = rv.key;
+          cr.value = rv.value;
+          cr.headers = &rv.headers;
+          cr.leader_epoch = rv.leader_epoch;
+          handed.push_back(cr);
+        }
+        n += handed.size();
+        benchmark_sink(handed.data());
       }
-      n += handed.size();
     }
     return n;
   };

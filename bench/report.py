@@ -112,9 +112,11 @@ def main():
         out += [
             "## Decode micro-benchmark (one captured Fetch v12 response, one thread)",
             "",
-            "kwire: decode_records (CRC-32C checked, decompression, every record parsed) and one ConsumerRecord "
-            "per record, as Consumer::poll hands them out. franz-go: the response parsed once with kmsg (untimed), "
-            "then kgo.ProcessFetchPartition (CRC checked, decompression, one *kgo.Record per record) with "
+            "The capture is cut after its last complete batch. kwire: decode_records (CRC-32C checked, "
+            "decompression, every record parsed; its DecodedRecords reused as the fetcher does) and ConsumerRecords "
+            "handed out as Consumer::poll does (a fresh vector per poll of at most max.poll.records = 500). "
+            "franz-go: the response parsed once with kmsg (untimed), then kgo.ProcessFetchPartition (CRC checked, "
+            "decompression, one *kgo.Record per record in one slice per partition, no pools) with "
             "GOMAXPROCS=1. records per CPU second = per core.",
             "",
             "| capture | records in it | decoder | records per CPU s | records/s wall | kwire/franz-go (per CPU s) |",
