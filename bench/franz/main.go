@@ -1,0 +1,226 @@
+// franz-go as a comparison peer for scripts/bench. Not part of the kwire product.
+//
+//	franz consume BROKERS TOPIC
+//	    Lists every partition's start and end offsets (kadm), assigns every
+//	    non-empty partition from its start (kgo.ConsumePartitions, no group),
+//	    polls until each partition has returned the record before its end
+//	    offset, and prints "<records> <value bytes>". The count must equal the
+//	    sum of (end - start), else the exit status is 1. Settings: franz-go's
+//	    defaults with the fetch sizes and wait stated explicitly to match
+//	    kwire's defaults (FetchMaxBytes 50 MiB, FetchMaxPartitionBytes 1 MiB,
+//	    FetchMinBytes 1, FetchMaxWait 500 ms); CRC checking stays on (default).
+//
+//	franz settings
+//	    Prints the franz-go version and the settings above.
+//
+//	franz decode FILE VERSION SECONDS
+//	    FILE holds a Fetch response body (after the response header) of the
+//	    given version. It is parsed once with kmsg (not timed); then every
+//	    partition is passed to kgo.ProcessFetchPartition (CRC checked, records
+//	    materialised as *kgo.Record) repeatedly for about SECONDS on one core
+//	    (GOMAXPROCS=1, so garbage collection is counted on that core too).
+//	    Prints "records=N passes=P seconds=S cpu_seconds=C records_per_s=R
+//	    records_per_cpu_s=Q".
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+const settings = "FetchMaxBytes=52428800, FetchMaxPartitionBytes=1048576, FetchMinBytes=1, " +
+	"FetchMaxWait=500ms, CRC validation on (default), other options default"
+
+func fail(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "franz: "+format+"\n", args...)
+	os.Exit(1)
+}
+
+func version() string {
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, d := range info.Deps {
+			if d.Path == "github.com/twmb/franz-go" {
+				return d.Version
+			}
+		}
+	}
+	return "unknown"
+}
+
+func consume(brokers, topic string) {
+	ctx := context.Background()
+	admin, err := kgo.NewClient(kgo.SeedBrokers(brokers))
+	if err != nil {
+		fail("client: %v", err)
+	}
+	adm := kadm.NewClient(admin)
+	starts, err := adm.ListStartOffsets(ctx, topic)
+	if err != nil {
+		fail("list start offsets: %v", err)
+	}
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		fail("list end offsets: %v", err)
+	}
+	admin.Close()
+	if ends.Error() != nil || starts.Error() != nil {
+		fail("offsets: %v %v", ends.Error(), starts.Error())
+	}
+	assign := map[int32]kgo.Offset{}
+	end := map[int32]int64{}
+	var expected int64
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Topic != topic {
+			return
+		}
+		s, ok := starts.Lookup(topic, o.Partition)
+		if !ok {
+			fail("no start offset for partition %d", o.Partition)
+		}
+		if o.Offset > s.Offset {
+			assign[o.Partition] = kgo.NewOffset().At(s.Offset)
+			end[o.Partition] = o.Offset
+			expected += o.Offset - s.Offset
+		}
+	})
+	if len(ends) == 0 {
+		fail("topic %s not found", topic)
+	}
+	cl, err := kgo.NewClient(
+		kgo.SeedBrokers(brokers),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: assign}),
+		kgo.FetchMaxBytes(52428800),
+		kgo.FetchMaxPartitionBytes(1048576),
+		kgo.FetchMinBytes(1),
+		kgo.FetchMaxWait(500*time.Millisecond),
+	)
+	if err != nil {
+		fail("client: %v", err)
+	}
+	var records, bytes int64
+	pending := len(end)
+	for pending > 0 {
+		fetches := cl.PollFetches(ctx)
+		if errs := fetches.Errors(); len(errs) > 0 {
+			fail("fetch: %v", errs[0].Err)
+		}
+		fetches.EachRecord(func(r *kgo.Record) {
+			e, ok := end[r.Partition]
+			if !ok || r.Offset >= e {
+				return
+			}
+			records++
+			bytes += int64(len(r.Value))
+			if r.Offset+1 >= e {
+				delete(end, r.Partition)
+				pending--
+			}
+		})
+	}
+	cl.Close()
+	fmt.Printf("%d %d\n", records, bytes)
+	if records != expected {
+		fail("read %d records, expected %d", records, expected)
+	}
+}
+
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+}
+
+func decode(file string, ver int16, seconds float64) {
+	runtime.GOMAXPROCS(1)
+	body, err := os.ReadFile(file)
+	if err != nil {
+		fail("%v", err)
+	}
+	resp := kmsg.NewPtrFetchResponse()
+	resp.Version = ver
+	if err := resp.ReadFrom(body); err != nil {
+		fail("parse %s as Fetch v%d: %v", file, ver, err)
+	}
+	type part struct {
+		topic string
+		p     *kmsg.FetchResponseTopicPartition
+	}
+	var parts []part
+	for i := range resp.Topics {
+		for j := range resp.Topics[i].Partitions {
+			parts = append(parts, part{resp.Topics[i].Topic, &resp.Topics[i].Partitions[j]})
+		}
+	}
+	dec := kgo.DefaultDecompressor()
+	pass := func() int64 {
+		var n int64
+		for _, x := range parts {
+			fp, _ := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{
+				Topic: x.topic, Partition: x.p.Partition, Offset: 0,
+			}, x.p, dec, nil)
+			if fp.Err != nil {
+				fail("partition %d: %v", x.p.Partition, fp.Err)
+			}
+			n += int64(len(fp.Records))
+		}
+		return n
+	}
+	perPass := pass() // warm-up, and the count every pass must repeat
+	if perPass == 0 {
+		fail("no records in %s", file)
+	}
+	var passes, total int64
+	cpu0 := cpuSeconds()
+	t0 := time.Now()
+	for time.Since(t0).Seconds() < seconds {
+		n := pass()
+		if n != perPass {
+			fail("pass decoded %d records, the first %d", n, perPass)
+		}
+		total += n
+		passes++
+	}
+	wall := time.Since(t0).Seconds()
+	cpu := cpuSeconds() - cpu0
+	fmt.Printf("records=%d passes=%d seconds=%.3f cpu_seconds=%.3f records_per_s=%.0f records_per_cpu_s=%.0f\n",
+		perPass, passes, wall, cpu, float64(total)/wall, float64(total)/cpu)
+}
+
+func main() {
+	if len(os.Args) >= 2 {
+		switch os.Args[1] {
+		case "consume":
+			if len(os.Args) == 4 {
+				consume(os.Args[2], os.Args[3])
+				return
+			}
+		case "settings":
+			fmt.Printf("franz-go %s: %s\n", version(), settings)
+			return
+		case "decode":
+			if len(os.Args) == 5 {
+				v, err1 := strconv.ParseInt(os.Args[3], 10, 16)
+				s, err2 := strconv.ParseFloat(os.Args[4], 64)
+				if err1 != nil || err2 != nil {
+					fail("bad VERSION or SECONDS")
+				}
+				decode(os.Args[2], int16(v), s)
+				return
+			}
+		}
+	}
+	fmt.Fprintln(os.Stderr, "usage: franz consume BROKERS TOPIC | franz settings | franz decode FILE VERSION SECONDS")
+	os.Exit(2)
+}

@@ -1,0 +1,145 @@
+#!/usr/bin/env python3
+"""Writes the markdown results of scripts/bench from its raw rows.
+
+Consume rows (tab-separated): topic, contender, wall s, CPU s, peak RSS KB,
+records/s. Decode rows: label, decoder, the `key=value ...` line printed by
+`kwire_fetch_decode decode` and `franz decode`. Topic specs after `--`:
+"name records record_size codec partitions".
+"""
+import argparse
+import os
+import platform
+import statistics
+
+CONTENDERS = ["kwire", "librdkafka-newest", "librdkafka-debian", "franz-go", "kcat", "java"]
+
+
+def cpu_model():
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.machine()
+
+
+def med_range(xs, fmt):
+    return f"{fmt(statistics.median(xs))} ({fmt(min(xs))}-{fmt(max(xs))})" if len(xs) > 1 else fmt(xs[0])
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    for a in ("raw", "decode", "settings", "out", "mode", "runs", "load-before", "load-after", "command"):
+        ap.add_argument("--" + a, required=True)
+    ap.add_argument("specs", nargs="*")
+    a = ap.parse_args()
+    specs = [s.split() for s in a.specs]
+
+    rows = {}
+    for line in open(a.raw):
+        topic, who, wall, cpu, rss, rec_s = line.rstrip("\n").split("\t")
+        rows.setdefault((topic, who), []).append((float(wall), float(cpu), int(rss), float(rec_s)))
+
+    mem_gb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    out = [
+        f"# kwire consume benchmark ({a.mode})",
+        "",
+        f"- command: `{a.command}`",
+        f"- machine: {cpu_model()}, {os.cpu_count()} CPUs, {mem_gb:.0f} GB RAM, Linux {platform.release()}",
+        f"- load average (1/5/15 min): {a.load_before} before, {a.load_after} after",
+    ]
+    busy = float(a.load_before.split()[0])  # the benchmark itself raises the load after
+    if busy > 0.5 * (os.cpu_count() or 1):
+        out.append(
+            f"- **the machine was busy (1-min load {busy:.1f} before it, on {os.cpu_count()} CPUs): these figures show "
+            "that the benchmark runs, they are not a result**"
+        )
+    out += [
+        f"- rounds: {a.runs}, contenders in rotating order; figures are medians (min-max over the rounds)",
+        "- records/s: records / whole-process wall time (process start, metadata and offset lookups included), "
+        "except java: its fetch.nMsg.sec (JVM start-up and group join excluded)",
+        "- CPU: user + sys seconds of the whole process (GNU time) per million records; RSS: peak resident set",
+        "- ratios are kwire's: records/s kwire/peer (above 1: kwire faster); CPU per record and peak RSS "
+        "kwire/peer (below 1: kwire uses less)",
+        "- every contender's record count was checked against the topic's",
+        "",
+        "## Versions and settings",
+        "",
+    ]
+    out += [f"- {line.strip()}" for line in open(a.settings) if line.strip()]
+    out += [
+        "",
+        "## Consume",
+        "",
+        "| topic | records | contender | records/s | CPU s / M records | peak RSS MB | kwire ratio: records/s | CPU/record | RSS |",
+        "|---|---:|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name, n, size, codec, parts in specs:
+        n = int(n)
+        med = {}
+        for who in CONTENDERS:
+            r = rows.get((name, who))
+            if not r:
+                continue
+            med[who] = {
+                "rec_s": [x[3] for x in r],
+                "cpu_m": [x[1] / (n / 1e6) for x in r],
+                "rss": [x[2] / 1024 for x in r],
+            }
+        k = med.get("kwire")
+        for who, m in med.items():
+            ratios = ["", "", ""]
+            if k and who != "kwire":
+                ratios = [
+                    f"{statistics.median(k['rec_s']) / statistics.median(m['rec_s']):.2f}x",
+                    f"{statistics.median(k['cpu_m']) / statistics.median(m['cpu_m']):.2f}x",
+                    f"{statistics.median(k['rss']) / statistics.median(m['rss']):.2f}x",
+                ]
+            out.append(
+                f"| {name} | {n:,} | {who} | {med_range(m['rec_s'], lambda v: f'{v:,.0f}')} | "
+                f"{med_range(m['cpu_m'], lambda v: f'{v:.2f}')} | {med_range(m['rss'], lambda v: f'{v:.0f}')} | "
+                + " | ".join(ratios) + " |"
+            )
+    out.append("")
+
+    drows = {}
+    for line in open(a.decode):
+        label, who, kv = line.rstrip("\n").split("\t")
+        d = dict(x.split("=", 1) for x in kv.split())
+        drows.setdefault(label, {}).setdefault(who, []).append(d)
+    if drows:
+        out += [
+            "## Decode micro-benchmark (one captured Fetch v12 response, one thread)",
+            "",
+            "The capture is cut after its last complete batch. kwire: decode_records (CRC-32C checked, "
+            "decompression, every record parsed; its DecodedRecords reused as the fetcher does) and ConsumerRecords "
+            "handed out as Consumer::poll does (a fresh vector per poll of at most max.poll.records = 500). "
+            "franz-go: the response parsed once with kmsg (untimed), then kgo.ProcessFetchPartition (CRC checked, "
+            "decompression, one *kgo.Record per record in one slice per partition, no pools) with "
+            "GOMAXPROCS=1. records per CPU second = per core.",
+            "",
+            "| capture | records in it | decoder | records per CPU s | records/s wall | kwire/franz-go (per CPU s) |",
+            "|---|---:|---|---:|---:|---:|",
+        ]
+        for label, by in drows.items():
+            per_cpu = {w: [float(d["records_per_cpu_s"]) for d in ds] for w, ds in by.items()}
+            for who, ds in by.items():
+                ratio = ""
+                if who == "franz-go" and "kwire" in per_cpu:
+                    ratio = f"{statistics.median(per_cpu['kwire']) / statistics.median(per_cpu[who]):.2f}x"
+                out.append(
+                    f"| {label} | {ds[0]['records']} | {who} | "
+                    f"{med_range(per_cpu[who], lambda v: f'{v:,.0f}')} | "
+                    f"{med_range([float(d['records_per_s']) for d in ds], lambda v: f'{v:,.0f}')} | {ratio} |"
+                )
+        out.append("")
+    text = "\n".join(out) + "\n"
+    with open(a.out, "w") as f:
+        f.write(text)
+    print(text)
+    print(f"written to {a.out}", file=os.sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
