@@ -26,6 +26,8 @@
 #include "kwire/protocol/messages/sasl_handshake.hpp"
 #include "kwire/version.hpp"
 
+#include "frame_pool.hpp"
+
 namespace asio = boost::asio;
 using asio::ip::tcp;
 
@@ -526,7 +528,7 @@ void Connection::start_read() {
                          fail(fmt::format("invalid response frame size {}", size));
                          return;
                        }
-                       read_buf_ = std::make_shared<Bytes>(static_cast<std::size_t>(size));
+                       read_buf_ = detail::make_frame(static_cast<std::size_t>(size));
                        read_body();
                      });
   });
