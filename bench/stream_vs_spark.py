@@ -257,7 +257,7 @@ class Bench:
                 "start", "--secure", "--port", str(p),
                 "--set", f"listeners=PLAINTEXT://127.0.0.1:{p},CONTROLLER://127.0.0.1:{p + 1},SASL_SSL://127.0.0.1:{p + 5}",
                 "--set", f"advertised.listeners=PLAINTEXT://127.0.0.1:{p},SASL_SSL://127.0.0.1:{p + 5}",
-            )  # fmt: skip
+            )
             self.started_broker = True
         env_file = Path(self.env["KWIRE_KAFKA_DIR"]) / str(p) / "secure.env"
         if env_file.exists():
@@ -324,14 +324,14 @@ class Bench:
         if who == "kwire-purchases":
             trigger = "available-now" if mode == "backfill" else "processing-time=0"
             c = [self.bin / "purchases", "--bootstrap", bootstrap, "--topic", topic, "--checkpoint", d / "ck",
-                 "--output", d / "out", "--max-offsets-per-trigger", mo, "--trigger", trigger]  # fmt: skip
+                 "--output", d / "out", "--max-offsets-per-trigger", mo, "--trigger", trigger]
             for x in kx:
                 c += ["-X", x]
             return c
         if who == "kwire-stream":
             c = [self.kwire, "stream", "-b", bootstrap, "-o", f"subscribe={topic}", "-o", "startingOffsets=earliest",
                  "--checkpoint", d / "ck", "--sink", f"jsonl:{d / 'out'}", "--value-format", "json",
-                 "--schema", SCHEMA, "--kafka-columns", "partition,offset", "--trigger", "available-now"]  # fmt: skip
+                 "--schema", SCHEMA, "--kafka-columns", "partition,offset", "--trigger", "available-now"]
             if mo != "none":
                 c += ["-o", f"maxOffsetsPerTrigger={mo}"]
             for x in kx:
@@ -340,7 +340,7 @@ class Bench:
         c = [self.spark_py, REPO / "bench/spark_stream_job.py", "--bootstrap", bootstrap, "--topic", topic,
              "--checkpoint", d / "ck", "--output", d / "out", "--progress", d / "progress.jsonl",
              "--jars-dir", self.jars, "--mode", mode, "--max-offsets-per-trigger", mo,
-             "--driver-memory", a.driver_memory]  # fmt: skip
+             "--driver-memory", a.driver_memory]
         if mode == "small":
             c += ["--batches", str(a.spark_batches + a.warmup), "--max-seconds", str(a.timeout)]
         for x in so:
@@ -377,7 +377,7 @@ class Bench:
                 st["rows_out"] = count_lines(out, ".json" if who == "spark" else ".jsonl")
                 if who == "kwire-stream" and expected is None:
                     expected = count_purchases(out)
-                row = {"run": r, "who": who, **m, **st}
+                row = {"run": r, "who": who, "load1": os.getloadavg()[0], **m, **st}
                 if who == "spark":
                     row["spark"] = json.loads((d / "stdout").read_text().strip().splitlines()[-1])
                 results.append(row)
@@ -418,7 +418,7 @@ while time.monotonic() - start < seconds:
         prod = subprocess.Popen(
             [self.kwire, "produce", "-b", self.bootstrap, "-t", topic, "-K", "\t", "-X", "batch.size=1000"],
             stdin=gen.stdout, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )  # fmt: skip
+        )
         gen.stdout.close()
         return gen, prod
 
@@ -460,7 +460,8 @@ while time.monotonic() - start < seconds:
             "who": who, "listener": listener, "run": r, "batches": len(batches),
             "p50_ms": pick(times, 0.5), "p90_ms": pick(times, 0.9), "max_ms": max(times),
             "rows_per_batch": statistics.median(rows), "peak_rss_mb": m["peak_rss_mb"],
-        }  # fmt: skip
+            "load1": os.getloadavg()[0],
+        }
         log(
             f"small {listener} run {r} {who}: {res['batches']} batches, p50 {res['p50_ms']} ms, p90 {res['p90_ms']} ms, "
             f"max {res['max_ms']} ms, {res['rows_per_batch']:.0f} rows/batch"
@@ -516,7 +517,7 @@ def report(b: Bench, a, topic, back, small, load_start, load_end, t_total) -> st
     L.append(f"Date: {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC. Machine: {m['cpu']}, {m['cores']} cores, "
              f"{m['mem_mb']} MB, Linux {m['kernel']}. Load average (1/5/15 min) at start "
              f"{load_start[0]:.2f} / {load_start[1]:.2f} / {load_start[2]:.2f}, at end "
-             f"{load_end[0]:.2f} / {load_end[1]:.2f} / {load_end[2]:.2f}.")  # fmt: skip
+             f"{load_end[0]:.2f} / {load_end[1]:.2f} / {load_end[2]:.2f}.")
     if a.note:
         L.append("")
         L.append(f"**{a.note}**")
@@ -524,34 +525,34 @@ def report(b: Bench, a, topic, back, small, load_start, load_end, t_total) -> st
     L.append(f"Versions: kwire {rev} ({a.build}), Kafka broker {b.broker_version} (one node, 127.0.0.1), "
              f"PySpark / Spark {spark_version} with spark-sql-kafka-0-10 {spark_version} "
              f"(kafka-clients from Maven Central, scripts/spark-env), {java}, Python {platform.python_version()} "
-             f"(driver script).")  # fmt: skip
+             f"(driver script).")
     L.append("")
     L.append(f"Command: `{' '.join(shlex.quote(x) for x in sys.argv).replace(str(REPO) + '/', '')}` "
-             f"({t_total / 60:.1f} min in all).")  # fmt: skip
+             f"({t_total / 60:.1f} min in all).")
     L.append("")
     L.append("## Settings")
     L.append("")
     L.append(f"- Topic `{topic}`: {a.events:,} events from `gen_events --seed 1` (lz4 batches, JSON values of "
              f"about 75 bytes such as `{{\"user_id\":42,\"action\":\"purchase\",\"amount\":12.5,\"event_ts\":...}}`), "
-             f"{a.partitions} partitions; {b.expected_purchases:,} of them pass the filter.")  # fmt: skip
+             f"{a.partitions} partitions; {b.expected_purchases:,} of them pass the filter.")
     L.append(f"- Schema `{SCHEMA}`; filter `action = 'purchase' AND amount > 0`; output JSON Lines of the "
              "decoded columns plus partition and offset.")
     L.append(f"- maxOffsetsPerTrigger in the backfill: {a.max_offsets} (the same for every contender).")
     L.append(f"- Spark: master local[2], spark.driver.memory {a.driver_memory}, spark.sql.shuffle.partitions 2 "
              "(the job has no shuffle), UI off, default JIT (no C1-only flag), failOnDataLoss true, one new "
-             "SparkSession (JVM) per run.")  # fmt: skip
+             "SparkSession (JVM) per run.")
     L.append("- Backfill rows/s (job) = rows / (end of the last batch - start of the first batch), both from "
              "the query's own progress (`timestamp` + `durationMs.triggerExecution`): excludes process and "
              "JVM start-up and session creation, includes the first batch's warm-up (JIT, code generation). "
              "Busy rows/s divides by the sum of the batches' triggerExecution instead. Wall is the whole "
              "process. Peak RSS is the sum of VmRSS over the process tree sampled every 50 ms (for Spark the "
-             "Python driver and its JVM).")  # fmt: skip
+             "Python driver and its JVM).")
     L.append(f"- Small batches: a fresh topic of {a.partitions} partitions per run, a producer writing {a.rate} "
              "records/s (about 10 records every 5 ms, `kwire produce` to the PLAINTEXT listener), the job with "
              "a processing-time trigger of 0 reading the whole backlog each trigger; per-batch time = "
              f"durationMs.triggerExecution of batches with rows, first {a.warmup} dropped; "
              f"{a.kwire_batches} batches per kwire run, {a.spark_batches} per Spark run. SASL_SSL: "
-             "SCRAM-SHA-512 over TLS with the throw-away CA of `scripts/kafka start --secure`.")  # fmt: skip
+             "SCRAM-SHA-512 over TLS with the throw-away CA of `scripts/kafka start --secure`.")
     L.append(f"- {a.runs} runs of everything, the contenders' order rotated between runs; medians over runs.")
     L.append("")
     L.append("## Backfill")
@@ -562,7 +563,7 @@ def report(b: Bench, a, topic, back, small, load_start, load_end, t_total) -> st
         rs = [r for r in back if r["who"] == who]
         L.append(f"| {who} | {med(rs, 'rows_per_s'):,.0f} | {min(r['rows_per_s'] for r in rs):,.0f}-"
                  f"{max(r['rows_per_s'] for r in rs):,.0f} | {med(rs, 'busy_rows_per_s'):,.0f} | "
-                 f"{med(rs, 'wall_s'):.2f} | {med(rs, 'peak_rss_mb'):.0f} | {rs[0]['batches']} | {rs[0]['rows_out']:,} |")  # fmt: skip
+                 f"{med(rs, 'wall_s'):.2f} | {med(rs, 'peak_rss_mb'):.0f} | {rs[0]['batches']} | {rs[0]['rows_out']:,} |")
     kp = med([r for r in back if r["who"] == "kwire-purchases"], "rows_per_s")
     sp = med([r for r in back if r["who"] == "spark"], "rows_per_s")
     kw = med([r for r in back if r["who"] == "kwire-purchases"], "wall_s")
@@ -571,32 +572,32 @@ def report(b: Bench, a, topic, back, small, load_start, load_end, t_total) -> st
     L.append(f"kwire-purchases / spark: {kp / sp:.1f}x the rows/s (job), {sw / kw:.1f}x less wall time. "
              "kwire-stream decodes and writes every row (the CLI has no filter), so it writes "
              f"{a.events:,} rows against {b.expected_purchases:,}; its output's purchases were counted and "
-             "match the rows both filtering jobs wrote.")  # fmt: skip
+             "match the rows both filtering jobs wrote.")
     L.append("")
     L.append("Every run:")
     L.append("")
-    L.append("| run | contender | rows/s (job) | first batch (s) | wall (s) | peak RSS (MB) | GNU time max RSS (MB) | Spark session start (s) |")
-    L.append("|---|---|---|---|---|---|---|---|")
+    L.append("| run | contender | rows/s (job) | first batch (s) | wall (s) | peak RSS (MB) | GNU time max RSS (MB) | Spark session start (s) | load (1 min) after |")
+    L.append("|---|---|---|---|---|---|---|---|---|")
     for r in back:
         ss = f"{r['spark']['session_s']:.1f}" if "spark" in r else "-"
         L.append(f"| {r['run']} | {r['who']} | {r['rows_per_s']:,.0f} | {r['first_batch_s']:.2f} | {r['wall_s']:.2f} | "
-                 f"{r['peak_rss_mb']:.0f} | {r['time_max_rss_mb']:.0f} | {ss} |")  # fmt: skip
+                 f"{r['peak_rss_mb']:.0f} | {r['time_max_rss_mb']:.0f} | {ss} | {r['load1']:.1f} |")
     L.append("")
     L.append("GNU time's max RSS is that of the largest single process (for Spark the JVM alone).")
     L.append("")
     L.append("## Small batches")
     L.append("")
-    L.append("| listener | contender | batch p50 (ms), median | p90 (ms), median | p50 per run | rows per batch | peak RSS (MB) |")
-    L.append("|---|---|---|---|---|---|---|")
+    L.append("| listener | contender | batch p50 (ms), median | p90 (ms), median | p50 per run | rows per batch | peak RSS (MB) | load (1 min) after runs |")
+    L.append("|---|---|---|---|---|---|---|---|")
     for listener in dict.fromkeys(r["listener"] for r in small):
         for who in ["kwire-purchases", "spark"]:
             rs = [r for r in small if r["who"] == who and r["listener"] == listener]
             L.append(f"| {listener} | {who} | {med(rs, 'p50_ms'):g} | {med(rs, 'p90_ms'):g} | "
                      f"{' / '.join(str(r['p50_ms']) for r in rs)} | {med(rs, 'rows_per_batch'):g} | "
-                     f"{med(rs, 'peak_rss_mb'):.0f} |")  # fmt: skip
+                     f"{med(rs, 'peak_rss_mb'):.0f} | {' / '.join('%.1f' % r['load1'] for r in rs)} |")
     L.append("")
     L.append("## Commands (one run of each; paths relative to the repository, work folders under "
-             f"{a.workdir})")  # fmt: skip
+             f"{a.workdir})")
     L.append("")
     L.append("```")
     for k, v in b.commands.items():
