@@ -583,7 +583,7 @@ def report(b: Bench, a, topic, back, small, load_start, load_end, t_total) -> st
         L.append(f"| {r['run']} | {r['who']} | {r['rows_per_s']:,.0f} | {r['first_batch_s']:.2f} | {r['wall_s']:.2f} | "
                  f"{r['peak_rss_mb']:.0f} | {r['time_max_rss_mb']:.0f} | {ss} | {r['load1']:.1f} |")
     L.append("")
-    L.append("GNU time's max RSS is that of the largest single process (for Spark the JVM alone).")
+    L.append("GNU time's max RSS is that of the process it started and the children that process waited for: for the kwire tools the whole process, for Spark only the Python driver (the JVM it launches is not counted), hence the sampled tree sum.")
     L.append("")
     L.append("## Small batches")
     L.append("")
