@@ -287,6 +287,8 @@ ConsumerRecords Fetcher::poll(std::chrono::milliseconds timeout, std::size_t max
 
 ConsumerRecords Fetcher::collect(std::size_t max_records) {
   auto round = std::make_shared<ConsumerRecords::Round>();
+  // One allocation instead of a doubling series while records are appended.
+  if (!ready_.empty()) round->records.reserve(std::min<std::size_t>(max_records, 4096));
   // ready_[0, held) are partitions whose error waits for the next poll (this
   // one already has records to return); they stay first in line.
   std::size_t held = 0;
