@@ -324,14 +324,17 @@ ConsumerRecords Fetcher::collect(std::size_t max_records) {
         const auto& recs = a.decoded->records;
         std::shared_ptr<const std::string> topic;
         bool took = false;
-        while (a.next < recs.size() && round->records.size() < max_records) {
+        auto& out = round->records;
+        std::int64_t position = *s.position;
+        std::int32_t position_epoch = s.position_epoch;
+        while (a.next < recs.size() && out.size() < max_records) {
           const auto& r = recs[a.next++];
-          if (r.offset < *s.position) continue;  // never below the position
+          if (r.offset < position) continue;  // never below the position
           if (!topic) {
             topic = std::make_shared<const std::string>(tp.topic);
             round->topics.push_back(topic);
           }
-          ConsumerRecord cr;
+          ConsumerRecord& cr = out.emplace_back();
           cr.topic = topic.get();
           cr.partition = tp.partition;
           cr.offset = r.offset;
@@ -341,12 +344,13 @@ ConsumerRecords Fetcher::collect(std::size_t max_records) {
           cr.value = r.value;
           cr.headers = &r.headers;
           cr.leader_epoch = r.leader_epoch;
-          round->records.push_back(cr);
-          s.position = r.offset + 1;
-          s.position_epoch = r.leader_epoch;
+          position = r.offset + 1;
+          position_epoch = r.leader_epoch;
           took = true;
         }
         if (took) {
+          s.position = position;
+          s.position_epoch = position_epoch;
           if (round->frames.empty() || round->frames.back() != a.frame) round->frames.push_back(a.frame);
           round->decoded.push_back(a.decoded);
         }
