@@ -471,7 +471,15 @@ int cmd_consume(const CommonOptions& common, const ConsumeArgs& args) {
   while (!g_stop) {
     if (args.exit_at_end && done.size() == tps.size()) break;
     if (args.count && printed >= *args.count) break;
-    auto recs = consumer.poll(std::chrono::milliseconds(500));
+    ConsumerRecords recs;
+    try {
+      recs = consumer.poll(std::chrono::milliseconds(500));
+    } catch (...) {
+      // The records before the error are written first (as a write per poll did).
+      std::fwrite(out.data(), 1, out.size(), stdout);
+      std::fflush(stdout);
+      throw;
+    }
     for (auto& r : recs) {
       if (args.count && printed >= *args.count) break;
       if (args.exit_at_end && r.offset >= end_of[static_cast<std::size_t>(r.partition)]) continue;
