@@ -26,10 +26,6 @@ namespace {
 volatile std::sig_atomic_t g_stop = 0;
 void on_signal(int) { g_stop = 1; }
 
-std::string as_string(const std::optional<protocol::ByteSpan>& b) {
-  if (!b) return {};
-  return std::string(reinterpret_cast<const char*>(b->data()), b->size());
-}
 }  // namespace
 
 std::int64_t parse_offset_number(const std::string& text, const std::string& option, const std::string& whole,
@@ -291,40 +287,78 @@ int cmd_produce(const CommonOptions& common, const ProduceArgs& args) {
   return 0;
 }
 
-std::string format_record(const std::string& fmtstr, const ConsumerRecord& r) {
-  std::string out;
+namespace {
+
+void append_int(std::string& out, std::int64_t v) {
+  char buf[24];
+  const auto res = std::to_chars(buf, buf + sizeof buf, v);
+  out.append(buf, static_cast<std::size_t>(res.ptr - buf));
+}
+
+}  // namespace
+
+RecordFormat::RecordFormat(const std::string& fmtstr) {
+  auto literal = [&]() -> std::string& {
+    if (parts_.empty() || parts_.back().field != 0) parts_.push_back({});
+    return parts_.back().literal;
+  };
   for (std::size_t i = 0; i < fmtstr.size(); ++i) {
     char ch = fmtstr[i];
     if (ch == '\\' && i + 1 < fmtstr.size()) {
       char n = fmtstr[++i];
-      out += n == 'n' ? '\n' : n == 't' ? '\t' : n;
+      literal() += n == 'n' ? '\n' : n == 't' ? '\t' : n;
       continue;
     }
     if (ch != '%' || i + 1 >= fmtstr.size()) {
-      out += ch;
+      literal() += ch;
       continue;
     }
-    switch (fmtstr[++i]) {
+    const char f = fmtstr[++i];
+    switch (f) {
+      case 't':
+      case 'p':
+      case 'o':
+      case 'T':
+      case 'k':
+      case 's':
+      case 'S':
+      case 'K':
+      case 'h': parts_.push_back({f, {}}); break;
+      case '%': literal() += '%'; break;
+      default: literal() += '%'; literal() += f;
+    }
+  }
+}
+
+void RecordFormat::append(std::string& out, const ConsumerRecord& r) const {
+  for (const Part& part : parts_) {
+    switch (part.field) {
+      case 0: out.append(part.literal); break;
       case 't': out += *r.topic; break;
-      case 'p': out += std::to_string(r.partition); break;
-      case 'o': out += std::to_string(r.offset); break;
-      case 'T': out += std::to_string(r.timestamp); break;
-      case 'k': out += as_string(r.key); break;
-      case 's': out += as_string(r.value); break;
-      case 'S': out += r.value ? std::to_string(r.value->size()) : std::string("-1"); break;
-      case 'K': out += r.key ? std::to_string(r.key->size()) : std::string("-1"); break;
+      case 'p': append_int(out, r.partition); break;
+      case 'o': append_int(out, r.offset); break;
+      case 'T': append_int(out, r.timestamp); break;
+      case 'k': out += r.key_view(); break;
+      case 's': out += r.value_view(); break;
+      case 'S': append_int(out, r.value ? static_cast<std::int64_t>(r.value->size()) : -1); break;
+      case 'K': append_int(out, r.key ? static_cast<std::int64_t>(r.key->size()) : -1); break;
       case 'h':
         if (r.headers)
           for (std::size_t h = 0; h < r.headers->size(); ++h) {
             auto& hd = (*r.headers)[h];
-            out += (h ? "," : "") + hd.key + "=" +
-                   (hd.value ? std::string(hd.value->begin(), hd.value->end()) : std::string());
+            if (h) out += ',';
+            out += hd.key;
+            out += '=';
+            if (hd.value) out.append(reinterpret_cast<const char*>(hd.value->data()), hd.value->size());
           }
         break;
-      case '%': out += '%'; break;
-      default: out += '%'; out += fmtstr[i];
     }
   }
+}
+
+std::string format_record(const std::string& fmtstr, const ConsumerRecord& r) {
+  std::string out;
+  RecordFormat(fmtstr).append(out, r);
   return out;
 }
 
@@ -423,6 +457,12 @@ int cmd_consume(const CommonOptions& common, const ConsumeArgs& args) {
   };
   for (auto& tp : tps) check_done(tp);
 
+  // The end offset of each partition, by partition number (one topic).
+  std::vector<std::int64_t> end_of(static_cast<std::size_t>(std::max(n, 0)), -1);
+  for (auto& [tp, e] : end) end_of[static_cast<std::size_t>(tp.partition)] = e;
+  const auto max_poll = static_cast<std::size_t>(consumer.client().config().max_poll_records);
+  const std::optional<RecordFormat> format =
+      args.format ? std::optional<RecordFormat>(RecordFormat(*args.format)) : std::nullopt;
   std::string out;
   out.reserve(1 << 20);
   std::int64_t printed = 0;
@@ -431,13 +471,21 @@ int cmd_consume(const CommonOptions& common, const ConsumeArgs& args) {
   while (!g_stop) {
     if (args.exit_at_end && done.size() == tps.size()) break;
     if (args.count && printed >= *args.count) break;
-    auto recs = consumer.poll(std::chrono::milliseconds(500));
+    ConsumerRecords recs;
+    try {
+      recs = consumer.poll(std::chrono::milliseconds(500));
+    } catch (...) {
+      // The records before the error are written first (as a write per poll did).
+      std::fwrite(out.data(), 1, out.size(), stdout);
+      std::fflush(stdout);
+      throw;
+    }
     for (auto& r : recs) {
       if (args.count && printed >= *args.count) break;
-      if (args.exit_at_end && r.offset >= end[TopicPartition{*r.topic, r.partition}]) continue;
+      if (args.exit_at_end && r.offset >= end_of[static_cast<std::size_t>(r.partition)]) continue;
       bytes += (r.value ? r.value->size() : 0) + (r.key ? r.key->size() : 0);
       if (args.json) out += record_json(r);
-      else if (args.format) out += format_record(*args.format, r);
+      else if (format) format->append(out, r);
       else {
         out.append(r.value_view());
         out.push_back('\n');
@@ -448,13 +496,18 @@ int cmd_consume(const CommonOptions& common, const ConsumeArgs& args) {
         out.clear();
       }
     }
-    if (!out.empty()) {
-      std::fwrite(out.data(), 1, out.size(), stdout);
+    // Written out once 64 KiB have gathered, or when the poll was not full
+    // (the consumer has caught up, or is about to stop): a reader of the
+    // output sees every record that arrived, without a write per poll.
+    if (out.size() >= (64 << 10) || recs.size() < max_poll || g_stop || (args.count && printed >= *args.count)) {
+      if (!out.empty()) std::fwrite(out.data(), 1, out.size(), stdout);
       out.clear();
+      std::fflush(stdout);
     }
-    std::fflush(stdout);
     for (auto& tp : tps) check_done(tp);
   }
+  if (!out.empty()) std::fwrite(out.data(), 1, out.size(), stdout);
+  std::fflush(stdout);
   if (args.stats) {
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     fmt::print(stderr, "consumed {} records, {} bytes in {:.3f} s: {:.0f} records/s, {:.1f} MB/s\n", printed, bytes,

@@ -141,6 +141,19 @@ int cmd_read(const CommonOptions&, const ReadArgs&);
 
 /// A record as --format prints it, and as --json prints it (one line each).
 std::string format_record(const std::string& fmtstr, const client::ConsumerRecord& r);
+/// A --format string parsed once: append() adds what format_record() returns.
+class RecordFormat {
+ public:
+  explicit RecordFormat(const std::string& fmtstr);
+  void append(std::string& out, const client::ConsumerRecord& r) const;
+
+ private:
+  struct Part {
+    char field = 0;       // the letter after '%'; 0 for literal text
+    std::string literal;  // field 0: the text, escapes resolved
+  };
+  std::vector<Part> parts_;
+};
 std::string record_json(const client::ConsumerRecord& r);
 
 /// kwire consume -G GROUP TOPIC...: the balanced consumer (groups_cmd.cpp).

@@ -98,6 +98,8 @@ int cmd_consume_group(const CommonOptions& common, const ConsumeArgs& args) {
   std::signal(SIGINT, on_group_signal);
   std::signal(SIGTERM, on_group_signal);
   std::string out;
+  const std::optional<RecordFormat> format =
+      args.format ? std::optional<RecordFormat>(RecordFormat(*args.format)) : std::nullopt;
   std::int64_t printed = 0;
   auto last_commit = std::chrono::steady_clock::now();
   while (!g_group_stop) {
@@ -112,7 +114,7 @@ int cmd_consume_group(const CommonOptions& common, const ConsumeArgs& args) {
     for (auto& r : recs) {
       if (args.count && printed >= *args.count) break;
       if (args.json) out += record_json(r);
-      else if (args.format) out += format_record(*args.format, r);
+      else if (format) format->append(out, r);
       else {
         out.append(r.value_view());
         out.push_back('\n');

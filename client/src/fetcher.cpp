@@ -287,6 +287,8 @@ ConsumerRecords Fetcher::poll(std::chrono::milliseconds timeout, std::size_t max
 
 ConsumerRecords Fetcher::collect(std::size_t max_records) {
   auto round = std::make_shared<ConsumerRecords::Round>();
+  // One allocation instead of a doubling series while records are appended.
+  if (!ready_.empty()) round->records.reserve(std::min<std::size_t>(max_records, 4096));
   // ready_[0, held) are partitions whose error waits for the next poll (this
   // one already has records to return); they stay first in line.
   std::size_t held = 0;
@@ -315,39 +317,53 @@ ConsumerRecords Fetcher::collect(std::size_t max_records) {
       s.answers.clear();
       continue;
     }
-    if (a.bytes) decode(tp, s, a);
-    if (a.decoded) {
-      const auto& recs = a.decoded->records;
-      std::shared_ptr<const std::string> topic;
-      bool took = false;
-      while (a.next < recs.size() && round->records.size() < max_records) {
-        const auto& r = recs[a.next++];
-        if (r.offset < *s.position) continue;  // never below the position
-        if (!topic) {
-          topic = std::make_shared<const std::string>(tp.topic);
-          round->topics.push_back(topic);
+    bool full = false;
+    for (;;) {
+      if (a.decoder && (!a.decoded || a.next >= a.decoded->records.size())) decode(tp, s, a, max_records);
+      if (a.decoded) {
+        const auto& recs = a.decoded->records;
+        std::shared_ptr<const std::string> topic;
+        bool took = false;
+        auto& out = round->records;
+        std::int64_t position = *s.position;
+        std::int32_t position_epoch = s.position_epoch;
+        while (a.next < recs.size() && out.size() < max_records) {
+          const auto& r = recs[a.next++];
+          if (r.offset < position) continue;  // never below the position
+          if (!topic) {
+            topic = std::make_shared<const std::string>(tp.topic);
+            round->topics.push_back(topic);
+          }
+          ConsumerRecord& cr = out.emplace_back();
+          cr.topic = topic.get();
+          cr.partition = tp.partition;
+          cr.offset = r.offset;
+          cr.timestamp = r.timestamp;
+          cr.timestamp_type = r.timestamp_type;
+          cr.key = r.key;
+          cr.value = r.value;
+          cr.headers = &r.headers;
+          cr.leader_epoch = r.leader_epoch;
+          position = r.offset + 1;
+          position_epoch = r.leader_epoch;
+          took = true;
         }
-        ConsumerRecord cr;
-        cr.topic = topic.get();
-        cr.partition = tp.partition;
-        cr.offset = r.offset;
-        cr.timestamp = r.timestamp;
-        cr.timestamp_type = r.timestamp_type;
-        cr.key = r.key;
-        cr.value = r.value;
-        cr.headers = &r.headers;
-        cr.leader_epoch = r.leader_epoch;
-        round->records.push_back(cr);
-        s.position = r.offset + 1;
-        s.position_epoch = r.leader_epoch;
-        took = true;
+        if (took) {
+          s.position = position;
+          s.position_epoch = position_epoch;
+          if (round->frames.empty() || round->frames.back() != a.frame) round->frames.push_back(a.frame);
+          round->decoded.push_back(a.decoded);
+        }
+        // max_records reached; the rest waits for the next poll.
+        if (a.next < recs.size()) full = true;
       }
-      if (took) {
-        round->frames.push_back(a.frame);
-        round->decoded.push_back(a.decoded);
+      if (full || !a.decoder) break;
+      if (round->records.size() >= max_records) {
+        full = true;  // the answer has more to decode, for the next poll
+        break;
       }
-      if (a.next < recs.size()) break;  // max_records reached; the rest waits for the next poll
     }
+    if (full) break;
     // The answer is used up: the position moves past its batches (control
     // batches and aborted records included).
     if (a.next_offset > *s.position) {
@@ -386,20 +402,16 @@ std::shared_ptr<DecodedRecords> Fetcher::reusable_decoded() {
   return d;
 }
 
-void Fetcher::decode(const TopicPartition& tp, PartitionState& s, Answer& a) {
-  DecodeOptions opts;
-  opts.check_crcs = config_.check_crcs;
-  opts.read_committed = config_.isolation_level == 1;
-  opts.aborted_transactions = std::move(a.aborted);
+void Fetcher::decode(const TopicPartition& tp, PartitionState& s, Answer& a, std::size_t max_records) {
   a.decoded = reusable_decoded();
-  a.decoded->next_offset = a.fetch_offset;
-  const ByteSpan bytes = *a.bytes;
-  a.bytes.reset();
+  a.next = 0;
   try {
-    decode_records(bytes, a.fetch_offset, opts, *a.decoded);
+    a.decoder->decode(*a.decoded, max_records);
+    if (a.decoder->done()) a.decoder.reset();
   } catch (const CorruptRecordError& e) {
     // The records before the bad batch are handed out; then the error, once;
     // the position stays at the bad batch. What was fetched after it is dropped.
+    a.decoder.reset();
     a.next_offset = std::max(a.fetch_offset, a.decoded->next_offset);
     a.last_epoch = -1;
     a.error = std::make_exception_ptr(CorruptBatchError(

@@ -301,9 +301,12 @@ void Fetcher::take_partition(const TopicPartition& tp, const InFlight& f, FetchR
     a.next_offset = end.next_offset;
     a.last_epoch = end.last_epoch;
     a.frame = frame;
-    a.bytes = *p.records.data;
-    if (p.aborted_transactions)
-      for (auto& t : *p.aborted_transactions) a.aborted.push_back({t.producer_id, t.first_offset});
+    DecodeOptions opts;
+    opts.check_crcs = config_.check_crcs;
+    opts.read_committed = config_.isolation_level == 1;
+    if (opts.read_committed && p.aborted_transactions)
+      for (auto& t : *p.aborted_transactions) opts.aborted_transactions.push_back({t.producer_id, t.first_offset});
+    a.decoder.emplace(*p.records.data, sent, std::move(opts));
     s.answers.push_back(std::move(a));
     enqueue(tp, s);
     return;

@@ -14,10 +14,12 @@ struct Fetcher::Answer {
   std::int64_t next_offset = 0;   // after its complete batches
   std::int32_t last_epoch = -1;   // partition leader epoch of its last complete batch (-1: none)
   std::shared_ptr<const protocol::Bytes> frame;
-  std::optional<protocol::ByteSpan> bytes;  // RECORDS, until decoded
-  std::vector<protocol::AbortedTransaction> aborted;
-  std::shared_ptr<protocol::DecodedRecords> decoded;
-  std::size_t next = 0;  // next record of `decoded` to hand out
+  // The RECORDS (in `frame`) not decoded yet; reset once all are decoded.
+  // They are decoded a part at a time, as they are handed out, so that what
+  // is held decoded stays bounded however well they were compressed.
+  std::optional<protocol::RecordsDecoder> decoder;
+  std::shared_ptr<protocol::DecodedRecords> decoded;  // the part being handed out
+  std::size_t next = 0;                               // next record of `decoded` to hand out
   std::exception_ptr error;
 };
 

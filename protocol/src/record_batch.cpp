@@ -1,7 +1,6 @@
 #include "kwire/protocol/record_batch.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <cinttypes>
 #include <cstdio>
 #include <limits>
@@ -84,37 +83,53 @@ struct LegacyMessage {
   std::optional<ByteSpan> value;
 };
 
-class Decoder {
- public:
-  Decoder(std::int64_t fetch_offset, const DecodeOptions& options, DecodedRecords& out)
-      : fetch_offset_(fetch_offset),
-        opt_(options),
-        out_(out),
-        aborts_(options.read_committed ? options.aborted_transactions : std::vector<AbortedTransaction>{}) {}
+}  // namespace
 
-  void run(ByteSpan data) {
-    out_.next_offset = fetch_offset_;
-    out_.truncated_tail = false;
-    out_.truncated_batch_size = 0;
-    BatchWalker walker(data);
-    for (;;) {
-      switch (walker.next()) {
-        case BatchWalker::Step::entry: {
-          const BatchEntry& entry = walker.entry();
-          if (entry.header.magic == 2) batch_v2(entry);
-          else legacy_entry(entry);
-          break;
-        }
-        case BatchWalker::Step::end: return;
-        case BatchWalker::Step::partial_tail:
-          // A partial batch, which brokers may send at the end of a response.
-          out_.truncated_tail = true;
-          out_.truncated_batch_size = walker.partial_size();
-          return;
-        case BatchWalker::Step::malformed: {
-          const BatchHeaderError& e = walker.error();
-          corrupt(e.base_offset, e.kind, e.what);
-        }
+class RecordsDecoder::Decoder {
+ public:
+  Decoder(ByteSpan data, std::int64_t fetch_offset, DecodeOptions options)
+      : walker_(data),
+        fetch_offset_(fetch_offset),
+        next_offset_(fetch_offset),
+        opt_(std::move(options)),
+        aborts_(opt_.read_committed ? opt_.aborted_transactions : std::vector<AbortedTransaction>{}) {}
+
+  bool done() const noexcept { return done_; }
+
+  // Decodes entries into `out` until it holds at least `min_records` records
+  // or the entries are used up.
+  void run(DecodedRecords& out, std::size_t min_records) {
+    out_ = &out;
+    out.next_offset = next_offset_;
+    out.truncated_tail = false;
+    out.truncated_batch_size = 0;
+    try {
+      while (!done_ && out.records.size() < min_records) step();
+    } catch (...) {
+      done_ = true;  // a corrupt entry ends decoding; what came before stays in `out`
+      throw;
+    }
+  }
+
+ private:
+  void step() {
+    switch (walker_.next()) {
+      case BatchWalker::Step::entry: {
+        const BatchEntry& entry = walker_.entry();
+        if (entry.header.magic == 2) batch_v2(entry);
+        else legacy_entry(entry);
+        return;
+      }
+      case BatchWalker::Step::end: done_ = true; return;
+      case BatchWalker::Step::partial_tail:
+        // A partial batch, which brokers may send at the end of a response.
+        done_ = true;
+        out_->truncated_tail = true;
+        out_->truncated_batch_size = walker_.partial_size();
+        return;
+      case BatchWalker::Step::malformed: {
+        const BatchHeaderError& e = walker_.error();
+        corrupt(e.base_offset, e.kind, e.what);
       }
     }
   }
@@ -182,7 +197,7 @@ class Decoder {
                   " bytes of records");
 
     reserve_records(static_cast<std::size_t>(count));
-    Rollback rollback(out_.records);
+    Rollback rollback(out_->records);
     Reader r(region);
     for (std::int32_t i = 0; i < count; ++i) {
       const std::int32_t len = r.varint();
@@ -204,7 +219,7 @@ class Decoder {
       const bool keep = offset >= fetch_offset_;
       RecordView* rec = nullptr;
       if (keep) {
-        rec = &out_.records.emplace_back();
+        rec = &out_->records.emplace_back();
         rec->offset = offset;
         if (log_append_time) {
           rec->timestamp = max_timestamp;
@@ -245,7 +260,7 @@ class Decoder {
       corrupt(base_offset, CorruptionKind::malformed_record,
               std::to_string(r.remaining()) + " bytes follow the last of " + std::to_string(count) + " records");
     rollback.dismiss();
-    if (buffer) ++out_.buffers_in_use;
+    if (buffer) ++out_->buffers_in_use;
     finish_batch(last_offset);
   }
 
@@ -329,7 +344,7 @@ class Decoder {
               "unknown compression codec " + std::to_string(h.attributes & kAttrCompressionMask));
     if (*codec == Compression::none) {
       if (offset >= fetch_offset_) {
-        auto& rec = out_.records.emplace_back();
+        auto& rec = out_->records.emplace_back();
         rec.offset = offset;
         set_legacy_time(rec, h);
         rec.key = m.key;
@@ -343,7 +358,7 @@ class Decoder {
     if (!m.value) corrupt(offset, CorruptionKind::malformed_record, "compressed message has a null value");
     Bytes& buffer = acquire_buffer();
     decompress_into(*codec, *m.value, buffer, offset, h.magic == 0);
-    Rollback rollback(out_.records);
+    Rollback rollback(out_->records);
     const bool wrapper_log_append = h.timestamp_type() == kTimestampLogAppendTime;
     BatchWalker inner_set{ByteSpan(buffer)};
     for (bool more = true; more;) {
@@ -356,7 +371,7 @@ class Decoder {
           const LegacyMessage inner = read_legacy(ie, offset, "inner message");
           if (ie.header.compression() != Compression::none)
             corrupt(offset, CorruptionKind::malformed_record, "inner message is itself compressed");
-          auto& rec = out_.records.emplace_back();
+          auto& rec = out_->records.emplace_back();
           rec.offset = ie.header.base_offset;
           set_legacy_time(rec, ie.header);
           if (wrapper_log_append) {
@@ -379,33 +394,34 @@ class Decoder {
       }
     }
     const std::size_t first = rollback.mark();
-    if (out_.records.size() == first)
+    if (out_->records.size() == first)
       corrupt(offset, CorruptionKind::malformed_record, "compressed message holds no inner messages");
     if (h.magic >= 1) {
       // Inner offsets are relative; the wrapper carries the last one's offset.
       std::int64_t base = 0;
-      bool fits = !__builtin_sub_overflow(offset, out_.records.back().offset, &base);
-      for (std::size_t i = first; fits && i < out_.records.size(); ++i)
-        fits = offset_sum(out_.records[i].offset, base, out_.records[i].offset);
+      bool fits = !__builtin_sub_overflow(offset, out_->records.back().offset, &base);
+      for (std::size_t i = first; fits && i < out_->records.size(); ++i)
+        fits = offset_sum(out_->records[i].offset, base, out_->records[i].offset);
       if (!fits) corrupt(offset, CorruptionKind::malformed_record, "inner message offsets overflow the offset range");
     }
-    const auto drop = std::remove_if(out_.records.begin() + static_cast<std::ptrdiff_t>(first), out_.records.end(),
+    const auto drop = std::remove_if(out_->records.begin() + static_cast<std::ptrdiff_t>(first), out_->records.end(),
                                      [&](const RecordView& rec) { return rec.offset < fetch_offset_; });
-    out_.records.erase(drop, out_.records.end());
+    out_->records.erase(drop, out_->records.end());
     rollback.dismiss();
-    ++out_.buffers_in_use;
+    ++out_->buffers_in_use;
     finish_batch(offset);
   }
 
   // ------------------------------------------------------------ helpers
 
   void finish_batch(std::int64_t last_offset) {
-    ++out_.batches;
+    ++out_->batches;
     // Never move backwards (a batch wholly below the fetch offset, e.g. the
     // start of a compressed legacy set, still ends at or after it).
     // (An entry ending at the largest offset leaves next_offset there.)
     const std::int64_t next = last_offset == std::numeric_limits<std::int64_t>::max() ? last_offset : last_offset + 1;
-    out_.next_offset = std::max(out_.next_offset, next);
+    next_offset_ = std::max(next_offset_, next);
+    out_->next_offset = next_offset_;
   }
 
   // Room for a batch's records in one step, growing geometrically so that a
@@ -413,14 +429,14 @@ class Decoder {
   // checked against the bytes it needs (7 per record), so the step is capped.
   void reserve_records(std::size_t count) {
     constexpr std::size_t kMaxReserveStep = std::size_t{1} << 16;
-    auto& recs = out_.records;
+    auto& recs = out_->records;
     const std::size_t want = recs.size() + std::min(count, kMaxReserveStep);
     if (want > recs.capacity()) recs.reserve(std::max(want, 2 * recs.capacity()));
   }
 
   Bytes& acquire_buffer() {
-    if (out_.buffers_in_use < out_.buffers.size()) return out_.buffers[out_.buffers_in_use];
-    return out_.buffers.emplace_back();
+    if (out_->buffers_in_use < out_->buffers.size()) return out_->buffers[out_->buffers_in_use];
+    return out_->buffers.emplace_back();
   }
 
   void decompress_into(Compression codec, ByteSpan in, Bytes& buffer, std::int64_t base_offset,
@@ -434,54 +450,14 @@ class Decoder {
     }
   }
 
+  BatchWalker walker_;
   std::int64_t fetch_offset_;
-  const DecodeOptions& opt_;
-  DecodedRecords& out_;
+  std::int64_t next_offset_;  // after the last complete entry decoded so far
+  bool done_ = false;
+  DecodeOptions opt_;
   AbortTracker aborts_;
+  DecodedRecords* out_ = nullptr;
 };
-
-// ------------------------------------------------------------------ encode
-
-std::int64_t now_ms() {
-  using namespace std::chrono;
-  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
-}
-
-void write_varint_bytes(Writer& w, const std::optional<Bytes>& b) {
-  if (!b) {
-    w.varint(-1);
-    return;
-  }
-  w.varint(static_cast<std::int32_t>(b->size()));
-  w.raw(ByteSpan(*b));
-}
-
-void write_record_body(Writer& w, const ProducerRecord& rec, std::int64_t timestamp_delta, std::int32_t offset_delta) {
-  w.i8(0);
-  w.varlong(timestamp_delta);
-  w.varint(offset_delta);
-  write_varint_bytes(w, rec.key);
-  write_varint_bytes(w, rec.value);
-  w.varint(static_cast<std::int32_t>(rec.headers.size()));
-  for (const auto& h : rec.headers) {
-    w.varint(static_cast<std::int32_t>(h.key.size()));
-    w.raw(h.key.data(), h.key.size());
-    write_varint_bytes(w, h.value);
-  }
-}
-
-void write_records(Writer& w, std::span<const ProducerRecord> records, std::int64_t now, std::int64_t base_ts) {
-  for (std::size_t i = 0; i < records.size(); ++i) {
-    const auto& rec = records[i];
-    const std::int64_t ts = rec.timestamp == -1 ? now : rec.timestamp;
-    Writer counter;
-    write_record_body(counter, rec, ts - base_ts, static_cast<std::int32_t>(i));
-    w.varint(static_cast<std::int32_t>(counter.size()));
-    write_record_body(w, rec, ts - base_ts, static_cast<std::int32_t>(i));
-  }
-}
-
-}  // namespace
 
 namespace {
 
@@ -528,69 +504,18 @@ void DecodedRecords::clear() {
   buffers_in_use = 0;
 }
 
+RecordsDecoder::RecordsDecoder(ByteSpan records, std::int64_t fetch_offset, DecodeOptions options)
+    : d_(std::make_unique<Decoder>(records, fetch_offset, std::move(options))) {}
+RecordsDecoder::~RecordsDecoder() = default;
+RecordsDecoder::RecordsDecoder(RecordsDecoder&&) noexcept = default;
+RecordsDecoder& RecordsDecoder::operator=(RecordsDecoder&&) noexcept = default;
+
+bool RecordsDecoder::done() const noexcept { return d_->done(); }
+
+void RecordsDecoder::decode(DecodedRecords& out, std::size_t min_records) { d_->run(out, min_records); }
+
 void decode_records(ByteSpan records, std::int64_t fetch_offset, const DecodeOptions& options, DecodedRecords& out) {
-  Decoder(fetch_offset, options, out).run(records);
-}
-
-void encode_record_batch(std::span<const ProducerRecord> records, const BatchOptions& options, Bytes& out) {
-  if (records.empty()) throw ProtocolError("cannot encode an empty record batch");
-  if (records.size() > static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max()))
-    throw ProtocolError("too many records for one batch");
-  const std::int64_t now = now_ms();
-  const std::int64_t base_ts = records.front().timestamp == -1 ? now : records.front().timestamp;
-  std::int64_t max_ts = base_ts;
-  for (const auto& r : records) max_ts = std::max(max_ts, r.timestamp == -1 ? now : r.timestamp);
-
-  const std::size_t start = out.size();
-  Writer w(out);
-  w.i64(options.base_offset);
-  w.i32(0);  // batch length, patched below
-  w.i32(options.partition_leader_epoch);
-  w.i8(2);
-  w.u32(0);  // CRC, patched below
-  int attributes = static_cast<int>(options.compression) & kAttrCompressionMask;
-  if (options.transactional) attributes |= kAttrTransactional;
-  w.i16(static_cast<std::int16_t>(attributes));
-  w.i32(static_cast<std::int32_t>(records.size() - 1));
-  w.i64(base_ts);
-  w.i64(max_ts);
-  w.i64(options.producer_id);
-  w.i16(options.producer_epoch);
-  w.i32(options.base_sequence);
-  w.i32(static_cast<std::int32_t>(records.size()));
-  if (options.compression == Compression::none) {
-    write_records(w, records, now, base_ts);
-  } else {
-    thread_local Bytes plain;
-    thread_local Bytes packed;
-    plain.clear();
-    Writer pw(plain);
-    write_records(pw, records, now, base_ts);
-    compress(options.compression, ByteSpan(plain), packed);
-    w.raw(ByteSpan(packed));
-  }
-  const std::size_t batch_length = out.size() - start - kLogOverhead;
-  if (batch_length > static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max()))
-    throw ProtocolError("record batch too large");
-  w.patch_i32(start + layout::kLength, static_cast<std::int32_t>(batch_length));
-  w.patch_u32(start + layout::kBatchCrc, crc32c(ByteSpan(out).subspan(start + layout::kBatchAttributes)));
-}
-
-void encode_legacy_message(Bytes& out, std::int64_t offset, std::int8_t magic, std::int8_t attributes,
-                           std::int64_t timestamp, const std::optional<Bytes>& key, const std::optional<Bytes>& value) {
-  if (magic != 0 && magic != 1) throw ProtocolError("legacy messages have magic 0 or 1, not " + std::to_string(magic));
-  const std::size_t start = out.size();
-  Writer w(out);
-  w.i64(offset);
-  w.i32(0);  // size, patched below
-  w.u32(0);  // crc, patched below
-  w.i8(magic);
-  w.i8(attributes);
-  if (magic == 1) w.i64(timestamp);
-  w.nullable_bytes(key ? std::optional<ByteSpan>(ByteSpan(*key)) : std::nullopt, false);
-  w.nullable_bytes(value ? std::optional<ByteSpan>(ByteSpan(*value)) : std::nullopt, false);
-  w.patch_i32(start + layout::kLength, static_cast<std::int32_t>(out.size() - start - kLogOverhead));
-  w.patch_u32(start + layout::kMessageCrc, crc32_ieee(ByteSpan(out).subspan(start + layout::kMagic)));
+  RecordsDecoder(records, fetch_offset, options).decode(out, std::numeric_limits<std::size_t>::max());
 }
 
 }  // namespace kwire::protocol

@@ -65,6 +65,31 @@ TEST(Fetcher, CorruptBatchInOnePartitionDeliversRecordsBeforeItThenRaisesOnceWhi
   EXPECT_EQ(offsets(after), range(0, 9, 10));
 }
 
+TEST(Fetcher, AnAnswerIsDecodedAPartAtATimeAndACorruptBatchInALaterPartRaisesAfterTheRecordsBefore) {
+  FakeCluster c;
+  c.append(A, 3);  // 0-2
+  c.append(A, 3);  // 3-5
+  c.append(A, 3);  // 6-8: corrupt
+  c.corrupt(A, 6);
+  Fetcher f(c, config(), OffsetResetPolicy::none);
+  f.assign({A});
+  f.seek(A, 0);
+  // One answer holds all three batches; two records per poll cross the
+  // batch boundaries.
+  std::vector<std::vector<std::pair<std::int32_t, std::int64_t>>> polls;
+  for (int i = 0; i < 3; ++i) polls.push_back(offsets(f.poll(1s, 2)));
+  EXPECT_EQ(polls, (std::vector<std::vector<std::pair<std::int32_t, std::int64_t>>>{range(0, 0, 2), range(0, 2, 4),
+                                                                                    range(0, 4, 6)}));
+  EXPECT_EQ(f.position(A), 6);
+  try {
+    f.poll(1s, 2);
+    FAIL() << "no error for the corrupt batch";
+  } catch (const CorruptBatchError& e) {
+    EXPECT_EQ(e.base_offset(), 6);
+  }
+  EXPECT_EQ(f.position(A), 6);
+}
+
 TEST(Fetcher, CorruptFirstBatchRaisesWithoutRecords) {
   FakeCluster c;
   c.append(A, 4);

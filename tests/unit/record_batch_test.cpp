@@ -455,6 +455,76 @@ TEST(RecordBatch, TruncatedTailKeepsCompleteBatches) {
   EXPECT_FALSE(none.truncated_tail);
 }
 
+// RecordsDecoder hands out the same records as decode_records(), a few whole
+// batches per call, carrying next_offset and the READ_COMMITTED state across
+// calls.
+TEST(RecordsDecoder, PartsConcatenateToTheWhole) {
+  for (const Compression codec : kCodecs) {
+    BatchOptions zip;
+    zip.compression = codec;
+    // Producer 7 aborts 3-4 (marker at 7); batches of 3, 2, 2 records.
+    const Bytes data = concat({batch(0, {rec("a", "0"), rec("b", "1"), rec("c", "2")}, zip), txn_batch(3, 7, 2),
+                               batch(5, {rec("d", "5"), rec(std::nullopt, std::nullopt)}, zip),
+                               control_batch(7, 7, true), batch(8, {rec("e", "8")}, zip)});
+    DecodeOptions rc;
+    rc.read_committed = true;
+    rc.aborted_transactions = {{7, 3}};
+    const auto whole = decode(ByteSpan(data).first(data.size() - 5), 1, rc);  // partial last batch
+    ASSERT_EQ(offsets(whole), (std::vector<std::int64_t>{1, 2, 5, 6}));
+
+    RecordsDecoder parts(ByteSpan(data).first(data.size() - 5), 1, rc);
+    std::vector<std::string> values;
+    std::vector<std::int64_t> got, next_offsets, sizes;
+    for (int call = 0; !parts.done(); ++call) {
+      ASSERT_LT(call, 10);
+      DecodedRecords out;
+      parts.decode(out, 1);
+      sizes.push_back(static_cast<std::int64_t>(out.records.size()));
+      next_offsets.push_back(out.next_offset);
+      for (auto& r : out.records) {
+        got.push_back(r.offset);
+        values.push_back(str(r.value));  // the buffers are `out`'s, alive here
+      }
+      if (parts.done()) {
+        EXPECT_TRUE(out.truncated_tail);
+        EXPECT_EQ(out.truncated_batch_size, whole.truncated_batch_size);
+      }
+    }
+    EXPECT_EQ(got, offsets(whole));
+    EXPECT_EQ(values, (std::vector<std::string>{"1", "2", "5", "<null>"}));
+    // Call 1: the first batch (2 records at or above the fetch offset);
+    // call 2: the aborted batch, skipped, then the batch at 5; call 3: the
+    // marker, the batch at 8 is cut off.
+    EXPECT_EQ(sizes, (std::vector<std::int64_t>{2, 2, 0})) << static_cast<int>(codec);
+    EXPECT_EQ(next_offsets, (std::vector<std::int64_t>{3, 7, 8}));
+    EXPECT_EQ(whole.next_offset, 8);
+  }
+}
+
+TEST(RecordsDecoder, CorruptBatchInALaterPart) {
+  const Bytes good = batch(0, {rec("a", "1"), rec("b", "2")});
+  Bytes bad = batch(2, {rec("c", "3")});
+  bad[bad.size() - 2] ^= 0x01;
+  const Bytes data = concat({good, bad, batch(3, {rec("d", "4")})});
+  RecordsDecoder parts(data, 0, {});
+  DecodedRecords first;
+  parts.decode(first, 2);
+  EXPECT_EQ(offsets(first), (std::vector<std::int64_t>{0, 1}));
+  EXPECT_EQ(first.next_offset, 2);
+  EXPECT_FALSE(parts.done());
+  DecodedRecords second;
+  try {
+    parts.decode(second, 2);
+    FAIL() << "no error";
+  } catch (const CorruptRecordError& e) {
+    EXPECT_EQ(e.base_offset(), 2);
+    EXPECT_EQ(e.kind(), CorruptionKind::crc_mismatch);
+  }
+  EXPECT_TRUE(second.records.empty());
+  EXPECT_EQ(second.next_offset, 2);  // stays at the bad batch
+  EXPECT_TRUE(parts.done());
+}
+
 TEST(RecordBatch, RecordsBelowFetchOffsetDropped) {
   BatchOptions opt;
   opt.compression = Compression::snappy;

@@ -42,8 +42,12 @@
 //  - Pipelining: when a leader's answer arrives, its next Fetch goes out at
 //    once (from the offsets after the complete batches just received) before
 //    the records are decoded and handed out. At most two answers per
-//    partition are held (the one being handed out and the next), so memory
-//    is bounded by the fetch sizes.
+//    partition are held (the one being handed out and the next), so the
+//    fetched bytes held are bounded by the fetch sizes. An answer is decoded
+//    a part at a time as it is handed out (whole batches, about one poll's
+//    max_records), so the decoded records and decompressed bytes held stay
+//    bounded too, however well the batches compress (a 1 MiB answer of
+//    repetitive records can hold hundreds of MiB once decompressed).
 #pragma once
 
 #include <chrono>
@@ -188,7 +192,7 @@ class Fetcher {
   void back_off(const TopicPartition& tp, PartitionState& s, std::int16_t error_code, bool counts);
   void truncated(const TopicPartition& tp, PartitionState& s, std::int64_t divergent_offset,
                  std::int32_t divergent_epoch);
-  void decode(const TopicPartition& tp, PartitionState& s, Answer& a);
+  void decode(const TopicPartition& tp, PartitionState& s, Answer& a, std::size_t max_records);
   std::shared_ptr<protocol::DecodedRecords> reusable_decoded();
 
   FetchCluster& cluster_;

@@ -126,6 +126,41 @@ class CorruptRecordError : public ProtocolError {
 /// in `out` and out.next_offset points at the corrupt batch.
 void decode_records(ByteSpan records, std::int64_t fetch_offset, const DecodeOptions& options, DecodedRecords& out);
 
+/// decode_records() a few entries at a time. The records a Fetch answer holds
+/// are not bounded by its size (a compressed batch of identical records
+/// shrinks a hundredfold), so a consumer that decodes one part while handing
+/// it out holds a bounded number of decoded records and decompressed bytes.
+///
+///   RecordsDecoder d(bytes, fetch_offset, options);
+///   while (!d.done()) { out.clear(); d.decode(out, 500); use(out); }
+///
+/// The concatenation of what the calls append equals what decode_records()
+/// appends; each call sets out.next_offset to the offset after the last
+/// complete entry decoded so far (by any call), and truncated_tail /
+/// truncated_batch_size when it reached a partial entry. A corrupt entry
+/// throws CorruptRecordError as decode_records() does (the records of earlier
+/// entries in this call stay in `out`); decoding is then done. `records` must
+/// outlive the decoder.
+class RecordsDecoder {
+ public:
+  RecordsDecoder(ByteSpan records, std::int64_t fetch_offset, DecodeOptions options);
+  ~RecordsDecoder();
+  RecordsDecoder(RecordsDecoder&&) noexcept;
+  RecordsDecoder& operator=(RecordsDecoder&&) noexcept;
+
+  /// Decodes whole entries (a batch, or a legacy message with all it wraps)
+  /// and appends their records to out.records until it holds at least
+  /// `min_records` records or no entry is left. Decompression buffers go to
+  /// out.buffers as with decode_records().
+  void decode(DecodedRecords& out, std::size_t min_records);
+  /// No entry is left to decode (or one was corrupt).
+  bool done() const noexcept;
+
+ private:
+  class Decoder;
+  std::unique_ptr<Decoder> d_;
+};
+
 // ----------------------------------------------------------------- encoding
 
 struct ProducerRecord {
