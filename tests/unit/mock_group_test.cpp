@@ -5,6 +5,7 @@
 
 #include <deque>
 #include <mutex>
+#include <thread>
 
 #include "kwire/protocol/messages.hpp"
 #include "mock_consumer_support.hpp"
@@ -301,6 +302,100 @@ TEST_F(MockGroup, AutoCommitCommitsOnlyWhatPollHandedOutAndCloseLeaves) {
   for (auto& [tp, off] : coord.committed) total += off;
   EXPECT_EQ(total, 3);  // the three records handed out, not what was fetched
   EXPECT_EQ(coord.leaves, 1);
+}
+
+// The background thread heartbeats while the application processes between
+// polls: no rejoin, no listener call, and the member's generation stays.
+TEST_F(MockGroup, HeartbeatsContinueWhileTheApplicationDoesNotPoll) {
+  Listener l;  // outlives the consumer, whose destructor revokes
+  Consumer c(group_props());
+  c.subscribe({"t"}, &l);
+  EXPECT_EQ(poll_until(c, 20).size(), 20u);
+  int heartbeats_before = 0;
+  std::size_t joins_before = 0;
+  {
+    std::lock_guard lock(coord.mu);
+    heartbeats_before = coord.heartbeats;
+    joins_before = coord.join_member_ids.size();
+  }
+  // heartbeat.interval.ms is 50: about 24 heartbeats are due in 1.2 s.
+  std::this_thread::sleep_for(1200ms);
+  {
+    std::lock_guard lock(coord.mu);
+    EXPECT_GE(coord.heartbeats - heartbeats_before, 4) << "no heartbeat while the application was not polling";
+  }
+  c.poll(100ms);
+  std::lock_guard lock(coord.mu);
+  EXPECT_EQ(coord.join_member_ids.size(), joins_before);
+  EXPECT_EQ(coord.leaves, 0);
+  EXPECT_EQ(c.rebalance_count(), 1u);
+  EXPECT_EQ(l.calls, std::vector<std::string>{"assigned t-0,t-1"});
+}
+
+// A heartbeat answered REBALANCE_IN_PROGRESS or UNKNOWN_MEMBER_ID while the
+// application is away: the listener runs at its next poll, on its thread.
+TEST_F(MockGroup, AFencingSeenByTheBackgroundThreadIsHandledAtTheNextPoll) {
+  Listener l;  // outlives the consumer, whose destructor revokes
+  Consumer c(group_props());
+  c.subscribe({"t"}, &l);
+  EXPECT_EQ(poll_until(c, 20).size(), 20u);
+  fail_next(ApiKey::heartbeat, {ErrorCode::unknown_member_id});
+  for (int i = 0; i < 100; ++i) {
+    std::this_thread::sleep_for(20ms);
+    std::lock_guard lock(coord.mu);
+    if (coord.errors[ApiKey::heartbeat].empty()) break;
+  }
+  std::this_thread::sleep_for(100ms);
+  EXPECT_EQ(l.calls, std::vector<std::string>{"assigned t-0,t-1"});  // nothing called off the poll thread
+  for (int i = 0; i < 20 && c.rebalance_count() < 2; ++i) c.poll(50ms);
+  EXPECT_EQ(l.calls, (std::vector<std::string>{"assigned t-0,t-1", "lost t-0,t-1", "assigned t-0,t-1"}));
+  std::lock_guard lock(coord.mu);
+  ASSERT_GE(coord.join_member_ids.size(), 3u);
+  EXPECT_EQ(coord.join_member_ids[2], "");
+}
+
+// poll() not called within max.poll.interval.ms: the member leaves at once
+// (LeaveGroup, without waiting for the next poll); that poll gives the
+// partitions up as lost and rejoins without a member id.
+TEST_F(MockGroup, MaxPollIntervalExceededLeavesAndTheNextPollRejoins) {
+  Listener l;  // outlives the consumer, whose destructor revokes
+  Consumer c(group_props({{"max.poll.interval.ms", "400"}, {"enable.auto.commit", "false"}}));
+  c.subscribe({"t"}, &l);
+  EXPECT_EQ(poll_until(c, 20).size(), 20u);
+  bool left = false;
+  for (int i = 0; i < 150 && !left; ++i) {
+    std::this_thread::sleep_for(20ms);
+    std::lock_guard lock(coord.mu);
+    left = coord.leaves == 1;
+  }
+  EXPECT_TRUE(left) << "no LeaveGroup while the application was not polling";
+  EXPECT_EQ(c.group_metadata().generation, -1);
+  EXPECT_EQ(l.calls, std::vector<std::string>{"assigned t-0,t-1"});
+  for (int i = 0; i < 20 && c.rebalance_count() < 2; ++i) c.poll(50ms);
+  EXPECT_EQ(l.calls, (std::vector<std::string>{"assigned t-0,t-1", "lost t-0,t-1", "assigned t-0,t-1"}));
+  EXPECT_EQ(c.assignment().size(), 2u);
+  c.close();
+  std::lock_guard lock(coord.mu);
+  ASSERT_GE(coord.join_member_ids.size(), 4u);
+  EXPECT_EQ(coord.join_member_ids[2], "");  // a dynamic member that left starts over
+  EXPECT_EQ(coord.leaves, 2);               // the poll timeout, then close()
+}
+
+// close(timeout) returns by then even when the coordinator no longer answers
+// (the final commit and the leave are abandoned).
+TEST_F(MockGroup, CloseWithATimeoutReturnsWhenTheCoordinatorIsUnreachable) {
+  Consumer c(group_props({{"default.api.timeout.ms", "60000"}, {"auto.commit.interval.ms", "600000"}}));
+  c.subscribe({"t"});
+  EXPECT_EQ(poll_until(c, 20).size(), 20u);
+  cluster.set_broker_down(1, true);
+  const auto t0 = std::chrono::steady_clock::now();
+  c.close(500ms);
+  const auto took = std::chrono::steady_clock::now() - t0;
+  // Without the timeout the commit would retry for default.api.timeout.ms (60 s).
+  EXPECT_LT(took, 20s);
+  cluster.set_broker_down(1, false);
+  std::lock_guard lock(coord.mu);
+  EXPECT_TRUE(coord.committed.empty());
 }
 
 // group.protocol=consumer (KIP-848) against a scripted coordinator that

@@ -152,8 +152,12 @@ class Consumer {
   /// Completes async commits, auto-commits (when enabled), calls the
   /// listener's revoked and leaves the group (static members stay until
   /// their session times out). The destructor does the same when close()
-  /// was not called, swallowing errors.
+  /// was not called, swallowing errors. Takes at most default.api.timeout.ms.
   void close();
+  /// close() returning by `timeout` even when the coordinator does not
+  /// answer (the final commit and the leave are then cut short; the
+  /// session timeout removes the member).
+  void close(std::chrono::milliseconds timeout);
 
   KafkaClient& client() noexcept { return *client_; }
 
