@@ -17,6 +17,7 @@
 
 #include "common.hpp"
 #include "kwire/client/consumer.hpp"
+#include "kwire/client/group_admin.hpp"
 
 extern char** environ;
 
@@ -265,6 +266,7 @@ class Groups : public BrokerTest, public ::testing::WithParamInterface<const cha
       ASSERT_TRUE(tcp_reachable(previous_broker())) << "nothing answers at " << previous_broker();
     }
   }
+  void killed_member_case(bool kip848);
   void create(const std::string& topic) {
     auto r = run_kwire({"create-topic", "-b", servers(), "-t", topic, "--partitions", "6"});
     ASSERT_EQ(r.exit_code, 0) << r.describe();
@@ -305,21 +307,30 @@ TEST_P(Groups, ThreeMembersShareSixPartitionsAndACloseRebalancesAtOnce) {
   EXPECT_EQ(committed(servers(), group, topic), ends);
 }
 
-TEST_P(Groups, AKilledMemberLosesItsPartitionsWithinTheSessionTimeout) {
-  auto topic = unique_topic("groups-kill");
+// One member is `kwire consume -G` in its own process (auto-commit every
+// 200 ms), two are in this process; the process is killed. Classic:
+// session.timeout.ms 6 s; KIP-848: the broker's
+// group.consumer.session.timeout.ms (45 s by default, also its minimum).
+void Groups::killed_member_case(bool kip848) {
+  auto topic = unique_topic(kip848 ? "groups-kill848" : "groups-kill");
   auto group = topic + "-g";
   create(topic);
-  // One member is `kwire consume -G` in its own process (auto-commit every
-  // 200 ms), two are in this process.
   TempDir dir;
-  GroupProcess proc({"consume", "-b", servers(), "-G", group, "--json", "-X", "session.timeout.ms=6000", "-X",
-                     "heartbeat.interval.ms=500", "-X", "auto.commit.interval.ms=200", "-X",
-                     "partition.assignment.strategy=range", topic},
-                    dir / "member.jsonl");
+  std::vector<std::string> args{"consume", "-b", servers(), "-G", group, "--json", "-X", "auto.commit.interval.ms=200"};
+  for (const char* x : kip848 ? std::vector<const char*>{"group.protocol=consumer"}
+                              : std::vector<const char*>{"session.timeout.ms=6000", "heartbeat.interval.ms=500",
+                                                         "partition.assignment.strategy=range"}) {
+    args.push_back("-X");
+    args.push_back(x);
+  }
+  args.push_back(topic);
+  GroupProcess proc(args, dir / "member.jsonl");
   ASSERT_TRUE(proc.running());
+  const double session_s = kip848 ? 45.0 : 6.0;
   Seen seen;
-  Member a(member_props(servers(), group), topic, seen);
-  Member b(member_props(servers(), group), topic, seen);
+  auto props = kip848 ? consumer_protocol_props(servers(), group) : member_props(servers(), group);
+  Member a(props, topic, seen);
+  Member b(props, topic, seen);
   ASSERT_TRUE(wait_balanced({&a, &b}, 4, 60s)) << a.error() << b.error();  // the process holds the other 2
   std::set<std::int32_t> killed_partitions{0, 1, 2, 3, 4, 5};
   for (auto* m : {&a, &b})
@@ -340,9 +351,9 @@ TEST_P(Groups, AKilledMemberLosesItsPartitionsWithinTheSessionTimeout) {
   // SIGKILL: no LeaveGroup; the coordinator notices after session.timeout.ms.
   const auto t0 = Clock::now();
   proc.kill(SIGKILL);
-  ASSERT_TRUE(wait_balanced({&a, &b}, 6, 30s));
+  ASSERT_TRUE(wait_balanced({&a, &b}, 6, std::chrono::seconds(static_cast<int>(session_s) + 30)));
   const double rebalance_s = std::chrono::duration<double>(Clock::now() - t0).count();
-  EXPECT_LT(rebalance_s, 6.0 + 10.0);
+  EXPECT_LT(rebalance_s, session_s + 10.0);
   produce_numbered(servers(), topic, 300, 360);
   ASSERT_TRUE(wait_total(seen, 300 - in_process.size() + 60, 60s)) << seen.total();
   Clock::time_point last{};
@@ -350,8 +361,9 @@ TEST_P(Groups, AKilledMemberLosesItsPartitionsWithinTheSessionTimeout) {
     std::lock_guard lock(seen.mu);
     for (auto p : killed_partitions) last = std::max(last, seen.last_at[p]);
   }
-  std::fprintf(stderr, "[groups %s] SIGKILL -> partitions reassigned in %.3f s, consumed elsewhere after %.3f s\n",
-               GetParam(), rebalance_s, std::chrono::duration<double>(last - t0).count());
+  std::fprintf(stderr, "[groups %s %s] SIGKILL -> partitions reassigned in %.3f s, consumed elsewhere after %.3f s\n",
+               GetParam(), kip848 ? "consumer" : "classic", rebalance_s,
+               std::chrono::duration<double>(last - t0).count());
   a.stop();
   b.stop();
   EXPECT_EQ(a.error() + b.error(), "");
@@ -364,6 +376,13 @@ TEST_P(Groups, AKilledMemberLosesItsPartitionsWithinTheSessionTimeout) {
   auto final_ends = end_offsets(servers(), topic);
   expect_exactly_once(seen, final_ends);
   EXPECT_EQ(committed(servers(), group, topic), final_ends);
+}
+
+TEST_P(Groups, AKilledMemberLosesItsPartitionsWithinTheSessionTimeout) { killed_member_case(false); }
+
+TEST_P(Groups, AKilledConsumerProtocolMemberLosesItsPartitionsWithinTheSessionTimeout) {
+  if (std::string(GetParam()) != "current") GTEST_SKIP() << "group.protocol=consumer needs Kafka 4.0+";
+  killed_member_case(true);
 }
 
 TEST_P(Groups, CliBalancedConsumerAndGroupsCommands) {
@@ -643,6 +662,61 @@ TEST_P(Groups, ConsumerProtocolStaticMemberRejoinKeepsItsPartitions) {
   EXPECT_EQ(a.error() + b->error(), "");
 }
 
+// GroupAdmin, the API behind kwire groups: list, describe (members,
+// assignments, committed offsets) and alter offsets, refused while the group
+// has members.
+TEST_P(Groups, GroupAdminListsDescribesAndAltersOffsets) {
+  auto topic = unique_topic("groups-admin");
+  auto group = topic + "-g";
+  create(topic);
+  produce_numbered(servers(), topic, 0, 60);
+  Seen seen;
+  auto props = member_props(servers(), group);
+  props["group.instance.id"] = "admin-a";
+  auto a = std::make_unique<Member>(props, topic, seen);
+  ASSERT_TRUE(wait_balanced({a.get()}, 6, 60s)) << a->error();
+  ASSERT_TRUE(wait_total(seen, 60, 60s)) << seen.total();
+  auto ends = end_offsets(servers(), topic);
+  kwire::client::KafkaClient client({{"bootstrap.servers", servers()}});
+  kwire::client::GroupAdmin admin(client);
+  auto end = Clock::now() + 30s;
+  kwire::client::GroupDescription d;
+  std::map<std::int32_t, std::int64_t> committed_now;
+  while (Clock::now() < end) {
+    d = admin.describe_group(group);
+    committed_now.clear();
+    for (auto& [tp, off] : d.committed) committed_now[tp.partition] = off;
+    if (d.state == "Stable" && committed_now == ends) break;
+    std::this_thread::sleep_for(200ms);
+  }
+  EXPECT_EQ(d.group_id, group);
+  EXPECT_EQ(d.state, "Stable");
+  EXPECT_EQ(d.protocol_type, "consumer");
+  EXPECT_EQ(d.assignor, "range");
+  ASSERT_EQ(d.members.size(), 1u);
+  EXPECT_EQ(d.members[0].group_instance_id, std::optional<std::string>("admin-a"));
+  EXPECT_EQ(d.members[0].assignment.size(), 6u);
+  EXPECT_EQ(committed_now, ends);
+  bool listed = false;
+  for (auto& g : admin.list_groups())
+    if (g.group_id == group) listed = g.protocol_type == "consumer";
+  EXPECT_TRUE(listed);
+  // A group with members refuses offsets from outside.
+  EXPECT_THROW(admin.alter_offsets(group, {{TopicPartition{topic, 0}, 0}}), kwire::client::KafkaError);
+  a->stop(true);
+  a.reset();
+  // A static member does not leave: wait for the session timeout to empty the group.
+  end = Clock::now() + 30s;
+  while (Clock::now() < end && admin.describe_group(group).state != "Empty") std::this_thread::sleep_for(500ms);
+  ASSERT_EQ(admin.describe_group(group).state, "Empty");
+  admin.alter_offsets(group, {{TopicPartition{topic, 0}, 0}, {TopicPartition{topic, 1}, 1}});
+  auto after = admin.committed_offsets(group, {{topic, 0}, {topic, 1}, {topic, 2}});
+  EXPECT_EQ(after.at(TopicPartition{topic, 0}).offset, 0);
+  EXPECT_EQ(after.at(TopicPartition{topic, 1}).offset, 1);
+  EXPECT_EQ(after.at(TopicPartition{topic, 2}).offset, ends[2]);
+  EXPECT_EQ(admin.describe_group(group + "-none").state, "Dead");
+}
+
 namespace {
 // The listener of a member driven from the test's thread.
 struct Calls : kwire::client::RebalanceListener {
@@ -699,12 +773,13 @@ TEST_P(Groups, ProcessingLongerThanTheSessionTimeoutKeepsTheAssignmentButMaxPoll
       const int other_rebalances = other.rebalances();
       const auto owned = calls.owned;
       const auto slow_rebalances = slow.rebalance_count();
+      const int given_up = calls.lost + calls.revoked;
       std::this_thread::sleep_for(12s);  // "processing": no poll() for 2 x session.timeout.ms
       for (int i = 0; i < 10; ++i) slow.poll(100ms);
       EXPECT_EQ(other.rebalances(), other_rebalances) << "the other member saw a rebalance";
       EXPECT_EQ(slow.rebalance_count(), slow_rebalances);
       EXPECT_EQ(calls.owned, owned);
-      EXPECT_EQ(calls.lost + calls.revoked, 0);
+      EXPECT_EQ(calls.lost + calls.revoked, given_up);
       slow.close();
     }
     // max.poll.interval.ms 5 s (also the rebalance timeout); 9 s without poll().
@@ -715,6 +790,7 @@ TEST_P(Groups, ProcessingLongerThanTheSessionTimeoutKeepsTheAssignmentButMaxPoll
     slow.subscribe({topic}, &calls);
     ASSERT_TRUE(poll_until_split(slow, calls, 3, other, 60s)) << other.error();
     const auto taken = calls.owned;
+    const int lost_before = calls.lost;
     const auto t0 = Clock::now();
     // Without polling: the other member must get all six while this one sleeps.
     bool moved = false;
@@ -723,9 +799,9 @@ TEST_P(Groups, ProcessingLongerThanTheSessionTimeoutKeepsTheAssignmentButMaxPoll
       std::this_thread::sleep_for(100ms);
     }
     EXPECT_TRUE(moved) << "the member that stopped polling did not leave the group";
-    EXPECT_EQ(calls.lost, 0);  // listener calls happen inside poll(), not meanwhile
+    EXPECT_EQ(calls.lost, lost_before);  // listener calls happen inside poll(), not meanwhile
     ASSERT_TRUE(poll_until_split(slow, calls, 3, other, 60s)) << other.error();
-    EXPECT_EQ(calls.lost, 1);  // the next poll gave the partitions up as lost, then rejoined
+    EXPECT_EQ(calls.lost, lost_before + 1);  // the next poll gave the partitions up as lost, then rejoined
     EXPECT_FALSE(taken.empty());
     slow.close();
     other.stop();

@@ -7,6 +7,8 @@
 #include <mutex>
 #include <thread>
 
+#include "kwire/client/group_admin.hpp"
+#include "kwire/client/kafka_client.hpp"
 #include "kwire/protocol/messages.hpp"
 #include "mock_consumer_support.hpp"
 
@@ -396,6 +398,26 @@ TEST_F(MockGroup, CloseWithATimeoutReturnsWhenTheCoordinatorIsUnreachable) {
   cluster.set_broker_down(1, false);
   std::lock_guard lock(coord.mu);
   EXPECT_TRUE(coord.committed.empty());
+}
+
+// GroupAdmin: offsets altered and read back on the group's behalf (outside
+// any generation), through a coordinator that moves and loads.
+TEST_F(MockGroup, GroupAdminAltersAndReadsOffsetsAcrossCoordinatorMoves) {
+  fail_next(ApiKey::find_coordinator, {ErrorCode::coordinator_not_available});
+  fail_next(ApiKey::offset_commit, {ErrorCode::not_coordinator});
+  fail_next(ApiKey::offset_fetch, {ErrorCode::coordinator_load_in_progress});
+  client::KafkaClient kc(props(cluster));
+  client::GroupAdmin admin(kc);
+  admin.alter_offsets("g", {{TopicPartition{"t", 0}, 5}, {TopicPartition{"t", 1}, 7}});
+  auto got = admin.committed_offsets("g", {{"t", 1}, {"t", 0}});
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got.at(TopicPartition{"t", 0}).offset, 5);
+  EXPECT_EQ(got.at(TopicPartition{"t", 1}).offset, 7);
+  std::lock_guard lock(coord.mu);
+  EXPECT_EQ(coord.committed[(TopicPartition{"t", 0})], 5);
+  ASSERT_EQ(coord.commit_generations.size(), 2u);  // NOT_COORDINATOR, then again
+  EXPECT_EQ(coord.commit_generations.back(), -1);  // not as a member
+  EXPECT_GE(coord.find_coordinator, 4);
 }
 
 // group.protocol=consumer (KIP-848) against a scripted coordinator that
