@@ -124,8 +124,8 @@ GroupDescription GroupAdmin::describe_group(const std::string& group) {
   return g;
 }
 
-std::map<TopicPartition, OffsetAndMetadata> GroupAdmin::committed_offsets(const std::string& group,
-                                                                         const std::vector<TopicPartition>& partitions) {
+std::map<TopicPartition, OffsetAndMetadata> GroupAdmin::committed_offsets(
+    const std::string& group, const std::vector<TopicPartition>& partitions) {
   std::optional<std::vector<OffsetFetchRequest::OffsetFetchRequestTopic>> topics;  // null: every partition (v2+)
   if (!partitions.empty()) {
     auto sorted = partitions;
@@ -153,8 +153,8 @@ std::map<TopicPartition, OffsetAndMetadata> GroupAdmin::committed_offsets(const 
     for (auto& t : rtopics)
       for (auto& p : t.partitions) {
         if (p.error_code)
-          throw KafkaError(p.error_code, fmt::format("OffsetFetch of {}-{} for group {}: {}", t.name,
-                                                     p.partition_index, group, error_name(p.error_code)));
+          throw KafkaError(p.error_code, fmt::format("OffsetFetch of {}-{} for group {}: {}", t.name, p.partition_index,
+                                                     group, error_name(p.error_code)));
         if (p.committed_offset >= 0)
           out[{t.name, p.partition_index}] =
               OffsetAndMetadata{p.committed_offset, p.committed_leader_epoch, p.metadata.value_or("")};

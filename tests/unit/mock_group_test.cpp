@@ -485,6 +485,63 @@ TEST_F(MockGroup, ConsumerProtocolFencedMemberEpochLosesAndRejoinsAtEpochZero) {
   EXPECT_EQ(k.epochs_sent.back(), -1);  // close() leaves with epoch -1
 }
 
+// KIP-848: poll() not called within max.poll.interval.ms: the background
+// thread leaves with epoch -1 at once; the next poll() gives the partitions
+// up as lost and rejoins at epoch 0 with the same member id.
+TEST_F(MockGroup, ConsumerProtocolMaxPollIntervalLeavesWithEpochMinusOne) {
+  const auto topic_id = *cluster.topic_id("t");
+  struct Kip848 {
+    std::mutex mu;
+    std::vector<std::int32_t> epochs_sent;
+    std::vector<std::string> member_ids_sent;
+    std::int32_t epoch = 0;
+  } k;
+  cluster.set_handler(
+      ApiKey::consumer_group_heartbeat, 0, 1,
+      [&k, topic_id](std::int32_t, std::int16_t v, std::int32_t corr, const Bytes& p) -> std::optional<Bytes> {
+        std::lock_guard lock(k.mu);
+        auto req = Coordinator::request<ConsumerGroupHeartbeatRequest>(p, v);
+        k.epochs_sent.push_back(req.member_epoch);
+        k.member_ids_sent.push_back(req.member_id);
+        ConsumerGroupHeartbeatResponse r;
+        r.heartbeat_interval_ms = 100;
+        r.member_id = req.member_id;
+        if (req.member_epoch == 0) {
+          r.member_epoch = ++k.epoch;
+          r.assignment.emplace();
+          r.assignment->topic_partitions.push_back({topic_id, {0, 1}, {}});
+        } else {
+          r.member_epoch = req.member_epoch < 0 ? req.member_epoch : k.epoch;
+        }
+        return encode_response_frame(r, v, corr);
+      });
+  Listener l;  // outlives the consumer, whose destructor revokes
+  Consumer c(props(cluster, {{"group.id", "g"},
+                             {"group.protocol", "consumer"},
+                             {"auto.offset.reset", "earliest"},
+                             {"enable.auto.commit", "false"},
+                             {"max.poll.interval.ms", "400"}}));
+  c.subscribe({"t"}, &l);
+  EXPECT_EQ(poll_until(c, 20).size(), 20u);
+  bool left = false;
+  std::size_t heartbeats_before_leave = 0;
+  for (int i = 0; i < 150 && !left; ++i) {
+    std::this_thread::sleep_for(20ms);
+    std::lock_guard lock(k.mu);
+    left = !k.epochs_sent.empty() && k.epochs_sent.back() == -1;
+    heartbeats_before_leave = k.epochs_sent.size();
+  }
+  EXPECT_TRUE(left) << "no leave heartbeat while the application was not polling";
+  EXPECT_EQ(l.calls, std::vector<std::string>{"assigned t-0,t-1"});
+  for (int i = 0; i < 30 && l.calls.size() < 3; ++i) c.poll(50ms);
+  EXPECT_EQ(l.calls, (std::vector<std::string>{"assigned t-0,t-1", "lost t-0,t-1", "assigned t-0,t-1"}));
+  c.close();
+  std::lock_guard lock(k.mu);
+  ASSERT_GT(k.epochs_sent.size(), heartbeats_before_leave);
+  EXPECT_EQ(k.epochs_sent[heartbeats_before_leave], 0);                              // rejoined at epoch 0...
+  EXPECT_EQ(k.member_ids_sent[heartbeats_before_leave], k.member_ids_sent.front());  // ...as the same member
+}
+
 // KIP-848: a static member whose group.instance.id is still held by an
 // earlier member that has not left gets UNRELEASED_INSTANCE_ID; as in Java's
 // consumer the error is fatal (raised from poll, not retried).
