@@ -120,8 +120,43 @@ GroupDescription GroupAdmin::describe_group(const std::string& group) {
     }
     return true;
   });
+  // A KIP-848 group is unknown to DescribeGroups (GROUP_ID_NOT_FOUND on
+  // Kafka 4.x): ask ConsumerGroupDescribe, where the broker has it.
+  if (g.state == "Dead") describe_consumer_group(g);
   for (auto& [tp, om] : committed_offsets(group)) g.committed[tp] = om.offset;
   return g;
+}
+
+void GroupAdmin::describe_consumer_group(GroupDescription& g) {
+  with_coordinator(client_, g.group_id, "ConsumerGroupDescribe", [&](Connection& c, std::int16_t& code) {
+    std::int16_t v = 0;
+    try {
+      v = c.version_for<ConsumerGroupDescribeRequest>();
+    } catch (const UnsupportedVersionError&) {
+      return true;  // a broker without KIP-848: the group is indeed unknown
+    }
+    ConsumerGroupDescribeRequest req;
+    req.group_ids = {g.group_id};
+    auto d = c.receive<ConsumerGroupDescribeResponse>(c.send(req, v), v, client_.default_deadline()).body;
+    if (d.groups.size() != 1) throw MalformedResponseError("ConsumerGroupDescribe answered no group");
+    auto& dg = d.groups[0];
+    code = dg.error_code;
+    if (coordinator_retriable(code)) return false;
+    if (is(code, ErrorCode::group_id_not_found)) return true;
+    if (code) throw_group_error(g.group_id, "ConsumerGroupDescribe", code);
+    g.state = dg.group_state;
+    g.protocol_type = "consumer";
+    g.assignor = dg.assignor_name;
+    g.members.clear();
+    for (auto& m : dg.members) {
+      GroupMemberDescription mm{m.member_id, m.instance_id, m.client_id, m.client_host, {}};
+      for (auto& t : m.assignment.topic_partitions)
+        for (auto p : t.partitions) mm.assignment.push_back({t.topic_name, p});
+      std::sort(mm.assignment.begin(), mm.assignment.end());
+      g.members.push_back(std::move(mm));
+    }
+    return true;
+  });
 }
 
 std::map<TopicPartition, OffsetAndMetadata> GroupAdmin::committed_offsets(

@@ -139,6 +139,22 @@ TEST_P(GroupsRebalance, GroupAdminListsDescribesAndAltersOffsets) {
   EXPECT_EQ(after.at(TopicPartition{topic, 1}).offset, 1);
   EXPECT_EQ(after.at(TopicPartition{topic, 2}).offset, ends[2]);
   EXPECT_EQ(admin.describe_group(group + "-none").state, "Dead");
+
+  // A KIP-848 group (which DescribeGroups does not know): its member and assignment.
+  if (std::string(GetParam()) != "current") return;
+  auto group848 = group + "-848";
+  auto props848 = consumer_protocol_props(servers(), group848);
+  props848["client.id"] = "admin-848";
+  Member m(props848, topic, seen);
+  ASSERT_TRUE(wait_balanced({&m}, 6, 60s)) << m.error();
+  d = admin.describe_group(group848);
+  EXPECT_EQ(d.state, "Stable");
+  EXPECT_EQ(d.protocol_type, "consumer");
+  ASSERT_EQ(d.members.size(), 1u);
+  EXPECT_EQ(d.members[0].client_id, "admin-848");
+  EXPECT_EQ(d.members[0].assignment.size(), 6u);
+  m.stop();
+  EXPECT_EQ(m.error(), "");
 }
 
 namespace {

@@ -21,7 +21,6 @@
 #include "kwire/client/consumer.hpp"
 #include "kwire/client/group_admin.hpp"
 
-
 extern char** environ;
 
 namespace kwire_test::groups {
@@ -140,7 +139,7 @@ class Member : public kwire::client::RebalanceListener {
 };
 
 inline std::map<std::string, std::string> member_props(const std::string& servers, const std::string& group,
-                                                const std::string& strategy = "range") {
+                                                       const std::string& strategy = "range") {
   return {{"bootstrap.servers", servers},
           {"group.id", group},
           {"auto.offset.reset", "earliest"},
@@ -153,7 +152,8 @@ inline std::map<std::string, std::string> member_props(const std::string& server
 }
 
 // group.protocol=consumer (KIP-848): the broker's heartbeat interval and session timeout apply.
-inline std::map<std::string, std::string> consumer_protocol_props(const std::string& servers, const std::string& group) {
+inline std::map<std::string, std::string> consumer_protocol_props(const std::string& servers,
+                                                                  const std::string& group) {
   return {{"bootstrap.servers", servers},  {"group.id", group},
           {"group.protocol", "consumer"},  {"auto.offset.reset", "earliest"},
           {"enable.auto.commit", "false"}, {"max.poll.interval.ms", "30000"},
@@ -205,7 +205,7 @@ inline std::map<std::int32_t, std::int64_t> end_offsets(const std::string& serve
 }
 
 inline std::map<std::int32_t, std::int64_t> committed(const std::string& servers, const std::string& group,
-                                               const std::string& topic) {
+                                                      const std::string& topic) {
   Consumer c({{"bootstrap.servers", servers}, {"group.id", group}});
   std::vector<TopicPartition> tps;
   for (int p = 0; p < 6; ++p) tps.push_back({topic, p});
@@ -251,7 +251,6 @@ inline std::string previous_broker() {
   const char* prev = std::getenv("KWIRE_BOOTSTRAP_PREVIOUS");
   return prev && *prev ? prev : "";
 }
-
 
 class Groups : public BrokerTest, public ::testing::WithParamInterface<const char*> {
  protected:

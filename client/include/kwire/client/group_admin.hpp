@@ -4,8 +4,9 @@
 // committed offsets (reset; only while the group has no members, which the
 // coordinator enforces).
 //
-// Requests: ListGroups (every broker), FindCoordinator, DescribeGroups,
-// OffsetFetch, OffsetCommit (outside any generation: member id empty,
+// Requests: ListGroups (every broker), FindCoordinator, DescribeGroups
+// (ConsumerGroupDescribe for KIP-848 groups, which DescribeGroups does not
+// know), OffsetFetch, OffsetCommit (outside any generation: member id empty,
 // generation -1). Coordinator moves and loads (NOT_COORDINATOR,
 // COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS) are retried until
 // default.api.timeout.ms. Other error codes raise KafkaError naming the group
@@ -46,7 +47,7 @@ struct GroupMemberDescription {
 
 struct GroupDescription {
   std::string group_id;
-  std::string state;          // "Dead" when the coordinator does not know the group
+  std::string state;          // e.g. "Stable", "Empty"; "Dead" when the coordinator does not know the group
   std::string protocol_type;  // "consumer" for consumer groups
   std::string assignor;       // the chosen assignor (classic), may be empty
   std::vector<GroupMemberDescription> members;
@@ -73,6 +74,7 @@ class GroupAdmin {
   void alter_offsets(const std::string& group, const std::map<TopicPartition, std::int64_t>& offsets);
 
  private:
+  void describe_consumer_group(GroupDescription& g);
   KafkaClient& client_;
 };
 
