@@ -142,7 +142,9 @@ void GroupAdmin::describe_consumer_group(GroupDescription& g) {
     auto& dg = d.groups[0];
     code = dg.error_code;
     if (coordinator_retriable(code)) return false;
-    if (is(code, ErrorCode::group_id_not_found)) return true;
+    // Not found, or a broker with the API but without the protocol enabled
+    // (Kafka 3.9 answers UNSUPPORTED_VERSION): the group is indeed unknown.
+    if (is(code, ErrorCode::group_id_not_found) || is(code, ErrorCode::unsupported_version)) return true;
     if (code) throw_group_error(g.group_id, "ConsumerGroupDescribe", code);
     g.state = dg.group_state;
     g.protocol_type = "consumer";
