@@ -9,10 +9,9 @@
 #include <fmt/format.h>
 
 #include "commands.hpp"
-#include "kwire/client/connection.hpp"
 #include "kwire/client/consumer.hpp"
+#include "kwire/client/group_admin.hpp"
 #include "kwire/protocol/errors.hpp"
-#include "kwire/protocol/messages.hpp"
 #include "kwire/source/json_escape.hpp"
 
 namespace kwire::tools {
@@ -142,86 +141,6 @@ int cmd_consume_group(const CommonOptions& common, const ConsumeArgs& args) {
 
 namespace {
 
-Connection& coordinator_of(KafkaClient& client, const std::string& group) {
-  for (int attempt = 0;; ++attempt) {
-    Connection& any = client.any_connection();
-    const std::int16_t v = any.version_for<FindCoordinatorRequest>();
-    FindCoordinatorRequest req;
-    req.key = group;
-    req.coordinator_keys = {group};
-    auto r = any.receive<FindCoordinatorResponse>(any.send(req, v), v, client.default_deadline()).body;
-    std::int16_t code = v >= 4 ? (r.coordinators.empty() ? -1 : r.coordinators[0].error_code) : r.error_code;
-    std::int32_t node = v >= 4 ? (r.coordinators.empty() ? -1 : r.coordinators[0].node_id) : r.node_id;
-    if (code == 0) return client.broker(node);
-    const bool retry = code == static_cast<std::int16_t>(ErrorCode::coordinator_not_available) ||
-                       code == static_cast<std::int16_t>(ErrorCode::coordinator_load_in_progress) ||
-                       code == static_cast<std::int16_t>(ErrorCode::not_coordinator);
-    if (!retry || attempt >= 50)
-      throw KafkaError(code, fmt::format("FindCoordinator for group {}: {}", group, error_name(code)));
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
-}
-
-struct Member {
-  std::string member_id, client_id, host;
-  std::optional<std::string> instance_id;
-  std::vector<TopicPartition> assignment;
-};
-
-struct GroupView {
-  std::string state, protocol_type, protocol;
-  std::vector<Member> members;
-  std::map<TopicPartition, std::int64_t> committed;  // -1 never appears: only committed partitions
-};
-
-GroupView describe(KafkaClient& client, const std::string& group) {
-  GroupView g;
-  Connection& c = coordinator_of(client, group);
-  DescribeGroupsRequest dreq;
-  dreq.groups = {group};
-  const std::int16_t dv = c.version_for<DescribeGroupsRequest>();
-  auto d = c.receive<DescribeGroupsResponse>(c.send(dreq, dv), dv, client.default_deadline()).body;
-  if (d.groups.size() != 1) throw MalformedResponseError("DescribeGroups answered no group");
-  auto& dg = d.groups[0];
-  if (dg.error_code == static_cast<std::int16_t>(ErrorCode::group_id_not_found)) {
-    g.state = "Dead";
-  } else if (dg.error_code) {
-    throw KafkaError(dg.error_code, fmt::format("DescribeGroups of {}: {}", group, error_name(dg.error_code)));
-  } else {
-    g.state = dg.group_state;
-    g.protocol_type = dg.protocol_type;
-    g.protocol = dg.protocol_data;
-  }
-  for (auto& m : dg.members) {
-    Member mm{m.member_id, m.client_id, m.client_host, m.group_instance_id, {}};
-    if (dg.protocol_type == "consumer" && !m.member_assignment.empty()) {
-      ConsumerProtocolAssignment a;
-      try {
-        decode_consumer_assignment(ByteSpan(m.member_assignment), a);
-      } catch (const ProtocolError&) {
-      }
-      for (auto& t : a.assigned_partitions)
-        for (auto p : t.partitions) mm.assignment.push_back({t.topic, p});
-      std::sort(mm.assignment.begin(), mm.assignment.end());
-    }
-    g.members.push_back(std::move(mm));
-  }
-  OffsetFetchRequest oreq;
-  oreq.group_id = group;  // topics null: every committed partition (v2+)
-  oreq.groups.push_back({group, std::nullopt, -1, std::nullopt, {}});
-  const std::int16_t ov =
-      c.pick_version(static_cast<std::int16_t>(ApiKey::offset_fetch), 2, OffsetFetchRequest::max_version);
-  auto o = c.receive<OffsetFetchResponse>(c.send(oreq, ov), ov, client.default_deadline()).body;
-  const std::int16_t code = ov >= 8 ? (o.groups.empty() ? 0 : o.groups[0].error_code) : o.error_code;
-  if (code && code != static_cast<std::int16_t>(ErrorCode::group_id_not_found))
-    throw KafkaError(code, fmt::format("OffsetFetch of {}: {}", group, error_name(code)));
-  const auto& topics = ov >= 8 ? (o.groups.empty() ? o.topics : o.groups[0].topics) : o.topics;
-  for (auto& t : topics)
-    for (auto& p : t.partitions)
-      if (p.error_code == 0 && p.committed_offset >= 0) g.committed[{t.name, p.partition_index}] = p.committed_offset;
-  return g;
-}
-
 std::string json_str(const std::string& s) {
   std::string out;
   append_json_string(out, s);
@@ -232,25 +151,16 @@ std::string json_str(const std::string& s) {
 
 int cmd_groups_list(const CommonOptions& common, const GroupsArgs& args) {
   KafkaClient client(common.client_properties());
-  auto md = client.metadata(std::vector<std::string>{});
-  std::map<std::string, ListGroupsResponse::ListedGroup> groups;
-  for (auto& b : md.brokers) {
-    Connection& c = client.broker(b.node_id);
-    const std::int16_t v = c.version_for<ListGroupsRequest>();
-    auto r = c.receive<ListGroupsResponse>(c.send(ListGroupsRequest{}, v), v, client.default_deadline()).body;
-    if (r.error_code)
-      throw KafkaError(r.error_code, fmt::format("ListGroups on broker {}: {}", b.node_id, error_name(r.error_code)));
-    for (auto& g : r.groups) groups[g.group_id] = g;
-  }
+  auto groups = GroupAdmin(client).list_groups();
   std::string out = args.json ? "[" : fmt::format("{:<40} {:<20} {:<10} {}\n", "GROUP", "STATE", "TYPE", "PROTOCOL");
   bool first = true;
-  for (auto& [id, g] : groups) {
+  for (auto& g : groups) {
     if (args.json) {
       out += fmt::format("{}{{\"group\":{},\"state\":{},\"type\":{},\"protocolType\":{}}}", first ? "" : ",",
-                         json_str(id), json_str(g.group_state), json_str(g.group_type), json_str(g.protocol_type));
+                         json_str(g.group_id), json_str(g.state), json_str(g.type), json_str(g.protocol_type));
     } else {
-      out += fmt::format("{:<40} {:<20} {:<10} {}\n", id, g.group_state.empty() ? "-" : g.group_state,
-                         g.group_type.empty() ? "-" : g.group_type, g.protocol_type);
+      out += fmt::format("{:<40} {:<20} {:<10} {}\n", g.group_id, g.state.empty() ? "-" : g.state,
+                         g.type.empty() ? "-" : g.type, g.protocol_type);
     }
     first = false;
   }
@@ -261,10 +171,10 @@ int cmd_groups_list(const CommonOptions& common, const GroupsArgs& args) {
 
 int cmd_groups_describe(const CommonOptions& common, const GroupsArgs& args) {
   KafkaClient client(common.client_properties());
-  auto g = describe(client, args.group);
+  auto g = GroupAdmin(client).describe_group(args.group);
   if (g.state == "Dead" && g.committed.empty())
     throw std::runtime_error(fmt::format("consumer group '{}' does not exist", args.group));
-  std::map<TopicPartition, const Member*> owner;
+  std::map<TopicPartition, const GroupMemberDescription*> owner;
   for (auto& m : g.members)
     for (auto& tp : m.assignment) owner[tp] = &m;
   std::set<TopicPartition> tps;
@@ -276,12 +186,12 @@ int cmd_groups_describe(const CommonOptions& common, const GroupsArgs& args) {
   std::string out;
   if (args.json) {
     out = fmt::format("{{\"group\":{},\"state\":{},\"protocolType\":{},\"protocol\":{},\"members\":[",
-                      json_str(args.group), json_str(g.state), json_str(g.protocol_type), json_str(g.protocol));
+                      json_str(args.group), json_str(g.state), json_str(g.protocol_type), json_str(g.assignor));
     for (std::size_t i = 0; i < g.members.size(); ++i) {
       auto& m = g.members[i];
       out += fmt::format("{}{{\"memberId\":{},\"clientId\":{},\"host\":{},\"instanceId\":{},\"assignment\":[",
                          i ? "," : "", json_str(m.member_id), json_str(m.client_id), json_str(m.host),
-                         m.instance_id ? json_str(*m.instance_id) : std::string("null"));
+                         m.group_instance_id ? json_str(*m.group_instance_id) : std::string("null"));
       for (std::size_t k = 0; k < m.assignment.size(); ++k)
         out += fmt::format("{}{{\"topic\":{},\"partition\":{}}}", k ? "," : "", json_str(m.assignment[k].topic),
                            m.assignment[k].partition);
@@ -290,7 +200,7 @@ int cmd_groups_describe(const CommonOptions& common, const GroupsArgs& args) {
     out += "],\"partitions\":[";
   } else {
     out = fmt::format("Group {} is {} ({} members, assignor {})\n\n", args.group, g.state, g.members.size(),
-                      g.protocol.empty() ? "-" : g.protocol);
+                      g.assignor.empty() ? "-" : g.assignor);
     out += fmt::format("{:<24} {:<24} {:>9} {:>14} {:>14} {:>8}  {:<44} {:<16} {}\n", "GROUP", "TOPIC", "PARTITION",
                        "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST", "CLIENT-ID");
   }
@@ -299,7 +209,7 @@ int cmd_groups_describe(const CommonOptions& common, const GroupsArgs& args) {
     auto c = g.committed.find(tp);
     auto e = ends.find(tp);
     const std::int64_t end = e == ends.end() ? -1 : e->second.offset;
-    const Member* m = owner.count(tp) ? owner[tp] : nullptr;
+    const GroupMemberDescription* m = owner.count(tp) ? owner[tp] : nullptr;
     if (args.json) {
       out += fmt::format(
           "{}{{\"topic\":{},\"partition\":{},\"committedOffset\":{},\"logEndOffset\":{},\"lag\":{},"
@@ -329,7 +239,8 @@ int cmd_groups_reset_offsets(const CommonOptions& common, const GroupsArgs& args
   if (args.topics.empty() == !args.all_topics)
     throw std::invalid_argument("give --topic TOPIC[:P,P...] (repeatable) or --all-topics");
   KafkaClient client(common.client_properties());
-  auto g = describe(client, args.group);
+  GroupAdmin admin(client);
+  auto g = admin.describe_group(args.group);
   if (g.state != "Empty" && g.state != "Dead")
     throw std::runtime_error(
         fmt::format("group '{}' is {} with {} members: offsets can only be reset while it has no members", args.group,
@@ -382,22 +293,7 @@ int cmd_groups_reset_offsets(const CommonOptions& common, const GroupsArgs& args
     else v = by_time[tp].offset >= 0 ? by_time[tp].offset : hi[tp].offset;
     target[tp] = v;
   }
-  if (!args.dry_run) {
-    Connection& c = coordinator_of(client, args.group);
-    OffsetCommitRequest req;
-    req.group_id = args.group;
-    for (auto& [tp, off] : target) {
-      if (req.topics.empty() || req.topics.back().name != tp.topic) req.topics.push_back({tp.topic, {}, {}});
-      req.topics.back().partitions.push_back({tp.partition, off, -1, -1, std::string(), {}});
-    }
-    const std::int16_t v = c.version_for<OffsetCommitRequest>();
-    auto r = c.receive<OffsetCommitResponse>(c.send(req, v), v, client.default_deadline()).body;
-    for (auto& t : r.topics)
-      for (auto& p : t.partitions)
-        if (p.error_code)
-          throw KafkaError(p.error_code, fmt::format("OffsetCommit of {}-{} for group {}: {}", t.name,
-                                                     p.partition_index, args.group, error_name(p.error_code)));
-  }
+  if (!args.dry_run) admin.alter_offsets(args.group, target);
   std::string out = args.json ? "["
                               : fmt::format("{:<24} {:<24} {:>9} {:>14} {:>14}\n", "GROUP", "TOPIC", "PARTITION",
                                             "PREVIOUS-OFFSET", "NEW-OFFSET");

@@ -122,10 +122,12 @@ Consumer::GroupMetadata Consumer::group_metadata() const {
 
 std::uint64_t Consumer::rebalance_count() const { return group_ ? group_->rebalances() : 0; }
 
-void Consumer::close() {
+void Consumer::close() { close(std::chrono::milliseconds(client_->config().default_api_timeout_ms)); }
+
+void Consumer::close(std::chrono::milliseconds timeout) {
   if (closed_) return;
   closed_ = true;
-  if (group_) group_->close(Clock::now() + std::chrono::milliseconds(client_->config().default_api_timeout_ms));
+  if (group_) group_->close(Clock::now() + timeout);
 }
 std::vector<TopicPartition> Consumer::assignment() const { return fetcher_->assignment(); }
 void Consumer::seek(const TopicPartition& tp, std::int64_t offset) { fetcher_->seek(tp, offset); }

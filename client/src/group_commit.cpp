@@ -53,10 +53,12 @@ std::map<TopicPartition, std::int16_t> GroupCoordinator::send_commit(
   Connection& c = client_.broker(coordinator(deadline));
   auto req = commit_request(config_, member_id_, generation_, offsets);
   const std::int16_t v = c.version_for<OffsetCommitRequest>();
-  return errors_of(c.receive<OffsetCommitResponse>(c.send(req, v), v, client_.default_deadline()).body);
+  return errors_of(
+      c.receive<OffsetCommitResponse>(c.send(req, v), v, std::min(deadline, client_.default_deadline())).body);
 }
 
 void GroupCoordinator::commit_sync(const std::map<TopicPartition, OffsetAndMetadata>& offsets, Deadline deadline) {
+  std::lock_guard lock(mu_);
   if (offsets.empty()) return;
   for (int attempt = 0;; ++attempt) {
     std::map<TopicPartition, std::int16_t> errors;
@@ -100,13 +102,15 @@ void GroupCoordinator::commit_sync(const std::map<TopicPartition, OffsetAndMetad
     if (!retry) return;
     if (Clock::now() >= deadline)
       throw TimeoutError(fmt::format("OffsetCommit for group {} did not succeed in time", config_.group_id));
-    std::this_thread::sleep_for(
-        std::chrono::milliseconds(client_.config().retry_backoff_ms * std::min(attempt + 1, 10)));
+    std::this_thread::sleep_until(std::min(
+        deadline,
+        Clock::now() + std::chrono::milliseconds(client_.config().retry_backoff_ms * std::min(attempt + 1, 10))));
   }
 }
 
 void GroupCoordinator::commit_async(const std::map<TopicPartition, OffsetAndMetadata>& offsets,
                                     CommitCallback callback) {
+  std::lock_guard lock(mu_);
   auto p = std::make_unique<PendingCommit>();
   p->offsets = offsets;
   p->callback = std::move(callback);
@@ -159,7 +163,7 @@ void GroupCoordinator::complete_async(bool wait) {
   }
 }
 
-void GroupCoordinator::maybe_auto_commit(bool force) {
+void GroupCoordinator::maybe_auto_commit(bool force, Deadline deadline) {
   if (!config_.enable_auto_commit || generation_ < 0) return;
   const auto now = Clock::now();
   if (!force && now < next_auto_commit_) return;
@@ -173,7 +177,7 @@ void GroupCoordinator::maybe_auto_commit(bool force) {
     return;
   }
   try {
-    commit_sync(offsets, now + std::chrono::milliseconds(client_.config().default_api_timeout_ms));
+    commit_sync(offsets, std::min(deadline, now + std::chrono::milliseconds(client_.config().default_api_timeout_ms)));
   } catch (const ClientError&) {
     // As in Java, a failed automatic commit is not fatal: the records are
     // read again by the next owner.
@@ -182,6 +186,7 @@ void GroupCoordinator::maybe_auto_commit(bool force) {
 
 std::map<TopicPartition, std::optional<OffsetAndMetadata>> GroupCoordinator::committed(
     const std::vector<TopicPartition>& tps, Deadline deadline) {
+  std::lock_guard lock(mu_);
   std::map<TopicPartition, std::optional<OffsetAndMetadata>> out;
   if (tps.empty()) return out;
   OffsetFetchRequest req;

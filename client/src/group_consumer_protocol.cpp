@@ -40,6 +40,30 @@ std::vector<TopicPartition> minus(const std::vector<TopicPartition>& a, const st
 
 }  // namespace
 
+ConsumerGroupHeartbeatRequest GroupCoordinator::consumer_heartbeat_request(const ClusterMetadata& md,
+                                                                           std::int16_t version) {
+  if (member_id_.empty() && version >= 1) member_id_ = random_member_id();
+  // Every field is sent each time (null would mean "unchanged"): simple,
+  // and always right after an error.
+  ConsumerGroupHeartbeatRequest req;
+  req.group_id = config_.group_id;
+  req.member_id = member_id_;
+  req.member_epoch = generation_ < 0 ? 0 : generation_;
+  req.instance_id = config_.group_instance_id;
+  req.rebalance_timeout_ms = config_.max_poll_interval_ms;
+  req.subscribed_topic_names = topics_;
+  req.server_assignor = config_.group_remote_assignor;
+  req.topic_partitions.emplace();
+  for (auto& tp : owned_) {
+    auto* t = md.topic(tp.topic);
+    if (!t) continue;
+    if (req.topic_partitions->empty() || !(req.topic_partitions->back().topic_id == t->topic_id))
+      req.topic_partitions->push_back({t->topic_id, {}, {}});
+    req.topic_partitions->back().partitions.push_back(tp.partition);
+  }
+  return req;
+}
+
 void GroupCoordinator::consumer_heartbeat() {
   const auto now = Clock::now();
   next_heartbeat_ = now + std::chrono::milliseconds(client_.config().retry_backoff_ms);
@@ -49,26 +73,7 @@ void GroupCoordinator::consumer_heartbeat() {
     Connection& c =
         client_.broker(coordinator(now + std::chrono::milliseconds(client_.config().default_api_timeout_ms)));
     v = c.version_for<ConsumerGroupHeartbeatRequest>();
-    if (member_id_.empty() && v >= 1) member_id_ = random_member_id();
-    // Every field is sent each time (null would mean "unchanged"): simple,
-    // and always right after an error.
-    auto md = client_.metadata(topics_);
-    ConsumerGroupHeartbeatRequest req;
-    req.group_id = config_.group_id;
-    req.member_id = member_id_;
-    req.member_epoch = generation_ < 0 ? 0 : generation_;
-    req.instance_id = config_.group_instance_id;
-    req.rebalance_timeout_ms = config_.max_poll_interval_ms;
-    req.subscribed_topic_names = topics_;
-    req.server_assignor = config_.group_remote_assignor;
-    req.topic_partitions.emplace();
-    for (auto& tp : owned_) {
-      auto* t = md.topic(tp.topic);
-      if (!t) continue;
-      if (req.topic_partitions->empty() || !(req.topic_partitions->back().topic_id == t->topic_id))
-        req.topic_partitions->push_back({t->topic_id, {}, {}});
-      req.topic_partitions->back().partitions.push_back(tp.partition);
-    }
+    auto req = consumer_heartbeat_request(client_.metadata(topics_), v);
     r = c.receive<ConsumerGroupHeartbeatResponse>(c.send(req, v), v, client_.default_deadline()).body;
   } catch (const ConnectionError&) {
     coordinator_lost();
@@ -77,10 +82,17 @@ void GroupCoordinator::consumer_heartbeat() {
     coordinator_lost();
     return;
   }
+  consumer_heartbeat_answered(r, v);
+  handle_lost();
+  take_pending_assignment();
+}
+
+void GroupCoordinator::consumer_heartbeat_answered(const ConsumerGroupHeartbeatResponse& r, std::int16_t v) {
   const std::int16_t code = r.error_code;
   if (is(code, ErrorCode::fenced_member_epoch) || is(code, ErrorCode::unknown_member_id)) {
     // Fenced: everything owned is lost; rejoin at epoch 0 (v0: with a new id).
-    lose_partitions();
+    lost_pending_ = true;
+    pending_assignment_.reset();
     generation_ = -1;
     if (v == 0) member_id_.clear();
     next_heartbeat_ = Clock::now();
@@ -108,10 +120,16 @@ void GroupCoordinator::consumer_heartbeat() {
   next_heartbeat_ = Clock::now() + std::chrono::milliseconds(std::max(r.heartbeat_interval_ms, 100));
   if (next_auto_commit_ == Clock::time_point{})
     next_auto_commit_ = Clock::now() + std::chrono::milliseconds(config_.auto_commit_interval_ms);
-  if (!r.assignment) return;
+  if (r.assignment) pending_assignment_ = *r.assignment;
+}
+
+void GroupCoordinator::take_pending_assignment() {
+  if (!pending_assignment_) return;
+  const auto assignment = std::move(*pending_assignment_);
+  pending_assignment_.reset();
   std::vector<TopicPartition> target;
   bool unresolved = false;
-  for (auto& t : r.assignment->topic_partitions) {
+  for (auto& t : assignment.topic_partitions) {
     const std::string* name = client_.fetch_cluster().topic_name(t.topic_id);
     if (!name) {
       client_.fetch_cluster().refresh_metadata(topics_);
@@ -152,8 +170,8 @@ void GroupCoordinator::reconcile(const std::vector<TopicPartition>& target) {
   }
 }
 
-void GroupCoordinator::consumer_leave() {
-  if (!member_id_.empty() && generation_ >= 0 && coordinator_ >= 0) {
+void GroupCoordinator::consumer_leave(Deadline deadline) {
+  if (!member_id_.empty() && generation_ >= 0 && coordinator_ >= 0 && Clock::now() < deadline) {
     try {
       Connection& c = client_.broker(coordinator_);
       ConsumerGroupHeartbeatRequest req;
@@ -164,7 +182,7 @@ void GroupCoordinator::consumer_leave() {
       req.member_epoch = config_.group_instance_id ? ConsumerGroupHeartbeatRequest::kStaticLeaveEpoch
                                                    : ConsumerGroupHeartbeatRequest::kLeaveEpoch;
       const std::int16_t v = c.version_for<ConsumerGroupHeartbeatRequest>();
-      c.receive<ConsumerGroupHeartbeatResponse>(c.send(req, v), v, client_.default_deadline());
+      c.receive<ConsumerGroupHeartbeatResponse>(c.send(req, v), v, std::min(deadline, client_.default_deadline()));
     } catch (const ClientError&) {
     }
   }

@@ -70,9 +70,10 @@ GroupCoordinator::GroupCoordinator(KafkaClient& client, GroupConfig config, Host
   if (config_.group_id.empty()) throw ConfigError("group.id is required to subscribe or commit");
 }
 
-GroupCoordinator::~GroupCoordinator() = default;
+GroupCoordinator::~GroupCoordinator() { stop_background(); }
 
 void GroupCoordinator::subscribe(std::vector<std::string> topics, RebalanceListener* listener) {
+  std::lock_guard lock(mu_);
   std::sort(topics.begin(), topics.end());
   topics.erase(std::unique(topics.begin(), topics.end()), topics.end());
   if (topics.empty()) {
@@ -91,6 +92,7 @@ void GroupCoordinator::subscribe(std::vector<std::string> topics, RebalanceListe
 }
 
 void GroupCoordinator::subscribe_pattern(const std::string& pattern, RebalanceListener* listener) {
+  std::lock_guard lock(mu_);
   try {
     pattern_ = std::regex(pattern, std::regex::ECMAScript);
   } catch (const std::regex_error& e) {
@@ -104,10 +106,11 @@ void GroupCoordinator::subscribe_pattern(const std::string& pattern, RebalanceLi
 }
 
 void GroupCoordinator::unsubscribe() {
+  std::lock_guard lock(mu_);
   if (!subscribed_) return;
   maybe_auto_commit(true);
   revoke_all();
-  leave("the consumer unsubscribed");
+  leave("the consumer unsubscribed", client_.default_deadline());
   subscribed_ = false;
   topics_.clear();
   pattern_.reset();
@@ -123,39 +126,46 @@ std::vector<std::string> GroupCoordinator::current_topics() {
   return out;
 }
 
+std::int32_t GroupCoordinator::find_coordinator_once(KafkaClient& via, Deadline deadline, std::int16_t& code) {
+  code = -1;
+  try {
+    Connection& c = via.any_connection();
+    const std::int16_t v = c.version_for<FindCoordinatorRequest>();
+    FindCoordinatorRequest req;
+    req.key = config_.group_id;
+    req.key_type = FindCoordinatorRequest::kKeyTypeGroup;
+    req.coordinator_keys = {config_.group_id};
+    auto r = c.receive<FindCoordinatorResponse>(c.send(req, v), v, std::min(deadline, via.default_deadline())).body;
+    std::int32_t node = r.node_id;
+    code = r.error_code;
+    if (v >= 4) {
+      if (r.coordinators.size() != 1) throw MalformedResponseError("FindCoordinator answered no coordinator");
+      node = r.coordinators[0].node_id;
+      code = r.coordinators[0].error_code;
+    }
+    if (code == 0) return node;
+    if (!coordinator_moved(code) && !is(code, ErrorCode::coordinator_load_in_progress))
+      throw_group_error(config_.group_id, "FindCoordinator", code);
+  } catch (const ConnectionError&) {
+  } catch (const TimeoutError&) {
+  }
+  return -1;
+}
+
 std::int32_t GroupCoordinator::coordinator(Deadline deadline) {
   for (int attempt = 0; coordinator_ < 0; ++attempt) {
     std::int16_t code = -1;
-    try {
-      Connection& c = client_.any_connection();
-      const std::int16_t v = c.version_for<FindCoordinatorRequest>();
-      FindCoordinatorRequest req;
-      req.key = config_.group_id;
-      req.key_type = FindCoordinatorRequest::kKeyTypeGroup;
-      req.coordinator_keys = {config_.group_id};
-      auto r =
-          c.receive<FindCoordinatorResponse>(c.send(req, v), v, std::min(deadline, client_.default_deadline())).body;
-      std::int32_t node = r.node_id;
-      code = r.error_code;
-      if (v >= 4) {
-        if (r.coordinators.size() != 1) throw MalformedResponseError("FindCoordinator answered no coordinator");
-        node = r.coordinators[0].node_id;
-        code = r.coordinators[0].error_code;
-      }
-      if (code == 0) {
-        coordinator_ = node;
-        break;
-      }
-      if (!coordinator_moved(code) && !is(code, ErrorCode::coordinator_load_in_progress))
-        throw_group_error(config_.group_id, "FindCoordinator", code);
-    } catch (const ConnectionError&) {
-    } catch (const TimeoutError&) {
+    const std::int32_t node = find_coordinator_once(client_, deadline, code);
+    if (node >= 0) {
+      coordinator_ = node;
+      break;
     }
     if (Clock::now() >= deadline)
       throw TimeoutError(fmt::format("no coordinator found for group {} in time (last error {})", config_.group_id,
                                      code >= 0 ? error_name(code) : std::string_view("a lost connection")));
-    std::this_thread::sleep_for(std::chrono::milliseconds(std::min(1000, config_.heartbeat_interval_ms / 3 + 50) *
-                                                          std::min(attempt + 1, 4) / 4));
+    const auto pause = std::chrono::milliseconds(std::min(1000, config_.heartbeat_interval_ms / 3 + 50) *
+                                                 std::min(attempt + 1, 4) / 4);
+    std::this_thread::sleep_until(std::min(deadline, Clock::now() + pause));
   }
   return coordinator_;
 }
@@ -244,8 +254,11 @@ void GroupCoordinator::join(Deadline deadline) {
 
 bool GroupCoordinator::join_round(Deadline deadline) {
   const std::int32_t node = coordinator(deadline);
-  const auto rebalance_wait = std::chrono::milliseconds(config_.max_poll_interval_ms) +
-                              std::chrono::milliseconds(client_.config().request_timeout_ms);
+  // The broker answers JoinGroup when the rebalance completes (up to the
+  // rebalance timeout, max.poll.interval.ms), but never later than `deadline`.
+  const auto rebalance_wait =
+      std::min(deadline, Clock::now() + std::chrono::milliseconds(config_.max_poll_interval_ms) +
+                             std::chrono::milliseconds(client_.config().request_timeout_ms));
   try {
     Connection& c = client_.broker(node);
     JoinGroupRequest req;
@@ -260,7 +273,7 @@ bool GroupCoordinator::join_round(Deadline deadline) {
     const std::int16_t v = c.version_for<JoinGroupRequest>();
     if (config_.group_instance_id && v < 5)
       throw UnsupportedVersionError("group.instance.id needs JoinGroup v5 (Kafka 2.3+)");
-    auto r = c.receive<JoinGroupResponse>(c.send(req, v), v, Clock::now() + rebalance_wait).body;
+    auto r = c.receive<JoinGroupResponse>(c.send(req, v), v, rebalance_wait).body;
     const std::int16_t code = r.error_code;
     if (is(code, ErrorCode::member_id_required)) {
       member_id_ = r.member_id;
@@ -277,7 +290,8 @@ bool GroupCoordinator::join_round(Deadline deadline) {
       return false;
     }
     if (is(code, ErrorCode::coordinator_load_in_progress)) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(client_.config().retry_backoff_ms));
+      std::this_thread::sleep_until(
+          std::min(deadline, Clock::now() + std::chrono::milliseconds(client_.config().retry_backoff_ms)));
       return false;
     }
     if (code) throw_group_error(config_.group_id, "JoinGroup", code);
@@ -294,7 +308,7 @@ bool GroupCoordinator::join_round(Deadline deadline) {
     s.protocol_name = protocol_;
     if (r.leader == r.member_id && !r.skip_assignment) s.assignments = lead(protocol_, r.members);
     const std::int16_t sv = c.version_for<SyncGroupRequest>();
-    auto sr = c.receive<SyncGroupResponse>(c.send(s, sv), sv, Clock::now() + rebalance_wait).body;
+    auto sr = c.receive<SyncGroupResponse>(c.send(s, sv), sv, rebalance_wait).body;
     const std::int16_t scode = sr.error_code;
     if (is(scode, ErrorCode::rebalance_in_progress)) return false;
     if (is(scode, ErrorCode::unknown_member_id) || is(scode, ErrorCode::illegal_generation)) {
@@ -320,7 +334,6 @@ bool GroupCoordinator::join_round(Deadline deadline) {
   } catch (const TimeoutError&) {
     coordinator_lost();
   }
-  (void)deadline;
   return false;
 }
 
@@ -414,14 +427,14 @@ void GroupCoordinator::revoke_all() {
   if (!revoked.empty() && listener_) listener_->on_partitions_revoked(revoked);
 }
 
-void GroupCoordinator::leave(const char* reason) {
+void GroupCoordinator::leave(const char* reason, Deadline deadline) {
   if (consumer_protocol()) {
-    consumer_leave();
+    consumer_leave(deadline);
     return;
   }
   // Static members do not leave (KIP-345): a restart within the session
   // timeout takes the assignment back without a rebalance.
-  if (!config_.group_instance_id && !member_id_.empty() && coordinator_ >= 0) {
+  if (!config_.group_instance_id && !member_id_.empty() && coordinator_ >= 0 && Clock::now() < deadline) {
     try {
       Connection& c = client_.broker(coordinator_);
       LeaveGroupRequest req;
@@ -429,7 +442,7 @@ void GroupCoordinator::leave(const char* reason) {
       req.member_id = member_id_;
       req.members.push_back({member_id_, std::nullopt, std::string(reason), {}});
       const std::int16_t v = c.version_for<LeaveGroupRequest>();
-      c.receive<LeaveGroupResponse>(c.send(req, v), v, client_.default_deadline());
+      c.receive<LeaveGroupResponse>(c.send(req, v), v, std::min(deadline, client_.default_deadline()));
     } catch (const ClientError&) {
       // Leaving is best effort: the session timeout removes the member anyway.
     }
@@ -440,15 +453,19 @@ void GroupCoordinator::leave(const char* reason) {
 }
 
 Clock::time_point GroupCoordinator::poll() {
+  std::unique_lock lock(mu_);
   auto now = Clock::now();
   complete_async(false);
   if (!subscribed_) return now + std::chrono::hours(1);
+  if (background_error_) std::rethrow_exception(std::exchange(background_error_, nullptr));
+  handle_lost();
+  if (!background_.joinable()) start_background();
   if (last_poll_ != Clock::time_point{} && generation_ >= 0 &&
       now - last_poll_ > std::chrono::milliseconds(config_.max_poll_interval_ms)) {
     // The application stopped polling for longer than max.poll.interval.ms:
     // as the Java consumer, give the partitions up and leave; rejoin now.
     lose_partitions();
-    leave("the consumer poll timeout has expired");
+    leave("the consumer poll timeout has expired", client_.default_deadline());
   }
   last_poll_ = now;
   if (pattern_ && now - pattern_checked_ >= std::chrono::milliseconds(client_.config().metadata_max_age_ms)) {
@@ -456,6 +473,7 @@ Clock::time_point GroupCoordinator::poll() {
     if (current_topics() != topics_) need_join_ = true;
   }
   if (consumer_protocol()) {
+    take_pending_assignment();
     if (need_join_ || generation_ < 0 || now >= next_heartbeat_) consumer_heartbeat();
     maybe_auto_commit(false);
     auto due = next_heartbeat_;
@@ -466,26 +484,30 @@ Clock::time_point GroupCoordinator::poll() {
     join(now + std::chrono::milliseconds(config_.max_poll_interval_ms) +
          std::chrono::milliseconds(client_.config().default_api_timeout_ms));
     now = Clock::now();
+    last_poll_ = now;  // the rebalance was part of this poll
   }
   if (now >= next_heartbeat_) heartbeat();
   if (need_join_) return Clock::now();
   maybe_auto_commit(false);
+  wake_.notify_all();  // the background thread's timers may have moved
   auto due = next_heartbeat_;
   if (config_.enable_auto_commit) due = std::min(due, next_auto_commit_);
   return due;
 }
 
 void GroupCoordinator::close(Deadline deadline) {
+  stop_background();
+  std::lock_guard lock(mu_);
   complete_async(true);
   if (subscribed_) {
+    handle_lost();
     if (generation_ >= 0) {
-      maybe_auto_commit(true);
+      maybe_auto_commit(true, deadline);
       revoke_all();
     }
-    leave("the consumer is being closed");
+    leave("the consumer is being closed", deadline);
     subscribed_ = false;
   }
-  (void)deadline;
 }
 
 }  // namespace kwire::client

@@ -5,25 +5,38 @@
 // (the Consumer) which partitions are assigned and where each starts, and
 // asks it for the positions to commit (the Fetcher stays their one owner).
 //
-// There is no background thread: heartbeats, rebalances and auto-commits
-// happen inside poll() (and commit/close), so an application must poll more
-// often than session.timeout.ms; a gap over max.poll.interval.ms is noticed
-// at the next poll(), which then gives the partitions up as lost, leaves and
-// rejoins (the Java consumer's heartbeat thread leaves at once).
+// One background thread per member (started by the first poll() after
+// subscribe, stopped by close() or the destructor) keeps the membership alive
+// while the application processes between polls, as the Java consumer's
+// heartbeat thread does: it sends Heartbeat (classic) or
+// ConsumerGroupHeartbeat (KIP-848) when due over its own KafkaClient (its own
+// connections: KafkaClient is single-threaded), and when poll() has not been
+// called for max.poll.interval.ms it leaves the group at once (LeaveGroup,
+// or a heartbeat at epoch -1; static members send none, or epoch -2). What
+// needs the application thread (rebalance listener calls, fetch positions,
+// rejoining, reconciling a new KIP-848 assignment) is left to the next
+// poll(): the thread only records it (lost_pending_, need_join_,
+// pending_assignment_, a fatal error to rethrow). All state is guarded by
+// one recursive mutex (recursive: listener callbacks run under it and may
+// commit); the thread never holds it across network I/O.
 #pragma once
 
+#include <condition_variable>
 #include <exception>
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <regex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "kwire/client/group.hpp"
 #include "kwire/client/kafka_client.hpp"
 #include "kwire/protocol/messages/classic_group.hpp"
+#include "kwire/protocol/messages/consumer_group_heartbeat.hpp"
 
 namespace kwire::client {
 
@@ -53,13 +66,36 @@ class GroupCoordinator {
   void subscribe_pattern(const std::string& pattern, RebalanceListener* listener);
   /// Gives up the partitions (revoked) and leaves the group.
   void unsubscribe();
-  bool subscribed() const noexcept { return subscribed_; }
-  std::vector<std::string> subscription() const { return topics_; }
-  std::vector<TopicPartition> owned() const { return owned_; }
-  const std::string& member_id() const noexcept { return member_id_; }
-  std::int32_t generation() const noexcept { return generation_; }
+  bool subscribed() const {
+    std::lock_guard lock(mu_);
+    return subscribed_;
+  }
+  std::vector<std::string> subscription() const {
+    std::lock_guard lock(mu_);
+    return topics_;
+  }
+  std::vector<TopicPartition> owned() const {
+    std::lock_guard lock(mu_);
+    return owned_;
+  }
+  std::string member_id() const {
+    std::lock_guard lock(mu_);
+    return member_id_;
+  }
+  std::int32_t generation() const {
+    std::lock_guard lock(mu_);
+    return generation_;
+  }
   const GroupConfig& config() const noexcept { return config_; }
-  std::uint64_t rebalances() const noexcept { return rebalances_; }
+  std::uint64_t rebalances() const {
+    std::lock_guard lock(mu_);
+    return rebalances_;
+  }
+  /// Heartbeats the background thread sent (each attempt, answered or not).
+  std::uint64_t background_heartbeats() const {
+    std::lock_guard lock(mu_);
+    return background_heartbeats_;
+  }
 
   /// Rejoins when needed (blocking until the rebalance completes),
   /// heartbeats and auto-commits when due, completes async commits. Returns
@@ -77,7 +113,9 @@ class GroupCoordinator {
   /// The group's committed offsets (nullopt: none).
   std::map<TopicPartition, std::optional<OffsetAndMetadata>> committed(const std::vector<TopicPartition>& tps,
                                                                        Deadline deadline);
-  /// Auto-commits (when enabled), revokes and leaves (dynamic members).
+  /// Auto-commits (when enabled), revokes and leaves (dynamic members),
+  /// returning by `deadline` (the commit and the leave are cut short, the
+  /// leave being best effort: the session timeout removes the member).
   void close(Deadline deadline);
 
  private:
@@ -91,6 +129,8 @@ class GroupCoordinator {
   };
 
   std::int32_t coordinator(Deadline deadline);
+  /// One FindCoordinator over `via`: the node, or -1 with `code` set (-1: no answer).
+  std::int32_t find_coordinator_once(KafkaClient& via, Deadline deadline, std::int16_t& code);
   void coordinator_lost();
   void join(Deadline deadline);
   bool join_round(Deadline deadline);  // false: retry
@@ -103,17 +143,32 @@ class GroupCoordinator {
   /// before they are given up (a failure is a warning, as in Java).
   void commit_before_revoke(const std::vector<TopicPartition>& revoked);
   void heartbeat();
-  void leave(const char* reason);
+  void leave(const char* reason, Deadline deadline);
   void lose_partitions();
   void revoke_all();
   bool cooperative() const;
-  void maybe_auto_commit(bool force);
+  void maybe_auto_commit(bool force, Deadline deadline = Deadline::max());
   void complete_async(bool wait);
   // group.protocol=consumer (group_consumer_protocol.cpp).
   bool consumer_protocol() const { return config_.group_protocol == GroupProtocol::consumer; }
   void consumer_heartbeat();
+  /// The heartbeat for the current state; `md` gives the owned topics' ids.
+  protocol::ConsumerGroupHeartbeatRequest consumer_heartbeat_request(const ClusterMetadata& md, std::int16_t version);
+  /// Applies an answer to a heartbeat sent at the current epoch (state only:
+  /// a fencing sets lost_pending_, a new assignment pending_assignment_).
+  void consumer_heartbeat_answered(const protocol::ConsumerGroupHeartbeatResponse& r, std::int16_t version);
+  /// poll(): reconcile what the background thread received.
+  void take_pending_assignment();
   void reconcile(const std::vector<TopicPartition>& target);
-  void consumer_leave();
+  void consumer_leave(Deadline deadline);
+  // The background thread (group_heartbeat.cpp).
+  void start_background();
+  void stop_background();
+  void background_loop();
+  void background_heartbeat(std::unique_lock<std::recursive_mutex>& lock);
+  void background_leave(std::unique_lock<std::recursive_mutex>& lock);
+  /// After a fencing or a poll timeout noticed by the background thread.
+  void handle_lost();
 
   std::map<TopicPartition, std::int16_t> send_commit(const std::map<TopicPartition, OffsetAndMetadata>& offsets,
                                                      Deadline deadline);
@@ -139,6 +194,16 @@ class GroupCoordinator {
   Clock::time_point next_auto_commit_{};
   Clock::time_point last_poll_{};
   std::vector<std::unique_ptr<PendingCommit>> pending_;
+
+  mutable std::recursive_mutex mu_;
+  std::condition_variable_any wake_;
+  std::unique_ptr<KafkaClient> background_client_;  // used by the background thread only
+  std::thread background_;
+  bool stopping_ = false;
+  bool lost_pending_ = false;  // owned_ must be given up as lost by the next poll()
+  std::optional<protocol::ConsumerGroupHeartbeatResponse::Assignment> pending_assignment_;
+  std::exception_ptr background_error_;  // rethrown by the next poll()
+  std::uint64_t background_heartbeats_ = 0;
 };
 
 }  // namespace kwire::client

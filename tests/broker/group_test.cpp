@@ -3,264 +3,15 @@
 // record is consumed once across them, a member that closes or is killed
 // hands its partitions over, and the committed offsets read back equal what
 // was consumed. Also kwire consume -G and kwire groups.
-#include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
 
-#include <atomic>
-#include <mutex>
 #include <set>
 #include <thread>
 
-#include "common.hpp"
-#include "kwire/client/consumer.hpp"
-
-extern char** environ;
+#include "group_support.hpp"
 
 using namespace kwire_test;
-using kwire::client::Consumer;
-using kwire::client::TopicPartition;
-
-namespace {
-
-using Clock = std::chrono::steady_clock;
-using namespace std::chrono_literals;
-
-// What every member saw, shared between the member threads.
-struct Seen {
-  std::mutex mu;
-  std::map<std::pair<std::int32_t, std::int64_t>, int> times;  // (partition, offset) -> times consumed
-  std::map<std::int32_t, Clock::time_point> last_at;           // partition -> when its last record arrived
-  std::size_t total() {
-    std::lock_guard lock(mu);
-    std::size_t n = 0;
-    for (auto& [k, v] : times) n += static_cast<std::size_t>(v);
-    return n;
-  }
-};
-
-// One group member on its own thread: polls, records what it got, commits
-// after each poll (and in on_partitions_revoked, as Java applications do).
-class Member : public kwire::client::RebalanceListener {
- public:
-  Member(std::map<std::string, std::string> props, std::string topic, Seen& seen)
-      : props_(std::move(props)), topic_(std::move(topic)), seen_(seen) {
-    thread_ = std::thread([this] { run(); });
-  }
-  ~Member() { stop(); }
-  void stop(bool graceful = true) {
-    graceful_ = graceful;
-    stop_ = true;
-    if (thread_.joinable()) thread_.join();
-  }
-  std::vector<TopicPartition> assignment() {
-    std::lock_guard lock(mu_);
-    return {assignment_.begin(), assignment_.end()};
-  }
-  std::string error() {
-    std::lock_guard lock(mu_);
-    return error_;
-  }
-  // Eager rebalances revoke and assign everything; cooperative ones and
-  // KIP-848 pass only the partitions that change: keep the union.
-  void on_partitions_assigned(const std::vector<TopicPartition>& tps) override {
-    std::lock_guard lock(mu_);
-    assignment_.insert(tps.begin(), tps.end());
-    ++rebalances_;
-  }
-  int rebalances() {
-    std::lock_guard lock(mu_);
-    return rebalances_;
-  }
-  void on_partitions_revoked(const std::vector<TopicPartition>& tps) override {
-    try {
-      consumer_->commit_sync();
-    } catch (const std::exception&) {
-    }
-    std::lock_guard lock(mu_);
-    for (auto& tp : tps) assignment_.erase(tp);
-  }
-  void on_partitions_lost(const std::vector<TopicPartition>& tps) override {
-    std::lock_guard lock(mu_);
-    for (auto& tp : tps) assignment_.erase(tp);
-  }
-
- private:
-  void run() {
-    try {
-      Consumer c(props_);
-      consumer_ = &c;
-      c.subscribe({topic_}, this);
-      while (!stop_) {
-        auto recs = c.poll(100ms);
-        if (recs.empty()) continue;
-        {
-          std::lock_guard lock(seen_.mu);
-          for (auto& r : recs) {
-            ++seen_.times[{r.partition, r.offset}];
-            seen_.last_at[r.partition] = Clock::now();
-          }
-        }
-        try {
-          c.commit_sync();
-        } catch (const kwire::client::RebalanceInProgressError&) {
-        } catch (const kwire::client::CommitFailedError&) {
-        }
-      }
-      if (graceful_) c.close();
-    } catch (const std::exception& e) {
-      std::lock_guard lock(mu_);
-      error_ = e.what();
-    }
-  }
-  std::map<std::string, std::string> props_;
-  std::string topic_;
-  Seen& seen_;
-  Consumer* consumer_ = nullptr;
-  std::atomic<bool> stop_{false};
-  std::atomic<bool> graceful_{true};
-  std::mutex mu_;
-  std::set<TopicPartition> assignment_;
-  int rebalances_ = 0;
-  std::string error_;
-  std::thread thread_;
-};
-
-std::map<std::string, std::string> member_props(const std::string& servers, const std::string& group,
-                                                const std::string& strategy = "range") {
-  return {{"bootstrap.servers", servers},
-          {"group.id", group},
-          {"auto.offset.reset", "earliest"},
-          {"enable.auto.commit", "false"},
-          {"session.timeout.ms", "6000"},
-          {"heartbeat.interval.ms", "500"},
-          {"max.poll.interval.ms", "30000"},
-          {"fetch.max.wait.ms", "100"},
-          {"partition.assignment.strategy", strategy}};
-}
-
-// group.protocol=consumer (KIP-848): the broker's heartbeat interval and session timeout apply.
-std::map<std::string, std::string> consumer_protocol_props(const std::string& servers, const std::string& group) {
-  return {{"bootstrap.servers", servers},  {"group.id", group},
-          {"group.protocol", "consumer"},  {"auto.offset.reset", "earliest"},
-          {"enable.auto.commit", "false"}, {"max.poll.interval.ms", "30000"},
-          {"fetch.max.wait.ms", "100"}};
-}
-
-// Waits until the members' assignments cover the six partitions once each.
-bool wait_balanced(const std::vector<Member*>& members, std::size_t partitions, std::chrono::seconds timeout) {
-  auto end = Clock::now() + timeout;
-  while (Clock::now() < end) {
-    std::multiset<TopicPartition> all;
-    bool each = true;
-    for (auto* m : members) {
-      auto a = m->assignment();
-      each = each && !a.empty();
-      all.insert(a.begin(), a.end());
-    }
-    std::set<TopicPartition> distinct(all.begin(), all.end());
-    if (each && all.size() == partitions && distinct.size() == partitions) return true;
-    std::this_thread::sleep_for(50ms);
-  }
-  return false;
-}
-
-bool wait_total(Seen& seen, std::size_t n, std::chrono::seconds timeout) {
-  auto end = Clock::now() + timeout;
-  while (Clock::now() < end && seen.total() < n) std::this_thread::sleep_for(50ms);
-  return seen.total() >= n;
-}
-
-// Every produced record consumed exactly once: `per_partition` offsets in each of 6 partitions.
-void expect_exactly_once(Seen& seen, const std::map<std::int32_t, std::int64_t>& ends) {
-  std::lock_guard lock(seen.mu);
-  for (auto& [p, end] : ends)
-    for (std::int64_t o = 0; o < end; ++o) {
-      auto it = seen.times.find({p, o});
-      EXPECT_TRUE(it != seen.times.end() && it->second == 1) << "partition " << p << " offset " << o << " consumed "
-                                                             << (it == seen.times.end() ? 0 : it->second) << " times";
-    }
-}
-
-std::map<std::int32_t, std::int64_t> end_offsets(const std::string& servers, const std::string& topic) {
-  kwire::client::KafkaClient client({{"bootstrap.servers", servers}});
-  std::map<TopicPartition, std::int64_t> q;
-  for (int p = 0; p < 6; ++p) q[{topic, p}] = kwire::client::kLatestTimestamp;
-  std::map<std::int32_t, std::int64_t> out;
-  for (auto& [tp, lo] : client.list_offsets(q)) out[tp.partition] = lo.offset;
-  return out;
-}
-
-std::map<std::int32_t, std::int64_t> committed(const std::string& servers, const std::string& group,
-                                               const std::string& topic) {
-  Consumer c({{"bootstrap.servers", servers}, {"group.id", group}});
-  std::vector<TopicPartition> tps;
-  for (int p = 0; p < 6; ++p) tps.push_back({topic, p});
-  std::map<std::int32_t, std::int64_t> out;
-  for (auto& [tp, om] : c.committed(tps)) out[tp.partition] = om ? om->offset : -1;
-  return out;
-}
-
-// `kwire consume -G` as a child process, its stdout in a file.
-class GroupProcess {
- public:
-  // kwire with `args`, or any program when `program` is given.
-  GroupProcess(const std::vector<std::string>& args, const std::filesystem::path& out,
-               const std::string& program = kwire_bin()) {
-    std::vector<std::string> argv{program};
-    argv.insert(argv.end(), args.begin(), args.end());
-    std::vector<char*> cargv;
-    for (auto& a : argv) cargv.push_back(a.data());
-    cargv.push_back(nullptr);
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&fa, 2, (out.string() + ".err").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (posix_spawn(&pid_, argv[0].c_str(), &fa, nullptr, cargv.data(), environ) != 0) pid_ = -1;
-    posix_spawn_file_actions_destroy(&fa);
-  }
-  ~GroupProcess() { kill(SIGKILL); }
-  int kill(int sig) {
-    if (pid_ <= 0) return -1;
-    ::kill(pid_, sig);
-    int status = 0;
-    ::waitpid(pid_, &status, 0);
-    pid_ = -1;
-    return status;
-  }
-  bool running() const { return pid_ > 0; }
-
- private:
-  pid_t pid_ = -1;
-};
-
-std::string previous_broker() {
-  const char* prev = std::getenv("KWIRE_BOOTSTRAP_PREVIOUS");
-  return prev && *prev ? prev : "";
-}
-
-}  // namespace
-
-class Groups : public BrokerTest, public ::testing::WithParamInterface<const char*> {
- protected:
-  std::string servers() {
-    if (std::string(GetParam()) == "current") return bootstrap();
-    return previous_broker();
-  }
-  void SetUp() override {
-    BrokerTest::SetUp();
-    if (std::string(GetParam()) == "previous") {
-      ASSERT_FALSE(previous_broker().empty())
-          << "KWIRE_BOOTSTRAP_PREVIOUS is not set (scripts/test starts a 3.9 broker and sets it)";
-      ASSERT_TRUE(tcp_reachable(previous_broker())) << "nothing answers at " << previous_broker();
-    }
-  }
-  void create(const std::string& topic) {
-    auto r = run_kwire({"create-topic", "-b", servers(), "-t", topic, "--partitions", "6"});
-    ASSERT_EQ(r.exit_code, 0) << r.describe();
-  }
-};
+using namespace kwire_test::groups;
 
 TEST_P(Groups, ThreeMembersShareSixPartitionsAndACloseRebalancesAtOnce) {
   auto topic = unique_topic("groups-three");
@@ -296,21 +47,30 @@ TEST_P(Groups, ThreeMembersShareSixPartitionsAndACloseRebalancesAtOnce) {
   EXPECT_EQ(committed(servers(), group, topic), ends);
 }
 
-TEST_P(Groups, AKilledMemberLosesItsPartitionsWithinTheSessionTimeout) {
-  auto topic = unique_topic("groups-kill");
+// One member is `kwire consume -G` in its own process (auto-commit every
+// 200 ms), two are in this process; the process is killed. Classic:
+// session.timeout.ms 6 s; KIP-848: the broker's
+// group.consumer.session.timeout.ms (45 s by default, also its minimum).
+void kwire_test::groups::Groups::killed_member_case(bool kip848) {
+  auto topic = unique_topic(kip848 ? "groups-kill848" : "groups-kill");
   auto group = topic + "-g";
   create(topic);
-  // One member is `kwire consume -G` in its own process (auto-commit every
-  // 200 ms), two are in this process.
   TempDir dir;
-  GroupProcess proc({"consume", "-b", servers(), "-G", group, "--json", "-X", "session.timeout.ms=6000", "-X",
-                     "heartbeat.interval.ms=500", "-X", "auto.commit.interval.ms=200", "-X",
-                     "partition.assignment.strategy=range", topic},
-                    dir / "member.jsonl");
+  std::vector<std::string> args{"consume", "-b", servers(), "-G", group, "--json", "-X", "auto.commit.interval.ms=200"};
+  for (const char* x : kip848 ? std::vector<const char*>{"group.protocol=consumer"}
+                              : std::vector<const char*>{"session.timeout.ms=6000", "heartbeat.interval.ms=500",
+                                                         "partition.assignment.strategy=range"}) {
+    args.push_back("-X");
+    args.push_back(x);
+  }
+  args.push_back(topic);
+  GroupProcess proc(args, dir / "member.jsonl");
   ASSERT_TRUE(proc.running());
+  const double session_s = kip848 ? 45.0 : 6.0;
   Seen seen;
-  Member a(member_props(servers(), group), topic, seen);
-  Member b(member_props(servers(), group), topic, seen);
+  auto props = kip848 ? consumer_protocol_props(servers(), group) : member_props(servers(), group);
+  Member a(props, topic, seen);
+  Member b(props, topic, seen);
   ASSERT_TRUE(wait_balanced({&a, &b}, 4, 60s)) << a.error() << b.error();  // the process holds the other 2
   std::set<std::int32_t> killed_partitions{0, 1, 2, 3, 4, 5};
   for (auto* m : {&a, &b})
@@ -331,9 +91,9 @@ TEST_P(Groups, AKilledMemberLosesItsPartitionsWithinTheSessionTimeout) {
   // SIGKILL: no LeaveGroup; the coordinator notices after session.timeout.ms.
   const auto t0 = Clock::now();
   proc.kill(SIGKILL);
-  ASSERT_TRUE(wait_balanced({&a, &b}, 6, 30s));
+  ASSERT_TRUE(wait_balanced({&a, &b}, 6, std::chrono::seconds(static_cast<int>(session_s) + 30)));
   const double rebalance_s = std::chrono::duration<double>(Clock::now() - t0).count();
-  EXPECT_LT(rebalance_s, 6.0 + 10.0);
+  EXPECT_LT(rebalance_s, session_s + 10.0);
   produce_numbered(servers(), topic, 300, 360);
   ASSERT_TRUE(wait_total(seen, 300 - in_process.size() + 60, 60s)) << seen.total();
   Clock::time_point last{};
@@ -341,8 +101,9 @@ TEST_P(Groups, AKilledMemberLosesItsPartitionsWithinTheSessionTimeout) {
     std::lock_guard lock(seen.mu);
     for (auto p : killed_partitions) last = std::max(last, seen.last_at[p]);
   }
-  std::fprintf(stderr, "[groups %s] SIGKILL -> partitions reassigned in %.3f s, consumed elsewhere after %.3f s\n",
-               GetParam(), rebalance_s, std::chrono::duration<double>(last - t0).count());
+  std::fprintf(stderr, "[groups %s %s] SIGKILL -> partitions reassigned in %.3f s, consumed elsewhere after %.3f s\n",
+               GetParam(), kip848 ? "consumer" : "classic", rebalance_s,
+               std::chrono::duration<double>(last - t0).count());
   a.stop();
   b.stop();
   EXPECT_EQ(a.error() + b.error(), "");
@@ -355,6 +116,13 @@ TEST_P(Groups, AKilledMemberLosesItsPartitionsWithinTheSessionTimeout) {
   auto final_ends = end_offsets(servers(), topic);
   expect_exactly_once(seen, final_ends);
   EXPECT_EQ(committed(servers(), group, topic), final_ends);
+}
+
+TEST_P(Groups, AKilledMemberLosesItsPartitionsWithinTheSessionTimeout) { killed_member_case(false); }
+
+TEST_P(Groups, AKilledConsumerProtocolMemberLosesItsPartitionsWithinTheSessionTimeout) {
+  if (std::string(GetParam()) != "current") GTEST_SKIP() << "group.protocol=consumer needs Kafka 4.0+";
+  killed_member_case(true);
 }
 
 TEST_P(Groups, CliBalancedConsumerAndGroupsCommands) {

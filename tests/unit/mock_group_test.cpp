@@ -5,7 +5,10 @@
 
 #include <deque>
 #include <mutex>
+#include <thread>
 
+#include "kwire/client/group_admin.hpp"
+#include "kwire/client/kafka_client.hpp"
 #include "kwire/protocol/messages.hpp"
 #include "mock_consumer_support.hpp"
 
@@ -303,6 +306,120 @@ TEST_F(MockGroup, AutoCommitCommitsOnlyWhatPollHandedOutAndCloseLeaves) {
   EXPECT_EQ(coord.leaves, 1);
 }
 
+// The background thread heartbeats while the application processes between
+// polls: no rejoin, no listener call, and the member's generation stays.
+TEST_F(MockGroup, HeartbeatsContinueWhileTheApplicationDoesNotPoll) {
+  Listener l;  // outlives the consumer, whose destructor revokes
+  Consumer c(group_props());
+  c.subscribe({"t"}, &l);
+  EXPECT_EQ(poll_until(c, 20).size(), 20u);
+  int heartbeats_before = 0;
+  std::size_t joins_before = 0;
+  {
+    std::lock_guard lock(coord.mu);
+    heartbeats_before = coord.heartbeats;
+    joins_before = coord.join_member_ids.size();
+  }
+  // heartbeat.interval.ms is 50: about 24 heartbeats are due in 1.2 s.
+  std::this_thread::sleep_for(1200ms);
+  {
+    std::lock_guard lock(coord.mu);
+    EXPECT_GE(coord.heartbeats - heartbeats_before, 4) << "no heartbeat while the application was not polling";
+  }
+  c.poll(100ms);
+  std::lock_guard lock(coord.mu);
+  EXPECT_EQ(coord.join_member_ids.size(), joins_before);
+  EXPECT_EQ(coord.leaves, 0);
+  EXPECT_EQ(c.rebalance_count(), 1u);
+  EXPECT_EQ(l.calls, std::vector<std::string>{"assigned t-0,t-1"});
+}
+
+// A heartbeat answered REBALANCE_IN_PROGRESS or UNKNOWN_MEMBER_ID while the
+// application is away: the listener runs at its next poll, on its thread.
+TEST_F(MockGroup, AFencingSeenByTheBackgroundThreadIsHandledAtTheNextPoll) {
+  Listener l;  // outlives the consumer, whose destructor revokes
+  Consumer c(group_props());
+  c.subscribe({"t"}, &l);
+  EXPECT_EQ(poll_until(c, 20).size(), 20u);
+  fail_next(ApiKey::heartbeat, {ErrorCode::unknown_member_id});
+  for (int i = 0; i < 100; ++i) {
+    std::this_thread::sleep_for(20ms);
+    std::lock_guard lock(coord.mu);
+    if (coord.errors[ApiKey::heartbeat].empty()) break;
+  }
+  std::this_thread::sleep_for(100ms);
+  EXPECT_EQ(l.calls, std::vector<std::string>{"assigned t-0,t-1"});  // nothing called off the poll thread
+  for (int i = 0; i < 20 && c.rebalance_count() < 2; ++i) c.poll(50ms);
+  EXPECT_EQ(l.calls, (std::vector<std::string>{"assigned t-0,t-1", "lost t-0,t-1", "assigned t-0,t-1"}));
+  std::lock_guard lock(coord.mu);
+  ASSERT_GE(coord.join_member_ids.size(), 3u);
+  EXPECT_EQ(coord.join_member_ids[2], "");
+}
+
+// poll() not called within max.poll.interval.ms: the member leaves at once
+// (LeaveGroup, without waiting for the next poll); that poll gives the
+// partitions up as lost and rejoins without a member id.
+TEST_F(MockGroup, MaxPollIntervalExceededLeavesAndTheNextPollRejoins) {
+  Listener l;  // outlives the consumer, whose destructor revokes
+  Consumer c(group_props({{"max.poll.interval.ms", "400"}, {"enable.auto.commit", "false"}}));
+  c.subscribe({"t"}, &l);
+  EXPECT_EQ(poll_until(c, 20).size(), 20u);
+  bool left = false;
+  for (int i = 0; i < 150 && !left; ++i) {
+    std::this_thread::sleep_for(20ms);
+    std::lock_guard lock(coord.mu);
+    left = coord.leaves == 1;
+  }
+  EXPECT_TRUE(left) << "no LeaveGroup while the application was not polling";
+  EXPECT_EQ(c.group_metadata().generation, -1);
+  EXPECT_EQ(l.calls, std::vector<std::string>{"assigned t-0,t-1"});
+  for (int i = 0; i < 20 && c.rebalance_count() < 2; ++i) c.poll(50ms);
+  EXPECT_EQ(l.calls, (std::vector<std::string>{"assigned t-0,t-1", "lost t-0,t-1", "assigned t-0,t-1"}));
+  EXPECT_EQ(c.assignment().size(), 2u);
+  c.close();
+  std::lock_guard lock(coord.mu);
+  ASSERT_GE(coord.join_member_ids.size(), 4u);
+  EXPECT_EQ(coord.join_member_ids[2], "");  // a dynamic member that left starts over
+  EXPECT_EQ(coord.leaves, 2);               // the poll timeout, then close()
+}
+
+// close(timeout) returns by then even when the coordinator no longer answers
+// (the final commit and the leave are abandoned).
+TEST_F(MockGroup, CloseWithATimeoutReturnsWhenTheCoordinatorIsUnreachable) {
+  Consumer c(group_props({{"default.api.timeout.ms", "60000"}, {"auto.commit.interval.ms", "600000"}}));
+  c.subscribe({"t"});
+  EXPECT_EQ(poll_until(c, 20).size(), 20u);
+  cluster.set_broker_down(1, true);
+  const auto t0 = std::chrono::steady_clock::now();
+  c.close(500ms);
+  const auto took = std::chrono::steady_clock::now() - t0;
+  // Without the timeout the commit would retry for default.api.timeout.ms (60 s).
+  EXPECT_LT(took, 20s);
+  cluster.set_broker_down(1, false);
+  std::lock_guard lock(coord.mu);
+  EXPECT_TRUE(coord.committed.empty());
+}
+
+// GroupAdmin: offsets altered and read back on the group's behalf (outside
+// any generation), through a coordinator that moves and loads.
+TEST_F(MockGroup, GroupAdminAltersAndReadsOffsetsAcrossCoordinatorMoves) {
+  fail_next(ApiKey::find_coordinator, {ErrorCode::coordinator_not_available});
+  fail_next(ApiKey::offset_commit, {ErrorCode::not_coordinator});
+  fail_next(ApiKey::offset_fetch, {ErrorCode::coordinator_load_in_progress});
+  client::KafkaClient kc(props(cluster));
+  client::GroupAdmin admin(kc);
+  admin.alter_offsets("g", {{TopicPartition{"t", 0}, 5}, {TopicPartition{"t", 1}, 7}});
+  auto got = admin.committed_offsets("g", {{"t", 1}, {"t", 0}});
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got.at(TopicPartition{"t", 0}).offset, 5);
+  EXPECT_EQ(got.at(TopicPartition{"t", 1}).offset, 7);
+  std::lock_guard lock(coord.mu);
+  EXPECT_EQ(coord.committed[(TopicPartition{"t", 0})], 5);
+  ASSERT_EQ(coord.commit_generations.size(), 2u);  // NOT_COORDINATOR, then again
+  EXPECT_EQ(coord.commit_generations.back(), -1);  // not as a member
+  EXPECT_GE(coord.find_coordinator, 4);
+}
+
 // group.protocol=consumer (KIP-848) against a scripted coordinator that
 // assigns t-0 and t-1 at once and then confirms; a queued error comes first.
 TEST_F(MockGroup, ConsumerProtocolFencedMemberEpochLosesAndRejoinsAtEpochZero) {
@@ -366,6 +483,63 @@ TEST_F(MockGroup, ConsumerProtocolFencedMemberEpochLosesAndRejoinsAtEpochZero) {
       rejoined = true;
   EXPECT_TRUE(rejoined);
   EXPECT_EQ(k.epochs_sent.back(), -1);  // close() leaves with epoch -1
+}
+
+// KIP-848: poll() not called within max.poll.interval.ms: the background
+// thread leaves with epoch -1 at once; the next poll() gives the partitions
+// up as lost and rejoins at epoch 0 with the same member id.
+TEST_F(MockGroup, ConsumerProtocolMaxPollIntervalLeavesWithEpochMinusOne) {
+  const auto topic_id = *cluster.topic_id("t");
+  struct Kip848 {
+    std::mutex mu;
+    std::vector<std::int32_t> epochs_sent;
+    std::vector<std::string> member_ids_sent;
+    std::int32_t epoch = 0;
+  } k;
+  cluster.set_handler(
+      ApiKey::consumer_group_heartbeat, 0, 1,
+      [&k, topic_id](std::int32_t, std::int16_t v, std::int32_t corr, const Bytes& p) -> std::optional<Bytes> {
+        std::lock_guard lock(k.mu);
+        auto req = Coordinator::request<ConsumerGroupHeartbeatRequest>(p, v);
+        k.epochs_sent.push_back(req.member_epoch);
+        k.member_ids_sent.push_back(req.member_id);
+        ConsumerGroupHeartbeatResponse r;
+        r.heartbeat_interval_ms = 100;
+        r.member_id = req.member_id;
+        if (req.member_epoch == 0) {
+          r.member_epoch = ++k.epoch;
+          r.assignment.emplace();
+          r.assignment->topic_partitions.push_back({topic_id, {0, 1}, {}});
+        } else {
+          r.member_epoch = req.member_epoch < 0 ? req.member_epoch : k.epoch;
+        }
+        return encode_response_frame(r, v, corr);
+      });
+  Listener l;  // outlives the consumer, whose destructor revokes
+  Consumer c(props(cluster, {{"group.id", "g"},
+                             {"group.protocol", "consumer"},
+                             {"auto.offset.reset", "earliest"},
+                             {"enable.auto.commit", "false"},
+                             {"max.poll.interval.ms", "400"}}));
+  c.subscribe({"t"}, &l);
+  EXPECT_EQ(poll_until(c, 20).size(), 20u);
+  bool left = false;
+  std::size_t heartbeats_before_leave = 0;
+  for (int i = 0; i < 150 && !left; ++i) {
+    std::this_thread::sleep_for(20ms);
+    std::lock_guard lock(k.mu);
+    left = !k.epochs_sent.empty() && k.epochs_sent.back() == -1;
+    heartbeats_before_leave = k.epochs_sent.size();
+  }
+  EXPECT_TRUE(left) << "no leave heartbeat while the application was not polling";
+  EXPECT_EQ(l.calls, std::vector<std::string>{"assigned t-0,t-1"});
+  for (int i = 0; i < 30 && l.calls.size() < 3; ++i) c.poll(50ms);
+  EXPECT_EQ(l.calls, (std::vector<std::string>{"assigned t-0,t-1", "lost t-0,t-1", "assigned t-0,t-1"}));
+  c.close();
+  std::lock_guard lock(k.mu);
+  ASSERT_GT(k.epochs_sent.size(), heartbeats_before_leave);
+  EXPECT_EQ(k.epochs_sent[heartbeats_before_leave], 0);                              // rejoined at epoch 0...
+  EXPECT_EQ(k.member_ids_sent[heartbeats_before_leave], k.member_ids_sent.front());  // ...as the same member
 }
 
 // KIP-848: a static member whose group.instance.id is still held by an

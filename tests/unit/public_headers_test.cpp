@@ -4,6 +4,8 @@
 
 #include "kwire/client/consumer.hpp"
 #include "kwire/client/fetcher.hpp"
+#include "kwire/client/group.hpp"
+#include "kwire/client/group_admin.hpp"
 #include "kwire/client/kafka_client.hpp"
 #include "kwire/client/producer.hpp"
 #include "kwire/source/arrow.hpp"

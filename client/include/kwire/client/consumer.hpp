@@ -34,8 +34,12 @@
 // calls), heartbeats, automatic commits of what poll() handed out
 // (enable.auto.commit), and the start of each newly assigned partition at the
 // group's committed offset, or per auto.offset.reset when there is none. See
-// group.hpp for the settings and errors. Heartbeats are sent from poll(), so
-// poll at least every session.timeout.ms / 3 while subscribed.
+// group.hpp for the settings and errors. A background thread (its own
+// connection to the coordinator) heartbeats between polls, so processing may
+// outlast session.timeout.ms; a poll() gap beyond max.poll.interval.ms makes
+// the member leave the group at once, and the next poll() gives its
+// partitions up as lost and rejoins. Listener calls happen only inside
+// poll() and close().
 //
 // Not thread-safe. Free of Boost.Asio: including this header needs only the
 // standard library and kwire's headers.
@@ -152,8 +156,12 @@ class Consumer {
   /// Completes async commits, auto-commits (when enabled), calls the
   /// listener's revoked and leaves the group (static members stay until
   /// their session times out). The destructor does the same when close()
-  /// was not called, swallowing errors.
+  /// was not called, swallowing errors. Takes at most default.api.timeout.ms.
   void close();
+  /// close() returning by `timeout` even when the coordinator does not
+  /// answer (the final commit and the leave are then cut short; the
+  /// session timeout removes the member).
+  void close(std::chrono::milliseconds timeout);
 
   KafkaClient& client() noexcept { return *client_; }
 

@@ -1,0 +1,81 @@
+// Consumer group administration, as Kafka's Admin client and the
+// kafka-consumer-groups tool do it: list the groups, describe one (state,
+// members, their assignments, committed offsets), and alter a group's
+// committed offsets (reset; only while the group has no members, which the
+// coordinator enforces).
+//
+// Requests: ListGroups (every broker), FindCoordinator, DescribeGroups
+// (ConsumerGroupDescribe for KIP-848 groups, which DescribeGroups does not
+// know), OffsetFetch, OffsetCommit (outside any generation: member id empty,
+// generation -1). Coordinator moves and loads (NOT_COORDINATOR,
+// COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS) are retried until
+// default.api.timeout.ms. Other error codes raise KafkaError naming the group
+// (and partition); GROUP_AUTHORIZATION_FAILED raises GroupAuthorizationError.
+//
+// Uses the KafkaClient it is given (not thread-safe, like it). Free of Boost.Asio.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kwire/client/group.hpp"
+#include "kwire/client/types.hpp"
+
+namespace kwire::client {
+
+class KafkaClient;
+
+/// One group as ListGroups reports it (state and type are empty when the
+/// broker is too old to say: ListGroups v4 / v5).
+struct GroupListing {
+  std::string group_id;
+  std::string state;          // e.g. "Stable", "Empty"
+  std::string type;           // "classic" or "consumer" (KIP-848)
+  std::string protocol_type;  // "consumer" for consumer groups
+};
+
+struct GroupMemberDescription {
+  std::string member_id;
+  std::optional<std::string> group_instance_id;
+  std::string client_id;
+  std::string host;
+  std::vector<TopicPartition> assignment;  // sorted; empty unless the group's protocol type is "consumer"
+};
+
+struct GroupDescription {
+  std::string group_id;
+  std::string state;          // e.g. "Stable", "Empty"; "Dead" when the coordinator does not know the group
+  std::string protocol_type;  // "consumer" for consumer groups
+  std::string assignor;       // the chosen assignor (classic), may be empty
+  std::vector<GroupMemberDescription> members;
+  /// Every partition with a committed offset (the next offset to read).
+  std::map<TopicPartition, std::int64_t> committed;
+};
+
+class GroupAdmin {
+ public:
+  explicit GroupAdmin(KafkaClient& client) : client_(client) {}
+
+  /// The groups of every broker, sorted by id.
+  std::vector<GroupListing> list_groups();
+  /// State, members and assignments (DescribeGroups) and committed offsets
+  /// (OffsetFetch of all partitions).
+  GroupDescription describe_group(const std::string& group);
+  /// The group's committed offset of each partition that has one
+  /// (every partition when `partitions` is empty).
+  std::map<TopicPartition, OffsetAndMetadata> committed_offsets(const std::string& group,
+                                                                const std::vector<TopicPartition>& partitions = {});
+  /// Commits `offsets` for the group (the next offset to read of each
+  /// partition). Kafka refuses while the group has members: KafkaError
+  /// UNKNOWN_MEMBER_ID (or a consumer-protocol group's error).
+  void alter_offsets(const std::string& group, const std::map<TopicPartition, std::int64_t>& offsets);
+
+ private:
+  void describe_consumer_group(GroupDescription& g);
+  KafkaClient& client_;
+};
+
+}  // namespace kwire::client

@@ -1,0 +1,230 @@
+// GroupAdmin: ListGroups, DescribeGroups, OffsetFetch and OffsetCommit on a
+// group's behalf, for tools and embedders (see group_admin.hpp).
+#include "kwire/client/group_admin.hpp"
+
+#include <algorithm>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "group_coordinator.hpp"
+#include "kwire/client/connection.hpp"
+#include "kwire/client/kafka_client.hpp"
+#include "kwire/protocol/errors.hpp"
+#include "kwire/protocol/messages.hpp"
+
+namespace kwire::client {
+
+using namespace kwire::protocol;
+
+namespace {
+
+bool is(std::int16_t code, ErrorCode e) { return code == static_cast<std::int16_t>(e); }
+
+bool coordinator_retriable(std::int16_t code) {
+  return is(code, ErrorCode::not_coordinator) || is(code, ErrorCode::coordinator_not_available) ||
+         is(code, ErrorCode::coordinator_load_in_progress);
+}
+
+Deadline api_deadline(const KafkaClient& client) {
+  return Clock::now() + std::chrono::milliseconds(client.config().default_api_timeout_ms);
+}
+
+// Runs `attempt` against the group's coordinator until it returns true,
+// retrying coordinator moves and loads (ConnectionError included) until the
+// deadline; `attempt` returns false with `code` set for a retriable code.
+template <class F>
+void with_coordinator(KafkaClient& client, const std::string& group, const char* api, F&& attempt) {
+  const auto deadline = api_deadline(client);
+  for (int n = 0;; ++n) {
+    std::int16_t code = -1;
+    try {
+      Connection& any = client.any_connection();
+      const std::int16_t v = any.version_for<FindCoordinatorRequest>();
+      FindCoordinatorRequest req;
+      req.key = group;
+      req.key_type = FindCoordinatorRequest::kKeyTypeGroup;
+      req.coordinator_keys = {group};
+      auto r = any.receive<FindCoordinatorResponse>(any.send(req, v), v, client.default_deadline()).body;
+      code = r.error_code;
+      std::int32_t node = r.node_id;
+      if (v >= 4) {
+        if (r.coordinators.size() != 1) throw MalformedResponseError("FindCoordinator answered no coordinator");
+        code = r.coordinators[0].error_code;
+        node = r.coordinators[0].node_id;
+      }
+      if (code == 0 && attempt(client.broker(node), code)) return;
+      if (code != 0 && !coordinator_retriable(code)) throw_group_error(group, "FindCoordinator", code);
+    } catch (const ConnectionError&) {
+    }
+    if (Clock::now() >= deadline)
+      throw TimeoutError(fmt::format("{} for group {} did not succeed in time (last error {})", api, group,
+                                     code >= 0 ? error_name(code) : std::string_view("a lost connection")));
+    std::this_thread::sleep_for(std::chrono::milliseconds(client.config().retry_backoff_ms * std::min(n + 1, 10)));
+  }
+}
+
+}  // namespace
+
+std::vector<GroupListing> GroupAdmin::list_groups() {
+  auto md = client_.metadata(std::vector<std::string>{});
+  std::map<std::string, GroupListing> groups;
+  for (auto& b : md.brokers) {
+    Connection& c = client_.broker(b.node_id);
+    const std::int16_t v = c.version_for<ListGroupsRequest>();
+    auto r = c.receive<ListGroupsResponse>(c.send(ListGroupsRequest{}, v), v, client_.default_deadline()).body;
+    if (r.error_code)
+      throw KafkaError(r.error_code, fmt::format("ListGroups on broker {}: {}", b.node_id, error_name(r.error_code)));
+    for (auto& g : r.groups) groups[g.group_id] = {g.group_id, g.group_state, g.group_type, g.protocol_type};
+  }
+  std::vector<GroupListing> out;
+  for (auto& [id, g] : groups) out.push_back(g);
+  return out;
+}
+
+GroupDescription GroupAdmin::describe_group(const std::string& group) {
+  GroupDescription g;
+  g.group_id = group;
+  with_coordinator(client_, group, "DescribeGroups", [&](Connection& c, std::int16_t& code) {
+    DescribeGroupsRequest req;
+    req.groups = {group};
+    const std::int16_t v = c.version_for<DescribeGroupsRequest>();
+    auto d = c.receive<DescribeGroupsResponse>(c.send(req, v), v, client_.default_deadline()).body;
+    if (d.groups.size() != 1) throw MalformedResponseError("DescribeGroups answered no group");
+    auto& dg = d.groups[0];
+    code = dg.error_code;
+    if (coordinator_retriable(code)) return false;
+    g.members.clear();
+    if (is(code, ErrorCode::group_id_not_found)) {
+      g.state = "Dead";
+      return true;
+    }
+    if (code) throw_group_error(group, "DescribeGroups", code);
+    g.state = dg.group_state;
+    g.protocol_type = dg.protocol_type;
+    g.assignor = dg.protocol_data;
+    for (auto& m : dg.members) {
+      GroupMemberDescription mm{m.member_id, m.group_instance_id, m.client_id, m.client_host, {}};
+      if (dg.protocol_type == "consumer" && !m.member_assignment.empty()) {
+        ConsumerProtocolAssignment a;
+        try {
+          decode_consumer_assignment(ByteSpan(m.member_assignment), a);
+        } catch (const ProtocolError&) {
+          a = {};  // an assignment kwire cannot read is shown as none
+        }
+        for (auto& t : a.assigned_partitions)
+          for (auto p : t.partitions) mm.assignment.push_back({t.topic, p});
+        std::sort(mm.assignment.begin(), mm.assignment.end());
+      }
+      g.members.push_back(std::move(mm));
+    }
+    return true;
+  });
+  // A KIP-848 group is unknown to DescribeGroups (GROUP_ID_NOT_FOUND on
+  // Kafka 4.x): ask ConsumerGroupDescribe, where the broker has it.
+  if (g.state == "Dead") describe_consumer_group(g);
+  for (auto& [tp, om] : committed_offsets(group)) g.committed[tp] = om.offset;
+  return g;
+}
+
+void GroupAdmin::describe_consumer_group(GroupDescription& g) {
+  with_coordinator(client_, g.group_id, "ConsumerGroupDescribe", [&](Connection& c, std::int16_t& code) {
+    std::int16_t v = 0;
+    try {
+      v = c.version_for<ConsumerGroupDescribeRequest>();
+    } catch (const UnsupportedVersionError&) {
+      return true;  // a broker without KIP-848: the group is indeed unknown
+    }
+    ConsumerGroupDescribeRequest req;
+    req.group_ids = {g.group_id};
+    auto d = c.receive<ConsumerGroupDescribeResponse>(c.send(req, v), v, client_.default_deadline()).body;
+    if (d.groups.size() != 1) throw MalformedResponseError("ConsumerGroupDescribe answered no group");
+    auto& dg = d.groups[0];
+    code = dg.error_code;
+    if (coordinator_retriable(code)) return false;
+    // Not found, or a broker with the API but without the protocol enabled
+    // (Kafka 3.9 answers UNSUPPORTED_VERSION): the group is indeed unknown.
+    if (is(code, ErrorCode::group_id_not_found) || is(code, ErrorCode::unsupported_version)) return true;
+    if (code) throw_group_error(g.group_id, "ConsumerGroupDescribe", code);
+    g.state = dg.group_state;
+    g.protocol_type = "consumer";
+    g.assignor = dg.assignor_name;
+    g.members.clear();
+    for (auto& m : dg.members) {
+      GroupMemberDescription mm{m.member_id, m.instance_id, m.client_id, m.client_host, {}};
+      for (auto& t : m.assignment.topic_partitions)
+        for (auto p : t.partitions) mm.assignment.push_back({t.topic_name, p});
+      std::sort(mm.assignment.begin(), mm.assignment.end());
+      g.members.push_back(std::move(mm));
+    }
+    return true;
+  });
+}
+
+std::map<TopicPartition, OffsetAndMetadata> GroupAdmin::committed_offsets(
+    const std::string& group, const std::vector<TopicPartition>& partitions) {
+  std::optional<std::vector<OffsetFetchRequest::OffsetFetchRequestTopic>> topics;  // null: every partition (v2+)
+  if (!partitions.empty()) {
+    auto sorted = partitions;
+    std::sort(sorted.begin(), sorted.end());
+    topics.emplace();
+    for (auto& tp : sorted) {
+      if (topics->empty() || topics->back().name != tp.topic) topics->push_back({tp.topic, {}, {}});
+      topics->back().partition_indexes.push_back(tp.partition);
+    }
+  }
+  std::map<TopicPartition, OffsetAndMetadata> out;
+  with_coordinator(client_, group, "OffsetFetch", [&](Connection& c, std::int16_t& code) {
+    OffsetFetchRequest req;
+    req.group_id = group;
+    req.topics = topics;
+    req.groups.push_back({group, std::nullopt, -1, topics, {}});
+    const std::int16_t v =
+        c.pick_version(static_cast<std::int16_t>(ApiKey::offset_fetch), 2, OffsetFetchRequest::max_version);
+    auto o = c.receive<OffsetFetchResponse>(c.send(req, v), v, client_.default_deadline()).body;
+    code = v >= 8 ? (o.groups.empty() ? 0 : o.groups[0].error_code) : o.error_code;
+    if (coordinator_retriable(code)) return false;
+    if (code && !is(code, ErrorCode::group_id_not_found)) throw_group_error(group, "OffsetFetch", code);
+    out.clear();
+    const auto& rtopics = v >= 8 ? (o.groups.empty() ? o.topics : o.groups[0].topics) : o.topics;
+    for (auto& t : rtopics)
+      for (auto& p : t.partitions) {
+        if (p.error_code)
+          throw KafkaError(p.error_code, fmt::format("OffsetFetch of {}-{} for group {}: {}", t.name, p.partition_index,
+                                                     group, error_name(p.error_code)));
+        if (p.committed_offset >= 0)
+          out[{t.name, p.partition_index}] =
+              OffsetAndMetadata{p.committed_offset, p.committed_leader_epoch, p.metadata.value_or("")};
+      }
+    return true;
+  });
+  return out;
+}
+
+void GroupAdmin::alter_offsets(const std::string& group, const std::map<TopicPartition, std::int64_t>& offsets) {
+  if (offsets.empty()) return;
+  OffsetCommitRequest req;
+  req.group_id = group;
+  req.generation_id_or_member_epoch = -1;  // not a member: accepted only while the group is empty
+  for (auto& [tp, off] : offsets) {
+    if (req.topics.empty() || req.topics.back().name != tp.topic) req.topics.push_back({tp.topic, {}, {}});
+    req.topics.back().partitions.push_back({tp.partition, off, -1, -1, std::string(), {}});
+  }
+  with_coordinator(client_, group, "OffsetCommit", [&](Connection& c, std::int16_t& code) {
+    const std::int16_t v = c.version_for<OffsetCommitRequest>();
+    auto r = c.receive<OffsetCommitResponse>(c.send(req, v), v, client_.default_deadline()).body;
+    for (auto& t : r.topics)
+      for (auto& p : t.partitions) {
+        if (coordinator_retriable(p.error_code)) {
+          code = p.error_code;
+          return false;
+        }
+        if (p.error_code)
+          throw KafkaError(p.error_code, fmt::format("OffsetCommit of {}-{} for group {}: {}", t.name,
+                                                     p.partition_index, group, error_name(p.error_code)));
+      }
+    return true;
+  });
+}
+
+}  // namespace kwire::client

@@ -1,0 +1,200 @@
+// The group member's background thread (see group_coordinator.hpp): keeps
+// heartbeating while the application processes between polls, and leaves
+// the group when poll() stays away longer than max.poll.interval.ms. It
+// changes the group state only under the mutex and never calls the
+// rebalance listener or touches the Fetcher: the next poll() does that.
+#include <cstdio>
+
+#include <fmt/format.h>
+
+#include "group_coordinator.hpp"
+#include "kwire/client/connection.hpp"
+#include "kwire/protocol/errors.hpp"
+#include "kwire/protocol/messages.hpp"
+
+namespace kwire::client {
+
+using namespace kwire::protocol;
+
+namespace {
+bool is(std::int16_t code, ErrorCode e) { return code == static_cast<std::int16_t>(e); }
+}  // namespace
+
+void GroupCoordinator::handle_lost() {
+  if (!lost_pending_) return;
+  lost_pending_ = false;
+  lose_partitions();
+}
+
+void GroupCoordinator::start_background() {
+  stopping_ = false;
+  if (!background_client_) background_client_ = std::make_unique<KafkaClient>(client_.config());
+  background_ = std::thread([this] { background_loop(); });
+}
+
+void GroupCoordinator::stop_background() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (background_.joinable()) background_.join();
+}
+
+void GroupCoordinator::background_loop() {
+  std::unique_lock lock(mu_);
+  while (!stopping_) {
+    const auto now = Clock::now();
+    auto wake = now + std::chrono::seconds(1);
+    if (subscribed_ && generation_ >= 0 && !background_error_ && last_poll_ != Clock::time_point{}) {
+      const auto poll_expiry = last_poll_ + std::chrono::milliseconds(config_.max_poll_interval_ms);
+      if (now >= poll_expiry) {
+        background_leave(lock);
+        continue;
+      }
+      if (now >= next_heartbeat_) {
+        background_heartbeat(lock);
+        continue;
+      }
+      wake = std::min({wake, next_heartbeat_, poll_expiry});
+    }
+    wake_.wait_until(lock, wake);
+  }
+}
+
+void GroupCoordinator::background_heartbeat(std::unique_lock<std::recursive_mutex>& lock) {
+  ++background_heartbeats_;
+  const bool kip848 = consumer_protocol();
+  // Claimed: poll() will not send this one too (the answer may move it).
+  next_heartbeat_ = Clock::now() + std::chrono::milliseconds(kip848 ? client_.config().retry_backoff_ms
+                                                                    : config_.heartbeat_interval_ms);
+  const std::string member = member_id_;
+  const std::int32_t generation = generation_;
+  const auto topics = topics_;
+  std::int32_t node = coordinator_;
+  KafkaClient& via = *background_client_;
+  // The same member at the same generation: an answer still applies.
+  auto same = [&] { return !stopping_ && subscribed_ && member_id_ == member && generation_ == generation; };
+
+  lock.unlock();
+  std::int16_t code = 0;
+  std::int16_t version = 0;
+  ConsumerGroupHeartbeatResponse answer;
+  std::exception_ptr fatal;
+  bool lost_connection = false;
+  try {
+    if (node < 0) {
+      std::int16_t find_code = -1;
+      node = find_coordinator_once(via, via.default_deadline(), find_code);
+    }
+    if (node >= 0) {
+      Connection& c = via.broker(node);
+      if (!kip848) {
+        HeartbeatRequest req;
+        req.group_id = config_.group_id;
+        req.generation_id = generation;
+        req.member_id = member;
+        req.group_instance_id = config_.group_instance_id;
+        version = c.version_for<HeartbeatRequest>();
+        code = c.receive<HeartbeatResponse>(c.send(req, version), version, via.default_deadline()).body.error_code;
+      } else {
+        version = c.version_for<ConsumerGroupHeartbeatRequest>();
+        auto md = via.metadata(topics);
+        lock.lock();
+        if (!same()) return;
+        auto req = consumer_heartbeat_request(md, version);
+        lock.unlock();
+        answer = c.receive<ConsumerGroupHeartbeatResponse>(c.send(req, version), version, via.default_deadline()).body;
+      }
+    }
+  } catch (const ConnectionError&) {
+    lost_connection = true;
+  } catch (const TimeoutError&) {
+    lost_connection = true;
+  } catch (const ClientError&) {
+    fatal = std::current_exception();
+  }
+  lock.lock();
+  if (!same()) return;
+  if (fatal) {
+    background_error_ = fatal;
+    return;
+  }
+  if (node < 0 || lost_connection) {
+    coordinator_lost();
+    next_heartbeat_ = Clock::now() + std::chrono::milliseconds(client_.config().retry_backoff_ms);
+    return;
+  }
+  if (coordinator_ < 0) coordinator_ = node;
+  try {
+    if (kip848) {
+      consumer_heartbeat_answered(answer, version);
+      return;
+    }
+    if (code == 0) return;
+    if (is(code, ErrorCode::rebalance_in_progress)) {
+      need_join_ = true;  // the next poll() rejoins; heartbeats go on meanwhile
+    } else if (is(code, ErrorCode::illegal_generation) || is(code, ErrorCode::unknown_member_id)) {
+      lost_pending_ = true;
+      if (is(code, ErrorCode::unknown_member_id)) member_id_.clear();
+      generation_ = -1;
+      need_join_ = true;
+    } else if (is(code, ErrorCode::not_coordinator) || is(code, ErrorCode::coordinator_not_available)) {
+      coordinator_lost();
+      next_heartbeat_ = Clock::now() + std::chrono::milliseconds(client_.config().retry_backoff_ms);
+    } else if (!is(code, ErrorCode::coordinator_load_in_progress)) {
+      throw_group_error(config_.group_id, "Heartbeat", code);
+    }
+  } catch (const ClientError&) {
+    background_error_ = std::current_exception();
+  }
+}
+
+void GroupCoordinator::background_leave(std::unique_lock<std::recursive_mutex>& lock) {
+  std::fprintf(stderr,
+               "WARN group %s: poll() was not called within max.poll.interval.ms (%d ms): leaving the group; the "
+               "next poll() rejoins\n",
+               config_.group_id.c_str(), config_.max_poll_interval_ms);
+  const bool kip848 = consumer_protocol();
+  const bool is_static = config_.group_instance_id.has_value();
+  const std::string member = member_id_;
+  const std::int32_t node = coordinator_;
+  // Out of the group whatever the coordinator answers: the next poll()
+  // gives the partitions up as lost and rejoins.
+  generation_ = -1;
+  need_join_ = true;
+  lost_pending_ = true;
+  pending_assignment_.reset();
+  if (!kip848 && !is_static) member_id_.clear();
+  // Classic static members send nothing (KIP-345: the session timeout
+  // decides); KIP-848 static members leave with epoch -2, keeping their
+  // assignment for their return.
+  if (node < 0 || member.empty() || (!kip848 && is_static)) return;
+  KafkaClient& via = *background_client_;
+  lock.unlock();
+  try {
+    Connection& c = via.broker(node);
+    if (kip848) {
+      ConsumerGroupHeartbeatRequest req;
+      req.group_id = config_.group_id;
+      req.member_id = member;
+      req.instance_id = config_.group_instance_id;
+      req.member_epoch =
+          is_static ? ConsumerGroupHeartbeatRequest::kStaticLeaveEpoch : ConsumerGroupHeartbeatRequest::kLeaveEpoch;
+      const std::int16_t v = c.version_for<ConsumerGroupHeartbeatRequest>();
+      c.receive<ConsumerGroupHeartbeatResponse>(c.send(req, v), v, via.default_deadline());
+    } else {
+      LeaveGroupRequest req;
+      req.group_id = config_.group_id;
+      req.member_id = member;
+      req.members.push_back({member, std::nullopt, std::string("the consumer poll timeout has expired"), {}});
+      const std::int16_t v = c.version_for<LeaveGroupRequest>();
+      c.receive<LeaveGroupResponse>(c.send(req, v), v, via.default_deadline());
+    }
+  } catch (const ClientError&) {
+    // Best effort: the session timeout removes the member anyway.
+  }
+  lock.lock();
+}
+
+}  // namespace kwire::client
