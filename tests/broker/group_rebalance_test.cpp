@@ -234,7 +234,7 @@ TEST_P(GroupsRebalance, ProcessingLongerThanTheSessionTimeoutKeepsTheAssignmentB
     const auto t0 = Clock::now();
     // Without polling: the other member must get all six while this one
     // sleeps (after 5 s, plus up to one heartbeat interval of the other
-    // member: KIP-848's broker default is 5 s).
+    // member: 500 ms on the test broker, KIP-848's default is 5 s).
     bool moved = false;
     while (!moved && Clock::now() - t0 < 16s) {
       moved = other.assignment().size() == 6;
