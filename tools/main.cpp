@@ -126,7 +126,7 @@ int main(int argc, char** argv) {
       ->default_val("beginning");
   k->add_flag("-e,--exit", co.exit_at_end, "Exit once the end of every partition (as of start) is reached");
   k->add_option("-c,--count", co.count, "Exit after this many records")->check(at_least(0));
-  k->add_flag("--json", co.json, "One JSON object per record");
+  k->add_flag("-J,--json", co.json, "One JSON object per record (kcat's -J; the fields are Spark's columns)");
   k->add_option("-f,--format", co.format,
                 "Output format: %t topic, %p partition, %o offset, %T timestamp, %k key, %s value, %S value "
                 "length, %h headers, \\n \\t");

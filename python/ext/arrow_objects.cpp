@@ -7,6 +7,7 @@
 #include <nanobind/stl/string.h>
 
 #include "common.hpp"
+#include "kwire/client/errors.hpp"
 
 namespace kwire::python {
 
@@ -112,14 +113,17 @@ std::map<std::string, std::string> to_options(const nb::dict& options) {
     std::string key = nb::cast<std::string>(item.first);
     nb::handle v = item.second;
     std::string value;
-    if (v.is_none()) {
-      throw nb::value_error(("kwire: option '" + key + "' is None").c_str());
-    } else if (nb::isinstance<nb::bool_>(v)) {
+    if (nb::isinstance<nb::bool_>(v)) {
       value = nb::cast<bool>(v) ? "true" : "false";
     } else if (nb::isinstance<nb::str>(v)) {
       value = nb::cast<std::string>(v);
-    } else {
+    } else if (nb::isinstance<nb::int_>(v) || nb::isinstance<nb::float_>(v)) {
       value = nb::cast<std::string>(nb::str(v));
+    } else {
+      // None, a list of topics, a dict of offsets...: the text of a Python
+      // object is no option value (str(['t']) would name a topic "['t']").
+      const std::string type = nb::cast<std::string>(nb::str(v.type().attr("__name__")));
+      throw client::ConfigError("kwire: option '" + key + "' must be a str, int, float or bool, got " + type);
     }
     out[key] = value;
   }

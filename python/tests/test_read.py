@@ -116,6 +116,16 @@ def test_bad_options_raise_config_error(bootstrap):
         kwire.read({"kafka.bootstrap.servers": bootstrap, "subscribe": "t", "startingOffsets": "latest"})
 
 
+def test_option_values_that_are_not_scalars_raise_config_error(bootstrap):
+    # A list of topics must not become the topic name "['t']", nor None the text "None".
+    for value in (["t"], None, {"t": {"0": 1}}):
+        with pytest.raises(kwire.ConfigError, match="option 'subscribe' must be a str, int, float or bool") as e:
+            kwire.read({"kafka.bootstrap.servers": bootstrap, "subscribe": value})
+        assert isinstance(e.value, ValueError)
+    with pytest.raises(kwire.ConfigError, match="option 'max.poll.records' must be"):
+        kwire.Consumer({"bootstrap.servers": bootstrap, "max.poll.records": None})
+
+
 def test_data_loss_raises_with_sparks_condition(bootstrap, new_topic, producer, admin):
     topic = new_topic()
     for i in range(10):

@@ -644,6 +644,14 @@ TEST_F(OffsetsTest, LogAppendTimeTopicHeadersAndCount) {
   auto two = run_kwire({"consume", "-b", bootstrap(), "-t", topic, "-c", "2", "-q", "-f", "%o:%s:%h\\n"});
   ASSERT_EQ(two.exit_code, 0) << two.describe();
   EXPECT_EQ(two.out, "0:a:h1=v1,empty=\n1:b:h1=v1,empty=\n");
+
+  // kcat's -J is --json.
+  auto kcat_json = run_kwire({"consume", "-b", bootstrap(), "-t", topic, "-c", "1", "-q", "-J"});
+  auto long_json = run_kwire({"consume", "-b", bootstrap(), "-t", topic, "-c", "1", "-q", "--json"});
+  ASSERT_EQ(kcat_json.exit_code, 0) << kcat_json.describe();
+  EXPECT_NE(kcat_json.out.find(R"("offset":0,)"), std::string::npos) << kcat_json.out;
+  EXPECT_NE(kcat_json.out.find(R"("value":"a")"), std::string::npos) << kcat_json.out;
+  EXPECT_EQ(kcat_json.out, long_json.out);
 }
 
 // --------------------------------------------------------------- Java interop
