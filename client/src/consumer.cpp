@@ -149,6 +149,9 @@ std::optional<std::int64_t> Consumer::known_position(const TopicPartition& tp) c
 
 void Consumer::pause(const std::vector<TopicPartition>& tps) { fetcher_->pause(tps); }
 void Consumer::resume(const std::vector<TopicPartition>& tps) { fetcher_->resume(tps); }
+void Consumer::set_position_limit(const TopicPartition& tp, std::optional<std::int64_t> limit) {
+  fetcher_->set_position_limit(tp, limit);
+}
 
 ConsumerRecords Consumer::poll(std::chrono::milliseconds timeout) {
   const auto max_records = static_cast<std::size_t>(client_->config().max_poll_records);

@@ -92,6 +92,16 @@ void Fetcher::resume(const std::vector<TopicPartition>& tps) {
   }
 }
 
+void Fetcher::set_position_limit(const TopicPartition& tp, std::optional<std::int64_t> limit) {
+  auto it = partitions_.find(tp);
+  if (it == partitions_.end())
+    throw ClientError(fmt::format("cannot limit {}: partition is not assigned", to_string(tp)));
+  auto& s = *it->second;
+  s.limit = limit;
+  // Answers held at the old limit may be handed out again.
+  if (!s.paused && !s.answers.empty()) enqueue(tp, s);
+}
+
 bool Fetcher::paused(const TopicPartition& tp) const {
   auto* s = find(tp);
   return s && s->paused;
@@ -305,7 +315,7 @@ ConsumerRecords Fetcher::collect(std::size_t max_records) {
       continue;
     }
     auto& s = *it->second;
-    if (s.answers.empty() || s.paused || !s.position) {
+    if (s.answers.empty() || s.paused || !s.position || (s.limit && *s.position >= *s.limit)) {
       if (!s.position) s.answers.clear();
       s.queued = false;  // a paused partition is queued again by resume()
       ready_.erase(ready_.begin() + static_cast<std::ptrdiff_t>(held));
@@ -318,6 +328,7 @@ ConsumerRecords Fetcher::collect(std::size_t max_records) {
       continue;
     }
     bool full = false;
+    bool at_limit = false;  // the next record is at or past s.limit
     for (;;) {
       if (a.decoder && (!a.decoded || a.next >= a.decoded->records.size())) decode(tp, s, a, max_records);
       if (a.decoded) {
@@ -328,7 +339,12 @@ ConsumerRecords Fetcher::collect(std::size_t max_records) {
         std::int64_t position = *s.position;
         std::int32_t position_epoch = s.position_epoch;
         while (a.next < recs.size() && out.size() < max_records) {
-          const auto& r = recs[a.next++];
+          const auto& r = recs[a.next];
+          if (s.limit && r.offset >= *s.limit) {
+            at_limit = true;  // kept for when the limit moves
+            break;
+          }
+          ++a.next;
           if (r.offset < position) continue;  // never below the position
           if (!topic) {
             topic = std::make_shared<const std::string>(tp.topic);
@@ -355,15 +371,25 @@ ConsumerRecords Fetcher::collect(std::size_t max_records) {
           round->decoded.push_back(a.decoded);
         }
         // max_records reached; the rest waits for the next poll.
-        if (a.next < recs.size()) full = true;
+        if (a.next < recs.size() && !at_limit) full = true;
       }
-      if (full || !a.decoder) break;
+      if (full || at_limit || !a.decoder) break;
       if (round->records.size() >= max_records) {
         full = true;  // the answer has more to decode, for the next poll
         break;
       }
     }
     if (full) break;
+    if (at_limit) {
+      // Stopped at the limit: the answer stays first; set_position_limit()
+      // queues the partition again. Its next record is at or past the limit,
+      // so nothing lies between (a control batch, compacted offsets): the
+      // position moves to the limit.
+      if (*s.position < *s.limit) s.position = *s.limit;
+      s.queued = false;
+      ready_.erase(ready_.begin() + static_cast<std::ptrdiff_t>(held));
+      continue;
+    }
     // The answer is used up: the position moves past its batches (control
     // batches and aborted records included).
     if (a.next_offset > *s.position) {
@@ -392,9 +418,15 @@ std::shared_ptr<DecodedRecords> Fetcher::reusable_decoded() {
   for (auto& d : decoded_pool_)
     if (d.use_count() == 1) {
       d->clear();
-      // Decompression buffers are not kept: a set is reused for any partition,
-      // and each kept buffer would grow to the largest batch it ever held.
-      d->buffers.clear();
+      // Decompression buffers are kept as scratch space, so a batch is not
+      // zero-filled before it is decompressed; only two of at most 4 MiB
+      // each, as a set is reused for any partition and a kept buffer keeps
+      // the size of the largest batch it held.
+      constexpr std::size_t kKeptBuffers = 2;
+      constexpr std::size_t kMaxKeptBuffer = std::size_t{4} << 20;
+      if (d->buffers.size() > kKeptBuffers) d->buffers.resize(kKeptBuffers);
+      for (auto& b : d->buffers)
+        if (b.capacity() > kMaxKeptBuffer) protocol::Bytes().swap(b);
       return d;
     }
   auto d = std::make_shared<DecodedRecords>();

@@ -28,10 +28,11 @@ struct Fetcher::PartitionState {
   std::int32_t position_epoch = -1;      // leader epoch of the record before the position (-1: unknown)
   std::int32_t leader_epoch = -1;        // leader epoch the position was last fetched or validated under
   bool paused = false;
-  bool validate = false;  // check the position with OffsetsForLeaderEpoch before fetching
-  bool queued = false;    // listed in ready_
-  int failures = 0;       // consecutive broker errors (budget: retries)
-  int attempts = 0;       // consecutive failures of any kind (sets the back-off)
+  std::optional<std::int64_t> limit;  // hand out records below it only
+  bool validate = false;              // check the position with OffsetsForLeaderEpoch before fetching
+  bool queued = false;                // listed in ready_
+  int failures = 0;                   // consecutive broker errors (budget: retries)
+  int attempts = 0;                   // consecutive failures of any kind (sets the back-off)
   Clock::time_point not_before{};
   std::int32_t max_bytes = 0;  // > 0: the size of a batch above max.partition.fetch.bytes
   // KIP-392: the follower the leader named to read from (-1: the leader),

@@ -115,8 +115,12 @@ RangeReadResult RangeReader::read(const std::vector<OffsetRange>& ranges, Sink& 
   auto assigned = consumer_.assignment();
   std::sort(assigned.begin(), assigned.end());
   if (assigned != tps) consumer_.assign(tps);
-  for (auto& [tp, w] : want)
+  // Records past a range's end are not handed out but kept: with
+  // maxOffsetsPerTrigger the next batch starts there and uses them.
+  for (auto& [tp, w] : want) {
     if (consumer_.known_position(tp) != w.first) consumer_.seek(tp, w.first);
+    consumer_.set_position_limit(tp, w.second);
+  }
   consumer_.resume(tps);
 
   // failOnDataLoss=false: one warning per skipped span, printed and kept.

@@ -156,3 +156,38 @@ TEST(MockFetcher, DivergenceFoundByOffsetForLeaderEpochAfterALeaderChange) {
     EXPECT_EQ(asked.front().current_leader_epochs.at(0), 1);
   }
 }
+
+// set_position_limit: records at or past the limit are kept, not handed out;
+// raising the limit hands them out without fetching them again, and a limit
+// removed lets the partition run on.
+TEST(MockFetcher, PositionLimitKeepsWhatWasFetchedPastIt) {
+  MockCluster c;
+  c.create_topic("t", 1);
+  c.append_values("t", 0, 10, 10);  // one batch
+  Consumer cons(props(c, {{"auto.offset.reset", "none"}, {"fetch.max.wait.ms", "20"}}));
+  cons.assign({t0});
+  cons.seek(t0, 0);
+  cons.set_position_limit(t0, 3);
+  auto first = poll_until(cons, 3);
+  EXPECT_EQ(first, expected("t-0", 0, 3));
+  std::vector<Got> more;
+  take(cons.poll(200ms), more);
+  EXPECT_TRUE(more.empty());
+  EXPECT_EQ(cons.position(t0), 3);
+  auto fetches_from = [&](std::int64_t offset) {
+    int n = 0;
+    for (auto& r : c.requests(ApiKey::fetch))
+      for (auto& p : r.partitions)
+        if (p.topic == "t" && p.offset == offset) ++n;
+    return n;
+  };
+  cons.set_position_limit(t0, 7);
+  EXPECT_EQ(poll_until(cons, 4), expected("t-0", 3, 7));
+  EXPECT_EQ(cons.position(t0), 7);
+  cons.set_position_limit(t0, std::nullopt);
+  c.append_values("t", 0, 2, 2);
+  EXPECT_EQ(poll_until(cons, 5), expected("t-0", 7, 12));
+  EXPECT_EQ(fetches_from(3), 0);
+  EXPECT_EQ(fetches_from(7), 0);
+  EXPECT_THROW(cons.set_position_limit({"t", 5}, 1), kwire::client::ClientError);
+}

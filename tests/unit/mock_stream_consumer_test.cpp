@@ -229,3 +229,48 @@ TEST(RangeReader, ReadsRangesOneAfterAnotherWithTheCallersConsumer) {
   sink.begin_batch(3);
   EXPECT_THROW(reader.read({range(0, 6, 10)}, sink), DataLossError);
 }
+
+// Consecutive ranges of one partition (maxOffsetsPerTrigger): what the first
+// read fetched past its end is kept for the next one, which therefore sends
+// no Fetch of its own and does not wait for the one at the log end.
+TEST(RangeReader, ConsecutiveRangesUseWhatWasFetchedPastTheFirstEnd) {
+  MockCluster c;
+  c.create_topic("t", 1);
+  c.append_values("t", 0, 12, 12);  // one batch: the first answer holds all 12
+  auto props = RangeReader::consumer_properties(
+      {{"bootstrap.servers", c.bootstrap_servers()}, {"fetch.max.wait.ms", "20"}, {"request.timeout.ms", "3000"}});
+  kwire::client::Consumer consumer(props);
+  RangeReaderOptions opts;
+  opts.poll_timeout_ms = 5000;
+  RangeReader reader(consumer, opts);
+  BatchSink sink;
+  const kwire::source::TopicPartition tp{"t", 0};
+  sink.begin_batch(0);
+  auto r0 = reader.read({OffsetRange{tp, 0, 4, std::nullopt}}, sink);
+  sink.commit_batch(0);
+  EXPECT_EQ(r0.rows, 4);
+  EXPECT_EQ(sink.batches[0], rows_of("t-0", 0, 4));
+  EXPECT_EQ(consumer.known_position({"t", 0}), 4);  // stopped at the range end, not past it
+
+  auto fetched_from = [&](std::int64_t offset) {
+    int n = 0;
+    for (auto& r : c.requests(kwire::protocol::ApiKey::fetch))
+      for (auto& p : r.partitions)
+        if (p.topic == "t" && p.partition == 0 && p.offset == offset) ++n;
+    return n;
+  };
+  EXPECT_EQ(fetched_from(4), 0);
+  sink.begin_batch(1);
+  auto r1 = reader.read({OffsetRange{tp, 4, 9, std::nullopt}}, sink);
+  sink.commit_batch(1);
+  EXPECT_EQ(r1.rows, 5);
+  EXPECT_EQ(sink.batches[1], rows_of("t-0", 4, 9));
+  sink.begin_batch(2);
+  auto r2 = reader.read({OffsetRange{tp, 9, 12, std::nullopt}}, sink);
+  sink.commit_batch(2);
+  EXPECT_EQ(sink.batches[2], rows_of("t-0", 9, 12));
+  // Nothing was fetched again from 4 or 9: both came from the first answer.
+  EXPECT_EQ(fetched_from(4), 0);
+  EXPECT_EQ(fetched_from(9), 0);
+  (void)r2;
+}

@@ -92,6 +92,12 @@ class Consumer {
   /// before the pause are kept and returned after resume(), as in Java.
   void pause(const std::vector<TopicPartition>& tps);
   void resume(const std::vector<TopicPartition>& tps);
+  /// Return records of `tp` below `limit` only (nullopt: no limit). poll()
+  /// stops the partition there and keeps what was fetched past it for when
+  /// the limit is raised or removed (a reader of consecutive offset ranges
+  /// then neither drops nor fetches again what was read ahead); the position
+  /// moves up to the limit at most. Throws ClientError when not assigned.
+  void set_position_limit(const TopicPartition& tp, std::optional<std::int64_t> limit);
 
   /// Wait up to `timeout` for records from the assigned, unpaused partitions.
   /// Returns at most max.poll.records records (empty on timeout).

@@ -152,6 +152,13 @@ class Fetcher {
   void pause(const std::vector<TopicPartition>& tps);
   void resume(const std::vector<TopicPartition>& tps);
   bool paused(const TopicPartition& tp) const;
+  /// Hand out records of `tp` below `limit` only (nullopt: no limit). poll()
+  /// stops the partition at the limit and keeps what was fetched past it for
+  /// when the limit is raised or removed, so a reader of consecutive offset
+  /// ranges neither drops nor fetches again what it read ahead. Fetching
+  /// goes on as for any unpaused partition. Throws ClientError when the
+  /// partition is not assigned.
+  void set_position_limit(const TopicPartition& tp, std::optional<std::int64_t> limit);
 
   /// Wait up to `timeout` for records of the assigned, unpaused partitions;
   /// at most `max_records`. Throws the errors listed above (per partition)
