@@ -37,8 +37,11 @@ constexpr std::size_t kXerialBlockSize = 32 * 1024;  // snappy-java's default
 // "more than max_output" can be told apart.
 class Sink {
  public:
-  Sink(Bytes& out, Compression codec, std::size_t max_output, std::size_t input_size)
-      : out_(out), codec_(codec), max_(max_output) {
+  // reuse: `out` is scratch space from an earlier call; its bytes are written
+  // over rather than cleared and zero-filled again, and finish() leaves its
+  // size as it is (the result is out[0, used())).
+  Sink(Bytes& out, Compression codec, std::size_t max_output, std::size_t input_size, bool reuse = false)
+      : out_(out), codec_(codec), max_(max_output), reuse_(reuse) {
     limit_ = max_output == std::numeric_limits<std::size_t>::max() ? max_output : max_output + 1;
     // First guess: four times the input, at least 64 KiB, at most 8 MiB (the
     // buffer doubles from there as needed).
@@ -46,23 +49,28 @@ class Sink {
     guess = std::min(std::max(guess, kMinGrowth), limit_);
     // Reuse capacity the buffer already has, but do not touch far more memory
     // than this input is likely to need.
-    const std::size_t reuse = std::min(out_.capacity(), guess * 4);
+    if (reuse_) {
+      if (out_.size() < guess) out_.resize(guess);
+      return;
+    }
+    const std::size_t kept = std::min(out_.capacity(), guess * 4);
     out_.clear();
-    out_.resize(std::min(std::max(guess, reuse), limit_));
+    out_.resize(std::min(std::max(guess, kept), limit_));
   }
+  std::size_t used() const noexcept { return used_; }
   std::uint8_t* free_begin() noexcept { return out_.data() + used_; }
-  std::size_t free_size() const noexcept { return out_.size() - used_; }
+  std::size_t free_size() const noexcept { return std::min(out_.size(), limit_) - used_; }
   void produced(std::size_t n) noexcept { used_ += n; }
   /// Makes room for more output or throws when the limit is reached.
   void ensure_room() {
-    if (used_ < out_.size()) return;
-    if (out_.size() >= limit_) too_large(codec_, max_);
+    if (used_ < std::min(out_.size(), limit_)) return;
+    if (used_ >= limit_) too_large(codec_, max_);
     const std::size_t grown = out_.size() > limit_ / 2 ? limit_ : std::max(out_.size() * 2, kMinGrowth);
     out_.resize(std::min(grown, limit_));
   }
   void finish() {
     if (used_ > max_) too_large(codec_, max_);
-    out_.resize(used_);
+    if (!reuse_) out_.resize(used_);
   }
 
  private:
@@ -71,6 +79,7 @@ class Sink {
   std::size_t max_;
   std::size_t limit_;
   std::size_t used_ = 0;
+  bool reuse_;
 };
 
 // ------------------------------------------------------------------ gzip
@@ -93,9 +102,9 @@ void gzip_compress(ByteSpan in, Bytes& out) {
   out.resize(zs.total_out);
 }
 
-void gzip_decompress(ByteSpan in, Bytes& out, std::size_t max_output) {
+std::size_t gzip_decompress(ByteSpan in, Bytes& out, std::size_t max_output, bool reuse = false) {
   if (in.size() > UINT_MAX) fail(Compression::gzip, "input too large");
-  Sink sink(out, Compression::gzip, max_output, in.size());
+  Sink sink(out, Compression::gzip, max_output, in.size(), reuse);
   z_stream zs{};
   if (inflateInit2(&zs, 15 + 16) != Z_OK) fail(Compression::gzip, "inflateInit2 failed");
   std::unique_ptr<z_stream, int (*)(z_stream*)> guard(&zs, inflateEnd);
@@ -124,6 +133,7 @@ void gzip_decompress(ByteSpan in, Bytes& out, std::size_t max_output) {
     fail(Compression::gzip, std::string("corrupt stream: ") + (zs.msg ? zs.msg : "inflate error"));
   }
   sink.finish();
+  return sink.used();
 }
 
 // ---------------------------------------------------------------- snappy
@@ -225,8 +235,8 @@ void lz4_compress(ByteSpan in, Bytes& out) {
   out.resize(n);
 }
 
-void lz4_decompress(ByteSpan in, Bytes& out, std::size_t max_output) {
-  Sink sink(out, Compression::lz4, max_output, in.size());
+std::size_t lz4_decompress(ByteSpan in, Bytes& out, std::size_t max_output, bool reuse = false) {
+  Sink sink(out, Compression::lz4, max_output, in.size(), reuse);
   LZ4F_dctx* d = lz4_dctx();
   LZ4F_resetDecompressionContext(d);
   const std::uint8_t* src = in.data();
@@ -250,6 +260,7 @@ void lz4_decompress(ByteSpan in, Bytes& out, std::size_t max_output) {
     throw;
   }
   sink.finish();
+  return sink.used();
 }
 
 // ------------------------------------------------------------------ zstd
@@ -276,8 +287,8 @@ void zstd_compress(ByteSpan in, Bytes& out) {
   out.resize(n);
 }
 
-void zstd_decompress(ByteSpan in, Bytes& out, std::size_t max_output) {
-  Sink sink(out, Compression::zstd, max_output, in.size());
+std::size_t zstd_decompress(ByteSpan in, Bytes& out, std::size_t max_output, bool reuse = false) {
+  Sink sink(out, Compression::zstd, max_output, in.size(), reuse);
   ZSTD_DCtx* d = zstd_dctx();
   ZSTD_DCtx_reset(d, ZSTD_reset_session_only);
   ZSTD_inBuffer src{in.data(), in.size(), 0};
@@ -297,6 +308,7 @@ void zstd_decompress(ByteSpan in, Bytes& out, std::size_t max_output) {
     }
   }
   sink.finish();
+  return sink.used();
 }
 
 }  // namespace
@@ -350,12 +362,24 @@ void decompress(Compression codec, ByteSpan in, Bytes& out, std::size_t max_outp
       if (in.size() > max_output) too_large(codec, max_output);
       out.assign(in.begin(), in.end());
       return;
-    case Compression::gzip: return gzip_decompress(in, out, max_output);
+    case Compression::gzip: gzip_decompress(in, out, max_output); return;
     case Compression::snappy: return snappy_decompress(in, out, max_output);
-    case Compression::lz4: return lz4_decompress(in, out, max_output);
-    case Compression::zstd: return zstd_decompress(in, out, max_output);
+    case Compression::lz4: lz4_decompress(in, out, max_output); return;
+    case Compression::zstd: zstd_decompress(in, out, max_output); return;
   }
   fail(codec, "unsupported codec");
+}
+
+std::size_t decompress_reusing(Compression codec, ByteSpan in, Bytes& out, std::size_t max_output) {
+  switch (codec) {
+    case Compression::gzip: return gzip_decompress(in, out, max_output, true);
+    case Compression::lz4: return lz4_decompress(in, out, max_output, true);
+    case Compression::zstd: return zstd_decompress(in, out, max_output, true);
+    case Compression::none:
+    case Compression::snappy: break;
+  }
+  decompress(codec, in, out, max_output);
+  return out.size();
 }
 
 std::uint8_t lz4_header_checksum(ByteSpan descriptor) noexcept {

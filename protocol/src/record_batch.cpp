@@ -167,13 +167,14 @@ class RecordsDecoder::Decoder {
 
     const ByteSpan body = entry.body();
     Bytes* buffer = nullptr;
+    ByteSpan decompressed;
     auto records_region = [&]() -> ByteSpan {
       if (*codec == Compression::none || (count == 0 && body.empty())) return body;
       if (!buffer) {
         buffer = &acquire_buffer();
-        decompress_into(*codec, body, *buffer, base_offset);
+        decompressed = decompress_into(*codec, body, *buffer, base_offset);
       }
-      return ByteSpan(*buffer);
+      return decompressed;
     };
 
     bool skip = control;
@@ -357,10 +358,10 @@ class RecordsDecoder::Decoder {
     // A wrapper message: its value is a compressed inner message set.
     if (!m.value) corrupt(offset, CorruptionKind::malformed_record, "compressed message has a null value");
     Bytes& buffer = acquire_buffer();
-    decompress_into(*codec, *m.value, buffer, offset, h.magic == 0);
+    const ByteSpan decompressed = decompress_into(*codec, *m.value, buffer, offset, h.magic == 0);
     Rollback rollback(out_->records);
     const bool wrapper_log_append = h.timestamp_type() == kTimestampLogAppendTime;
-    BatchWalker inner_set{ByteSpan(buffer)};
+    BatchWalker inner_set{decompressed};
     for (bool more = true; more;) {
       switch (inner_set.next()) {
         case BatchWalker::Step::entry: {
@@ -439,12 +440,17 @@ class RecordsDecoder::Decoder {
     return out_->buffers.emplace_back();
   }
 
-  void decompress_into(Compression codec, ByteSpan in, Bytes& buffer, std::int64_t base_offset,
-                       bool legacy_lz4_header = false) {
+  // The buffer is scratch space kept with DecodedRecords: only the returned
+  // span of it holds this batch's records.
+  ByteSpan decompress_into(Compression codec, ByteSpan in, Bytes& buffer, std::int64_t base_offset,
+                           bool legacy_lz4_header = false) {
     try {
-      if (codec == Compression::lz4 && legacy_lz4_header)
+      if (codec == Compression::lz4 && legacy_lz4_header) {
         decompress_lz4_legacy_header(in, buffer, opt_.max_decompressed_bytes);
-      else decompress(codec, in, buffer, opt_.max_decompressed_bytes);
+        return ByteSpan(buffer);
+      }
+      const std::size_t n = decompress_reusing(codec, in, buffer, opt_.max_decompressed_bytes);
+      return ByteSpan(buffer.data(), n);
     } catch (const CompressionError& e) {
       corrupt(base_offset, e.limit_exceeded() ? CorruptionKind::too_large : CorruptionKind::bad_compression, e.what());
     }

@@ -2,6 +2,7 @@
 #include <snappy.h>
 #include <zstd.h>
 
+#include <algorithm>
 #include <random>
 #include <string>
 
@@ -255,5 +256,44 @@ TEST(Compression, OutputBufferIsReused) {
       EXPECT_EQ(out.data(), data) << compression_name(c) << " reallocated";
       EXPECT_EQ(out, in);
     }
+  }
+}
+
+// decompress_reusing: the buffer is scratch space; only [0, n) is the result,
+// its size never shrinks, and the limit holds however large it already is.
+TEST(Compression, DecompressReusingWritesOverScratchSpace) {
+  std::mt19937 rng(7);
+  auto letters = [&](std::size_t n) {
+    Bytes b(n);
+    for (auto& c : b) c = static_cast<std::uint8_t>('a' + rng() % 8);
+    return b;
+  };
+  for (auto codec : {Compression::gzip, Compression::snappy, Compression::lz4, Compression::zstd}) {
+    SCOPED_TRACE(compression_name(codec));
+    const Bytes big = letters(300'000), small = letters(5'000);
+    Bytes big_packed, small_packed;
+    compress(codec, big, big_packed);
+    compress(codec, small, small_packed);
+    Bytes scratch;
+    const auto n1 = decompress_reusing(codec, big_packed, scratch, 1 << 20);
+    ASSERT_EQ(n1, big.size());
+    EXPECT_TRUE(std::equal(big.begin(), big.end(), scratch.begin()));
+    const auto size_after_big = scratch.size();
+    const auto n2 = decompress_reusing(codec, small_packed, scratch, 1 << 20);
+    ASSERT_EQ(n2, small.size());
+    EXPECT_TRUE(std::equal(small.begin(), small.end(), scratch.begin()));
+    if (codec != Compression::snappy) {
+      EXPECT_GE(scratch.size(), size_after_big);  // kept, not shrunk
+    }
+    // The limit applies even though the scratch space is larger than it.
+    try {
+      decompress_reusing(codec, big_packed, scratch, 100'000);
+      FAIL() << "no error past max_output";
+    } catch (const CompressionError& e) {
+      EXPECT_TRUE(e.limit_exceeded()) << e.what();
+    }
+    EXPECT_EQ(decompress_reusing(codec, big_packed, scratch, big.size()), big.size());  // exactly the limit
+    EXPECT_THROW(decompress_reusing(codec, ByteSpan(big_packed).first(big_packed.size() / 2), scratch, 1 << 20),
+                 CompressionError);
   }
 }

@@ -53,6 +53,13 @@ void compress(Compression codec, ByteSpan in, Bytes& out);
 /// malformed input or when the output would exceed `max_output` bytes.
 void decompress(Compression codec, ByteSpan in, Bytes& out, std::size_t max_output);
 
+/// As decompress(), with `out` as scratch space kept from call to call: it is
+/// written over, not cleared, and grows (zero-filling what it adds) only past
+/// its largest size so far, which it keeps. The result is out[0, returned
+/// size); bytes after it are left from earlier calls. This saves a consumer a
+/// zero-fill of the whole output for every compressed batch.
+std::size_t decompress_reusing(Compression codec, ByteSpan in, Bytes& out, std::size_t max_output);
+
 /// LZ4 as Kafka wrote it inside magic-0 messages before KIP-57: the frame
 /// header checksum was computed over the 4-byte frame magic number as well as
 /// the frame descriptor (KAFKA-3160), so a standard LZ4 reader rejects it.

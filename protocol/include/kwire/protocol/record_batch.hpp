@@ -76,7 +76,9 @@ struct DecodedRecords {
   /// batches and skipped batches included.
   std::size_t batches = 0;
   /// Decompression buffers that record views may point into. Kept allocated
-  /// across clear() for reuse; only the first `buffers_in_use` are live.
+  /// across clear() for reuse; only the first `buffers_in_use` are live, and
+  /// each is scratch space (decompress_reusing): its size may exceed the
+  /// decompressed batch it holds.
   std::deque<Bytes> buffers;
   std::size_t buffers_in_use = 0;
 
