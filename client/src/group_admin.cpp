@@ -21,11 +21,6 @@ namespace {
 
 bool is(std::int16_t code, ErrorCode e) { return code == static_cast<std::int16_t>(e); }
 
-bool coordinator_retriable(std::int16_t code) {
-  return is(code, ErrorCode::not_coordinator) || is(code, ErrorCode::coordinator_not_available) ||
-         is(code, ErrorCode::coordinator_load_in_progress);
-}
-
 Deadline api_deadline(const KafkaClient& client) {
   return Clock::now() + std::chrono::milliseconds(client.config().default_api_timeout_ms);
 }

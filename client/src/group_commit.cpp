@@ -18,11 +18,6 @@ namespace {
 
 bool is(std::int16_t code, ErrorCode e) { return code == static_cast<std::int16_t>(e); }
 
-bool retriable_coordinator(std::int16_t code) {
-  return is(code, ErrorCode::not_coordinator) || is(code, ErrorCode::coordinator_not_available) ||
-         is(code, ErrorCode::coordinator_load_in_progress);
-}
-
 OffsetCommitRequest commit_request(const GroupConfig& config, const std::string& member_id, std::int32_t generation,
                                    const std::map<TopicPartition, OffsetAndMetadata>& offsets) {
   OffsetCommitRequest req;
@@ -71,7 +66,7 @@ void GroupCoordinator::commit_sync(const std::map<TopicPartition, OffsetAndMetad
     }
     for (auto& [tp, code] : errors) {
       if (code == 0) continue;
-      if (retriable_coordinator(code)) {
+      if (coordinator_retriable(code)) {
         if (!is(code, ErrorCode::coordinator_load_in_progress)) coordinator_lost();
         retry = true;
         continue;
@@ -144,7 +139,7 @@ void GroupCoordinator::complete_async(bool wait) {
         auto errors = errors_of(c.receive<OffsetCommitResponse>(p.corr, p.version, client_.default_deadline()).body);
         for (auto& [tp, code] : errors) {
           if (code == 0) continue;
-          if (retriable_coordinator(code)) coordinator_lost();
+          if (coordinator_retriable(code)) coordinator_lost();
           if (is(code, ErrorCode::illegal_generation) || is(code, ErrorCode::unknown_member_id)) need_join_ = true;
           const std::string what =
               fmt::format("OffsetCommit of {} for group {}: {}", to_string(tp), config_.group_id, error_name(code));
@@ -222,7 +217,7 @@ std::map<TopicPartition, std::optional<OffsetAndMetadata>> GroupCoordinator::com
           }
       }
       if (group_code == 0) return out;
-      if (!retriable_coordinator(group_code) && !is(group_code, ErrorCode::unstable_offset_commit))
+      if (!coordinator_retriable(group_code) && !is(group_code, ErrorCode::unstable_offset_commit))
         throw_group_error(config_.group_id, "OffsetFetch", group_code);
       if (!is(group_code, ErrorCode::coordinator_load_in_progress) &&
           !is(group_code, ErrorCode::unstable_offset_commit))

@@ -35,6 +35,7 @@
 
 #include "kwire/client/group.hpp"
 #include "kwire/client/kafka_client.hpp"
+#include "kwire/protocol/errors.hpp"
 #include "kwire/protocol/messages/classic_group.hpp"
 #include "kwire/protocol/messages/consumer_group_heartbeat.hpp"
 
@@ -42,6 +43,15 @@ namespace kwire::client {
 
 /// Throws the typed error for a group-level error code of `api`.
 [[noreturn]] void throw_group_error(const std::string& group, const char* api, std::int16_t code);
+
+/// NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE or COORDINATOR_LOAD_IN_PROGRESS:
+/// find the coordinator again (or wait for it to load) and retry.
+inline bool coordinator_retriable(std::int16_t code) {
+  using protocol::ErrorCode;
+  return code == static_cast<std::int16_t>(ErrorCode::not_coordinator) ||
+         code == static_cast<std::int16_t>(ErrorCode::coordinator_not_available) ||
+         code == static_cast<std::int16_t>(ErrorCode::coordinator_load_in_progress);
+}
 
 class GroupCoordinator {
  public:
