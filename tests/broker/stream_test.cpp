@@ -222,7 +222,9 @@ TEST(Stream, KillNineDuringBatchesStillExactlyOnce) {
                                    "-o",
                                    "startingOffsets=earliest",
                                    "-o",
-                                   "maxOffsetsPerTrigger=3000",
+                                   // Small batches: about 240 of them, so the run
+                                   // outlasts the first kill (a batch takes a few ms).
+                                   "maxOffsetsPerTrigger=500",
                                    "--checkpoint",
                                    (dir / "ck").string(),
                                    "--sink",

@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -56,14 +57,24 @@ class Kwire:
     bootstrap: str
 
     def run(self, *args: str, stdin: str | None = None, timeout: float = 180,
-            expect_failure: bool = False) -> subprocess.CompletedProcess:
-        proc = subprocess.run(
-            [str(self.binary), *args],
-            input=stdin,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
+            expect_failure: bool = False,
+            on_start: Callable[[subprocess.Popen], None] | None = None) -> subprocess.CompletedProcess:
+        """Runs the CLI to its end; on_start, if given, is called with the
+        process once it is started (to signal it from another thread)."""
+        if on_start is None:
+            proc = subprocess.run(
+                [str(self.binary), *args],
+                input=stdin,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+            )
+        else:
+            popen = subprocess.Popen([str(self.binary), *args], stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            on_start(popen)
+            out, err = popen.communicate(stdin, timeout=timeout)
+            proc = subprocess.CompletedProcess(popen.args, popen.returncode, out, err)
         if expect_failure:
             if proc.returncode == 0:
                 raise AssertionError(f"kwire {' '.join(args)} succeeded, a failure was expected:\n{proc.stderr}")
@@ -107,7 +118,8 @@ class Kwire:
         self.run(*args, stdin="".join(line + "\n" for line in lines))
 
     def stream(self, checkpoint: Path, sink: Path, options: dict[str, str], trigger: str = "available-now",
-               expect_failure: bool = False) -> "KwireRun":
+               expect_failure: bool = False,
+               on_start: Callable[[subprocess.Popen], None] | None = None) -> "KwireRun":
         """Runs `kwire stream`; with expect_failure, it must fail, and the
         run's stderr is in KwireRun.error."""
         args = ["stream", "-b", self.bootstrap, "--checkpoint", str(checkpoint), "--sink", f"jsonl:{sink}",
@@ -115,7 +127,7 @@ class Kwire:
         for k, v in options.items():
             args += ["-o", f"{k}={v}"]
         progress_before = len(progress_lines(checkpoint))
-        proc = self.run(*args, expect_failure=expect_failure)
+        proc = self.run(*args, expect_failure=expect_failure, on_start=on_start)
         return KwireRun(batches=sink_batches(sink), progress=progress_lines(checkpoint)[progress_before:],
                         error=proc.stderr if expect_failure else None)
 

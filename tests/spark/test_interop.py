@@ -13,7 +13,9 @@ same progress ranges and the same rows in each batch.
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
 import threading
 import time
 
@@ -26,7 +28,6 @@ from interop import (
     copy_checkpoint,
     initial_offsets,
     offset_log,
-    progress_lines,
     source_progress,
     spark_read,
     spark_stream,
@@ -472,21 +473,40 @@ def test_available_now_reports_lag_against_the_end_fixed_at_start(spark, kwire, 
                              on_batch=spark_batch_done)
 
     kwire_topic = topic_with_records("now-kwire")
+    started = {}
+    process_ready = threading.Event()
     produced = {}
 
-    def kwire_batch_done():
+    def kwire_planned():
+        # Once offsets/0 exists the run has fixed its end: stop the process
+        # (kwire's batches take milliseconds), write the late records, let
+        # it go on.
+        process_ready.wait(60)
+        proc = started["process"]
         deadline = time.monotonic() + 120
-        while not progress_lines(tmp_path / "kwire") and time.monotonic() < deadline:
-            time.sleep(0.01)
-        fill(kwire, kwire_topic, late, "late")
-        produced["at"] = time.monotonic()
+        while not (tmp_path / "kwire" / "offsets" / "0").exists() and proc.poll() is None \
+                and time.monotonic() < deadline:
+            time.sleep(0.001)
+        if proc.poll() is not None:
+            produced["while_running"] = False
+            return
+        os.kill(proc.pid, signal.SIGSTOP)
+        try:
+            produced["while_running"] = proc.poll() is None
+            fill(kwire, kwire_topic, late, "late")
+        finally:
+            os.kill(proc.pid, signal.SIGCONT)
 
-    producer = threading.Thread(target=kwire_batch_done)
+    def on_start(proc):
+        started["process"] = proc
+        process_ready.set()
+
+    producer = threading.Thread(target=kwire_planned)
     producer.start()
-    kwire_run = kwire.stream(tmp_path / "kwire", tmp_path / "sink", {**options, "subscribe": kwire_topic})
-    ended = time.monotonic()
+    kwire_run = kwire.stream(tmp_path / "kwire", tmp_path / "sink", {**options, "subscribe": kwire_topic},
+                             on_start=on_start)
     producer.join()
-    assert produced["at"] < ended, "the late records arrived after kwire's run ended; the test proves nothing"
+    assert produced["while_running"], "the late records arrived after kwire's run ended; the test proves nothing"
 
     def by_partition(progress, topic):
         out = dict(source_progress(progress))
