@@ -213,22 +213,11 @@ TEST(Stream, KillNineDuringBatchesStillExactlyOnce) {
   produce(topic, 0, total);
   auto dir = temp_dir("kill");
   std::string bin = KWIRE_BIN;
-  std::vector<std::string> args = {bin,
-                                   "stream",
-                                   "-b",
-                                   bootstrap(),
-                                   "-o",
-                                   "subscribe=" + topic,
-                                   "-o",
-                                   "startingOffsets=earliest",
-                                   "-o",
-                                   // Small batches: about 240 of them, so the run
-                                   // outlasts the first kill (a batch takes a few ms).
-                                   "maxOffsetsPerTrigger=500",
-                                   "--checkpoint",
-                                   (dir / "ck").string(),
-                                   "--sink",
-                                   "jsonl:" + (dir / "out").string()};
+  std::vector<std::string> args = {
+      bin, "stream", "-b", bootstrap(), "-o", "subscribe=" + topic, "-o", "startingOffsets=earliest", "-o",
+      // Small batches: about 240 of them, so the run
+      // outlasts the first kill (a batch takes a few ms).
+      "maxOffsetsPerTrigger=500", "--checkpoint", (dir / "ck").string(), "--sink", "jsonl:" + (dir / "out").string()};
   auto spawn = [&]() {
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
