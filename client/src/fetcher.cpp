@@ -4,6 +4,7 @@
 #include "kwire/client/fetcher.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <thread>
 
 #include <fmt/format.h>
@@ -338,9 +339,10 @@ ConsumerRecords Fetcher::collect(std::size_t max_records) {
         auto& out = round->records;
         std::int64_t position = *s.position;
         std::int32_t position_epoch = s.position_epoch;
+        const std::int64_t limit = s.limit.value_or(std::numeric_limits<std::int64_t>::max());
         while (a.next < recs.size() && out.size() < max_records) {
           const auto& r = recs[a.next];
-          if (s.limit && r.offset >= *s.limit) {
+          if (r.offset >= limit) {
             at_limit = true;  // kept for when the limit moves
             break;
           }
