@@ -280,6 +280,8 @@ ClientConfig ClientConfig::from_properties(const std::map<std::string, std::stri
       c.retries = static_cast<std::int32_t>(parse_int(key, value, 0, kMaxInt));
     } else if (key == "retry.backoff.ms") {
       c.retry_backoff_ms = static_cast<std::int32_t>(parse_int(key, value, 0, kMaxInt));
+    } else if (key == "retry.backoff.max.ms") {
+      c.retry_backoff_max_ms = static_cast<std::int32_t>(parse_int(key, value, 0, kMaxInt));
     } else if (key == "receive.buffer.bytes" || key == "socket.receive.buffer.bytes") {
       c.receive_buffer_bytes = static_cast<std::int32_t>(parse_int(key, value, -1, kMaxInt));
     } else if (key == "send.buffer.bytes" || key == "socket.send.buffer.bytes") {

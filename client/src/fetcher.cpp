@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "backoff.hpp"
 #include "fetcher_state.hpp"
 #include "kwire/protocol/errors.hpp"
 
@@ -192,8 +193,7 @@ void Fetcher::back_off(const TopicPartition& tp, PartitionState& s, std::int16_t
                                                       config_.retries + 1, error_name(error_code)))));
     return;
   }
-  const auto ms = std::min<std::int64_t>(std::int64_t{config_.retry_backoff_ms} << std::min(s.attempts - 1, 6), 1000);
-  s.not_before = Clock::now() + std::chrono::milliseconds(ms);
+  s.not_before = Clock::now() + retry_backoff(config_, s.attempts - 1);
 }
 
 void Fetcher::validate_positions() {

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "backoff.hpp"
 #include "group_coordinator.hpp"
 #include "kwire/client/connection.hpp"
 #include "kwire/client/kafka_client.hpp"
@@ -55,7 +56,7 @@ void with_coordinator(KafkaClient& client, const std::string& group, const char*
     if (Clock::now() >= deadline)
       throw TimeoutError(fmt::format("{} for group {} did not succeed in time (last error {})", api, group,
                                      code >= 0 ? error_name(code) : std::string_view("a lost connection")));
-    std::this_thread::sleep_for(std::chrono::milliseconds(client.config().retry_backoff_ms * std::min(n + 1, 10)));
+    std::this_thread::sleep_until(std::min(deadline, Clock::now() + retry_backoff(client.config(), n)));
   }
 }
 

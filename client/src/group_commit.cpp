@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "backoff.hpp"
 #include "group_coordinator.hpp"
 #include "kwire/client/connection.hpp"
 #include "kwire/protocol/errors.hpp"
@@ -97,9 +98,7 @@ void GroupCoordinator::commit_sync(const std::map<TopicPartition, OffsetAndMetad
     if (!retry) return;
     if (Clock::now() >= deadline)
       throw TimeoutError(fmt::format("OffsetCommit for group {} did not succeed in time", config_.group_id));
-    std::this_thread::sleep_until(std::min(
-        deadline,
-        Clock::now() + std::chrono::milliseconds(client_.config().retry_backoff_ms * std::min(attempt + 1, 10))));
+    std::this_thread::sleep_until(std::min(deadline, Clock::now() + retry_backoff(client_.config(), attempt)));
   }
 }
 
@@ -229,8 +228,7 @@ std::map<TopicPartition, std::optional<OffsetAndMetadata>> GroupCoordinator::com
     if (Clock::now() >= deadline)
       throw TimeoutError(fmt::format("OffsetFetch for group {} did not succeed in time (last error {})",
                                      config_.group_id, error_name(retry_code)));
-    std::this_thread::sleep_for(
-        std::chrono::milliseconds(client_.config().retry_backoff_ms * std::min(attempt + 1, 10)));
+    std::this_thread::sleep_until(std::min(deadline, Clock::now() + retry_backoff(client_.config(), attempt)));
   }
 }
 

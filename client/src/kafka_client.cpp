@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "backoff.hpp"
 #include "kwire/client/connection.hpp"
 #include "kwire/client/fetcher.hpp"
 #include "kwire/protocol/errors.hpp"
@@ -28,8 +29,7 @@ std::string describe(std::int16_t code) { return std::string(error_name(code)); 
 }  // namespace
 
 void KafkaClient::backoff(int attempt) {
-  auto ms = std::min<std::int64_t>(std::int64_t{config_.retry_backoff_ms} << std::min(attempt, 6), 1000);
-  std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+  std::this_thread::sleep_for(retry_backoff(config_, attempt));
 }
 
 ConnectionOptions KafkaClient::connection_options() const {

@@ -167,6 +167,7 @@ inline ClientConfig config() {
   ClientConfig c;
   c.bootstrap_servers.push_back({"127.0.0.1", 9092});
   c.retry_backoff_ms = 1;
+  c.retry_backoff_max_ms = 64;
   c.retries = 3;
   return c;
 }

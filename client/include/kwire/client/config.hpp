@@ -66,7 +66,8 @@ struct ClientConfig {
   std::int32_t socket_connection_setup_timeout_ms = 10000;  // socket.connection.setup.timeout.ms
   std::int32_t metadata_max_age_ms = 300000;                // metadata.max.age.ms
   std::int32_t retries = 5;                                 // retries (per request, for retriable errors)
-  std::int32_t retry_backoff_ms = 100;                      // retry.backoff.ms
+  std::int32_t retry_backoff_ms = 100;                      // retry.backoff.ms (first retry's wait)
+  std::int32_t retry_backoff_max_ms = 1000;                 // retry.backoff.max.ms (KIP-580 cap)
   // receive.buffer.bytes (-1 = OS default). Default -1, as librdkafka's
   // socket.receive.buffer.bytes=0: the kernel then sizes the TCP window itself;
   // Java's fixed 65536 holds a fast consumer back (64 KiB reads, small window).
