@@ -28,9 +28,7 @@ std::string describe(std::int16_t code) { return std::string(error_name(code)); 
 
 }  // namespace
 
-void KafkaClient::backoff(int attempt) {
-  std::this_thread::sleep_for(retry_backoff(config_, attempt));
-}
+void KafkaClient::backoff(int attempt) { std::this_thread::sleep_for(retry_backoff(config_, attempt)); }
 
 ConnectionOptions KafkaClient::connection_options() const {
   ConnectionOptions opts;
