@@ -15,9 +15,7 @@ namespace {
 
 bool is(std::int16_t code, ErrorCode e) { return code == static_cast<std::int16_t>(e); }
 
-const char* key_name(CoordinatorType type) {
-  return type == CoordinatorType::group ? "group" : "transactional id";
-}
+const char* key_name(CoordinatorType type) { return type == CoordinatorType::group ? "group" : "transactional id"; }
 
 }  // namespace
 

@@ -16,8 +16,8 @@ using namespace kwire;
 using namespace kwire::mock_support;
 using namespace kwire::protocol;
 using client::CoordinatorReply;
-using client::CoordinatorType;
 using client::Coordinators;
+using client::CoordinatorType;
 using client::RetryLoop;
 
 namespace {
@@ -95,14 +95,18 @@ TEST_F(MockCoordinators, LooksUpOnceAndCachesPerKeyTypeAndKey) {
 TEST_F(MockCoordinators, MovedCodesForgetTheNodeAndLoadingKeepsIt) {
   auto l = loop();
   coordinators.lookup(client, CoordinatorType::group, "g", l);
-  EXPECT_TRUE(coordinators.answered(CoordinatorType::group, "g", static_cast<std::int16_t>(ErrorCode::coordinator_load_in_progress)));
+  EXPECT_TRUE(coordinators.answered(CoordinatorType::group, "g",
+                                    static_cast<std::int16_t>(ErrorCode::coordinator_load_in_progress)));
   EXPECT_TRUE(coordinators.cached(CoordinatorType::group, "g").has_value());
-  EXPECT_TRUE(coordinators.answered(CoordinatorType::group, "g", static_cast<std::int16_t>(ErrorCode::not_coordinator)));
+  EXPECT_TRUE(
+      coordinators.answered(CoordinatorType::group, "g", static_cast<std::int16_t>(ErrorCode::not_coordinator)));
   EXPECT_FALSE(coordinators.cached(CoordinatorType::group, "g").has_value());
   coordinators.lookup(client, CoordinatorType::group, "g", l);
-  EXPECT_TRUE(coordinators.answered(CoordinatorType::group, "g", static_cast<std::int16_t>(ErrorCode::coordinator_not_available)));
+  EXPECT_TRUE(coordinators.answered(CoordinatorType::group, "g",
+                                    static_cast<std::int16_t>(ErrorCode::coordinator_not_available)));
   EXPECT_FALSE(coordinators.cached(CoordinatorType::group, "g").has_value());
-  EXPECT_FALSE(coordinators.answered(CoordinatorType::group, "g", static_cast<std::int16_t>(ErrorCode::unknown_member_id)));
+  EXPECT_FALSE(
+      coordinators.answered(CoordinatorType::group, "g", static_cast<std::int16_t>(ErrorCode::unknown_member_id)));
 }
 
 TEST_F(MockCoordinators, RetriableFindCoordinatorAnswersAreRetriedWithBackOff) {
