@@ -8,7 +8,7 @@
 #include <fmt/format.h>
 #include <simdjson.h>
 
-#include "kwire/source/json_escape.hpp"
+#include "kwire/source/json_writer.hpp"
 
 namespace kwire::source {
 
@@ -111,20 +111,6 @@ bool read_digits(std::string_view s, std::size_t& i, std::size_t n, int& out) {
   out = v;
   i += n;
   return true;
-}
-
-void append_double(std::string& out, double v, bool as_float) {
-  if (std::isnan(v)) {
-    out += "\"NaN\"";
-    return;
-  }
-  if (std::isinf(v)) {
-    out += v > 0 ? "\"Infinity\"" : "\"-Infinity\"";
-    return;
-  }
-  std::string text = as_float ? fmt::format("{}", static_cast<float>(v)) : fmt::format("{}", v);
-  if (text.find_first_of(".eEn") == std::string::npos) text += ".0";
-  out += text;
 }
 
 }  // namespace
@@ -412,34 +398,7 @@ DecodedValue JsonValueDecoder::decode(std::optional<std::string_view> text) {
 }
 
 std::size_t JsonValueDecoder::append_json_members(std::string& out, const DecodedValue& value) const {
-  // Null cells are left out, as Spark's JSON writer does (ignoreNullFields).
-  std::size_t written = 0;
-  auto name = [&](std::string_view n) {
-    if (written++) out += ',';
-    append_json_string(out, n);
-    out += ':';
-  };
-  for (std::size_t i = 0; i < schema_.columns.size(); ++i) {
-    const auto& col = schema_.columns[i];
-    const Cell& c = i < value.cells.size() ? value.cells[i] : Cell{};
-    if (std::holds_alternative<std::monostate>(c)) continue;
-    name(col.name);
-    if (auto* s = std::get_if<std::string>(&c)) {
-      append_json_string(out, *s);
-    } else if (auto* n = std::get_if<std::int64_t>(&c)) {
-      if (col.type == ColumnType::timestamp) append_json_string(out, format_timestamp_ms(*n));
-      else out += fmt::format("{}", *n);
-    } else if (auto* d = std::get_if<double>(&c)) {
-      append_double(out, *d, col.type == ColumnType::float32);
-    } else if (auto* b = std::get_if<bool>(&c)) {
-      out += *b ? "true" : "false";
-    }
-  }
-  if (value.corrupt_record) {
-    name(kCorruptRecordColumn);
-    append_json_string(out, *value.corrupt_record);
-  }
-  return written;
+  return RecordJsonWriter().append_members(out, schema_, value);
 }
 
 }  // namespace kwire::source
