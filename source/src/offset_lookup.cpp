@@ -135,7 +135,7 @@ PartitionOffsets with_retries(client::KafkaClient& admin, const SourceOptions& o
       return body();
     } catch (const std::exception& e) {
       if (attempt >= attempts) throw;
-      warn(fmt::format("Error in attempt {} getting Kafka offsets (of {}): {}", attempt, attempts, e.what()));
+      warn(fmt::format("Error in attempt {} of {} getting Kafka offsets: {}", attempt, attempts, e.what()));
       std::this_thread::sleep_for(std::chrono::milliseconds(options.fetch_offset_retry_interval_ms));
     }
   }
