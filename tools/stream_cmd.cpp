@@ -76,10 +76,12 @@ RecordOutput record_output(const RecordOutputArgs& args) {
         throw std::invalid_argument(
             fmt::format("--kafka-columns: '{}' is also a column of --schema; leave it out of one of them", c.name));
   RecordJsonWriter writer(std::move(options));
-  auto formatter = [decoder, writer](std::string& out, const Row& row) {
+  auto decoded = std::make_shared<DecodedValue>();  // reused row after row
+  auto formatter = [decoder, decoded, writer](std::string& out, const Row& row) {
     std::optional<std::string_view> text;
     if (row.value) text = row.value_string();
-    writer.append(out, row, decoder->schema(), decoder->decode(text));
+    decoder->decode(text, *decoded);
+    writer.append(out, row, decoder->schema(), *decoded);
     return true;
   };
   return {writer, formatter};

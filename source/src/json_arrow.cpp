@@ -14,8 +14,27 @@ namespace kwire::source {
 namespace {
 
 enum class Kind {
-  null, boolean, i8, i16, i32, i64, u8, u16, u32, u64, f32, f64,
-  utf8, large_utf8, binary, large_binary, timestamp, date32, list, large_list, strct,
+  null,
+  boolean,
+  i8,
+  i16,
+  i32,
+  i64,
+  u8,
+  u16,
+  u32,
+  u64,
+  f32,
+  f64,
+  utf8,
+  large_utf8,
+  binary,
+  large_binary,
+  timestamp,
+  date32,
+  list,
+  large_list,
+  strct,
 };
 
 // One column's reader: its kind, its array and its children.
@@ -23,8 +42,8 @@ struct JsonColumn {
   Kind kind = Kind::null;
   std::string name;
   const ArrowArray* array = nullptr;
-  std::int64_t unit_per_ms = 0;   // timestamps: units per ms (0: seconds)
-  bool zoned = false;             // timestamps: has a zone (TIMESTAMP, not TIMESTAMP_NTZ)
+  std::int64_t unit_per_ms = 0;  // timestamps: units per ms (0: seconds)
+  bool zoned = false;            // timestamps: has a zone (TIMESTAMP, not TIMESTAMP_NTZ)
   std::vector<JsonColumn> children;
 };
 
@@ -88,7 +107,8 @@ JsonColumn make_column(const ArrowSchema& s, const ArrowArray& a, const std::str
   if (c.kind == Kind::list || c.kind == Kind::large_list || c.kind == Kind::strct) {
     if (s.n_children != a.n_children || (expect_children > 0 && s.n_children != expect_children))
       throw JsonWriterError(fmt::format("cannot write column '{}' as JSON: its array does not match its schema", here));
-    for (std::int64_t i = 0; i < s.n_children; ++i) c.children.push_back(make_column(*s.children[i], *a.children[i], here));
+    for (std::int64_t i = 0; i < s.n_children; ++i)
+      c.children.push_back(make_column(*s.children[i], *a.children[i], here));
   }
   return c;
 }
@@ -226,9 +246,10 @@ class ArrowJson {
 std::int64_t RecordJsonWriter::append_arrow_lines(std::string& out, const ArrowSchema& schema,
                                                   const ArrowArray& batch) const {
   if (!schema.format || std::strcmp(schema.format, "+s") != 0)
-    throw JsonWriterError(fmt::format("cannot write Arrow data as JSON lines: expected a record batch (struct "
-                                      "array '+s'), got type '{}'",
-                                      schema.format ? schema.format : ""));
+    throw JsonWriterError(
+        fmt::format("cannot write Arrow data as JSON lines: expected a record batch (struct "
+                    "array '+s'), got type '{}'",
+                    schema.format ? schema.format : ""));
   if (batch.release == nullptr) throw JsonWriterError("cannot write Arrow data as JSON lines: the array is released");
   if (schema.n_children != batch.n_children)
     throw JsonWriterError("cannot write Arrow data as JSON lines: the batch does not match its schema");

@@ -247,7 +247,8 @@ void RecordJsonWriter::append_double(std::string& out, double v, bool as_float) 
     return;
   }
   char buf[64];
-  auto r = as_float ? std::to_chars(buf, buf + sizeof buf, static_cast<float>(v)) : std::to_chars(buf, buf + sizeof buf, v);
+  auto r =
+      as_float ? std::to_chars(buf, buf + sizeof buf, static_cast<float>(v)) : std::to_chars(buf, buf + sizeof buf, v);
   std::string_view text(buf, static_cast<std::size_t>(r.ptr - buf));
   out += text;
   if (text.find_first_of(".eEn") == std::string_view::npos) out += ".0";
@@ -304,8 +305,7 @@ void RecordJsonWriter::append(std::string& out, const Row& row) const {
   out += '}';
 }
 
-void RecordJsonWriter::append(std::string& out, const Row& row, const Schema& schema,
-                              const DecodedValue& value) const {
+void RecordJsonWriter::append(std::string& out, const Row& row, const Schema& schema, const DecodedValue& value) const {
   out += '{';
   const bool any = append_members(out, schema, value) > 0;
   append_kafka_members(out, row, any);

@@ -40,8 +40,8 @@ bool read_counts(const std::string& data, std::size_t at, TzifCounts& c) {
 
 // The v1 data block's size (32-bit times), skipped to reach the v2 block.
 std::size_t v1_size(const TzifCounts& c) {
-  return std::size_t{c.timecnt} * 5 + std::size_t{c.typecnt} * 6 + c.charcnt + std::size_t{c.leapcnt} * 8 +
-         c.isstdcnt + c.isutcnt;
+  return std::size_t{c.timecnt} * 5 + std::size_t{c.typecnt} * 6 + c.charcnt + std::size_t{c.leapcnt} * 8 + c.isstdcnt +
+         c.isutcnt;
 }
 
 std::shared_ptr<TimeZone::Rules> parse_tzif(const std::string& data) {
@@ -136,10 +136,10 @@ TimeZone TimeZone::parse(std::string_view id) {
       }
     }
   }
-  throw JsonWriterError(fmt::format(
-      "unknown time zone '{}': expected UTC, an offset such as +02:00, or a region ID of the tz database "
-      "such as Europe/Paris",
-      id));
+  throw JsonWriterError(
+      fmt::format("unknown time zone '{}': expected UTC, an offset such as +02:00, or a region ID of the tz database "
+                  "such as Europe/Paris",
+                  id));
 }
 
 std::int32_t TimeZone::offset_at(std::int64_t epoch_seconds) const {

@@ -365,21 +365,21 @@ std::optional<Cell> convert(simdjson::dom::element e, ColumnType type) {
 
 }  // namespace
 
-DecodedValue JsonValueDecoder::decode(std::optional<std::string_view> text) {
-  DecodedValue out;
-  out.cells.resize(schema_.columns.size());
-  if (!text) return out;
-  if (trim(*text).empty()) return out;  // Spark: no token, no row (all null)
+void JsonValueDecoder::decode(std::optional<std::string_view> text, DecodedValue& out) {
+  out.cells.assign(schema_.columns.size(), Cell{});
+  out.corrupt_record.reset();
+  if (!text) return;
+  if (trim(*text).empty()) return;  // Spark: no token, no row (all null)
   simdjson::dom::element doc;
   auto err = impl_->parser.parse(text->data(), text->size(), true).get(doc);
   if (err || doc.type() != simdjson::dom::element_type::OBJECT) {
     out.corrupt_record = std::string(*text);
-    return out;
+    return;
   }
   simdjson::dom::object object;
   if (doc.get_object().get(object)) {
     out.corrupt_record = std::string(*text);
-    return out;
+    return;
   }
   bool bad = false;
   for (auto field : object) {
@@ -394,6 +394,11 @@ DecodedValue JsonValueDecoder::decode(std::optional<std::string_view> text) {
     }
   }
   if (bad) out.corrupt_record = std::string(*text);
+}
+
+DecodedValue JsonValueDecoder::decode(std::optional<std::string_view> text) {
+  DecodedValue out;
+  decode(text, out);
   return out;
 }
 

@@ -107,8 +107,9 @@ TEST(RecordJsonWriter, DecodedColumnsThenTheChosenKafkaColumns) {
   JsonWriterOptions o;
   o.kafka_columns = parse_kafka_columns("partition, offset");
   std::string out;
-  RecordJsonWriter(o).append(out, r.row, d.schema(),
-                             d.decode(R"({"id":7,"name":null,"ts":"2024-05-01T10:00:00.250Z","x":2,"f":0.1,"ok":true})"));
+  RecordJsonWriter(o).append(
+      out, r.row, d.schema(),
+      d.decode(R"({"id":7,"name":null,"ts":"2024-05-01T10:00:00.250Z","x":2,"f":0.1,"ok":true})"));
   EXPECT_EQ(out, R"({"id":7,"ts":"2024-05-01T10:00:00.250Z","x":2.0,"f":0.1,"ok":true,"partition":2,"offset":42})");
   out.clear();
   RecordJsonWriter(o).append(out, r.row, d.schema(), d.decode("not json"));

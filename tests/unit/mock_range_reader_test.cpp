@@ -109,8 +109,8 @@ TEST(MockRangeReader, OffsetsAgedOutBeforeTheRangeIsReadAreSkippedToTheEarliest)
   EXPECT_EQ(read.offset_out_of_range, 3);
   ASSERT_EQ(read.warnings.size(), 1u);
   EXPECT_NE(read.warnings[0].find("Could not read records in offset [2, 5)"), std::string::npos) << read.warnings[0];
-  EXPECT_EQ(sink.rows, (std::vector<std::string>{"t-0@0=v0", "t-0@1=v1", "t-0@5=v5", "t-0@6=v6", "t-0@7=v7",
-                                                 "t-0@8=v8", "t-0@9=v9"}));
+  EXPECT_EQ(sink.rows, (std::vector<std::string>{"t-0@0=v0", "t-0@1=v1", "t-0@5=v5", "t-0@6=v6", "t-0@7=v7", "t-0@8=v8",
+                                                 "t-0@9=v9"}));
 }
 
 TEST(MockRangeReader, AnEndPastTheLatestOffsetIsSkippedWithAWarningWithoutWaiting) {
