@@ -33,7 +33,7 @@
 #include <fmt/format.h>
 #include <simdjson.h>
 
-#include "kwire/source/json_escape.hpp"
+#include "kwire/source/json_writer.hpp"
 #include "kwire/source/stream.hpp"
 
 namespace {
@@ -93,26 +93,42 @@ int main(int argc, char** argv) {
 
   // from_json + where: decode the value with simdjson; rows whose value is not
   // an event object are dropped, as from_json's nulls would be by the filter.
+  // The purchases are written by kwire's record writer, as Spark's JSON
+  // writer writes the selected columns (here with partition and offset).
+  using kwire::source::Cell;
+  using kwire::source::ColumnType;
+  const kwire::source::Schema schema{{{"user_id", ColumnType::int64},
+                                      {"action", ColumnType::string},
+                                      {"amount", ColumnType::float64},
+                                      {"event_ts", ColumnType::int64}}};
+  kwire::source::JsonWriterOptions writer_options;
+  writer_options.kafka_columns = {kwire::source::KafkaColumn::partition, kwire::source::KafkaColumn::offset};
+  const kwire::source::RecordJsonWriter writer(writer_options);
+  kwire::source::DecodedValue event;  // reused: its cells keep their memory
+  event.cells = {Cell{std::int64_t{0}}, Cell{std::string("purchase")}, Cell{0.0}, Cell{std::int64_t{0}}};
   simdjson::ondemand::parser parser;
-  simdjson::padded_string buffer;
-  auto purchases_only = [&](const kwire::source::Row& row) -> std::optional<std::string> {
-    if (!row.value) return std::nullopt;
-    buffer = simdjson::padded_string(row.value_string());
+  std::string buffer;  // the value, with simdjson's padding
+  auto purchases_only = [&](std::string& out, const kwire::source::Row& row) {
+    if (!row.value) return false;
+    const std::string_view text = row.value_string();
+    buffer.assign(text);
+    buffer.resize(text.size() + simdjson::SIMDJSON_PADDING);
     simdjson::ondemand::document doc;
-    if (parser.iterate(buffer).get(doc)) return std::nullopt;
+    if (parser.iterate(buffer.data(), text.size(), buffer.size()).get(doc)) return false;
     std::string_view action;
     double amount = 0;
     int64_t user_id = 0;
     int64_t event_ts = 0;
-    if (doc["user_id"].get_int64().get(user_id)) return std::nullopt;
-    if (doc["action"].get_string().get(action)) return std::nullopt;
-    if (action != "purchase") return std::nullopt;
-    if (doc["amount"].get_double().get(amount) || !(amount > 0)) return std::nullopt;
-    if (doc["event_ts"].get_int64().get(event_ts)) return std::nullopt;
-    return fmt::format(
-        "{{\"user_id\":{},\"action\":\"purchase\",\"amount\":{},\"event_ts\":{},\"partition\":{},"
-        "\"offset\":{}}}",
-        user_id, amount, event_ts, row.partition, row.offset);
+    if (doc["user_id"].get_int64().get(user_id)) return false;
+    if (doc["action"].get_string().get(action)) return false;
+    if (action != "purchase") return false;
+    if (doc["amount"].get_double().get(amount) || !(amount > 0)) return false;
+    if (doc["event_ts"].get_int64().get(event_ts)) return false;
+    event.cells[0] = user_id;
+    event.cells[2] = amount;
+    event.cells[3] = event_ts;
+    writer.append(out, row, schema, event);
+    return true;
   };
 
   try {

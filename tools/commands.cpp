@@ -14,6 +14,7 @@
 #include "kwire/client/producer.hpp"
 #include "kwire/protocol/errors.hpp"
 #include "kwire/source/json_escape.hpp"
+#include "kwire/source/json_writer.hpp"
 
 namespace kwire::tools {
 
@@ -363,33 +364,21 @@ std::string format_record(const std::string& fmtstr, const ConsumerRecord& r) {
 }
 
 std::string record_json(const ConsumerRecord& r) {
-  std::string out = "{\"topic\":";
-  append_json_string(out, *r.topic);
-  out += fmt::format(",\"partition\":{},\"offset\":{},\"timestamp\":{},\"timestampType\":{},\"key\":", r.partition,
-                     r.offset, r.timestamp, r.timestamp_type);
-  if (r.key) append_json_string(out, r.key_view());
-  else out += "null";
-  out += ",\"value\":";
-  if (r.value) append_json_string(out, r.value_view());
-  else out += "null";
-  out += ",\"headers\":";
-  if (!r.headers || r.headers->empty()) {
-    out += "null";
-  } else {
-    out += "[";
-    for (std::size_t h = 0; h < r.headers->size(); ++h) {
-      auto& hd = (*r.headers)[h];
-      out += h ? ",{\"key\":" : "{\"key\":";
-      append_json_string(out, hd.key);
-      out += ",\"value\":";
-      if (hd.value)
-        append_json_string(out, std::string_view(reinterpret_cast<const char*>(hd.value->data()), hd.value->size()));
-      else out += "null";
-      out += "}";
-    }
-    out += "]";
-  }
-  out += "}\n";
+  // The one record writer (Spark's columns and JSON rules), with the
+  // defaults: key and value as text, timestamps in UTC, null fields left out.
+  static const kwire::source::RecordJsonWriter writer;
+  kwire::source::Row row;
+  row.key = r.key;
+  row.value = r.value;
+  row.topic = *r.topic;
+  row.partition = r.partition;
+  row.offset = r.offset;
+  row.timestamp = r.timestamp;
+  row.timestamp_type = r.timestamp_type;
+  row.headers = r.headers && !r.headers->empty() ? r.headers : nullptr;
+  std::string out;
+  writer.append(out, row);
+  out += '\n';
   return out;
 }
 

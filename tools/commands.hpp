@@ -69,6 +69,14 @@ struct ConsumeArgs {
   bool quiet = false;
   bool stats = false;
 };
+/// How `stream`, `read` and `read-range` write rows (RecordJsonWriter).
+struct RecordOutputArgs {
+  std::string value_format = "raw";                                // raw | json
+  std::optional<std::string> schema;                               // Spark DDL, with --value-format json
+  std::string kafka_columns = "topic,partition,offset,timestamp";  // with --value-format json
+  std::string binary = "text";                                     // text | base64: key, value and header values
+  std::string time_zone = "UTC";                                   // timestamps' zone (Spark's session time zone)
+};
 struct StreamArgs {
   std::vector<std::string> options;
   std::string checkpoint;
@@ -77,9 +85,7 @@ struct StreamArgs {
   std::optional<std::int64_t> max_batches;
   bool json_progress = false;
   std::optional<std::string> prometheus;  // FILE rewritten atomically after each batch
-  std::string value_format = "raw";       // raw | json
-  std::optional<std::string> schema;      // Spark DDL, with --value-format json
-  std::string kafka_columns = "topic,partition,offset,timestamp";
+  RecordOutputArgs output;
   bool plan_only = false;
   bool stats = false;  // a summary line on stderr at the end (batches, batch time, connections)
 };
@@ -87,9 +93,7 @@ struct StreamArgs {
 struct ReadArgs {
   std::vector<std::string> options;
   std::string sink = "console";
-  std::string value_format = "raw";
-  std::optional<std::string> schema;
-  std::string kafka_columns = "topic,partition,offset,timestamp";
+  RecordOutputArgs output;
   bool plan_only = false;  // print the planned ranges as JSON, read nothing
 };
 struct ReadRangeArgs {
@@ -99,9 +103,7 @@ struct ReadRangeArgs {
   std::int64_t until = 0;
   std::string sink = "console";
   std::vector<std::string> options;
-  std::string value_format = "raw";
-  std::optional<std::string> schema;
-  std::string kafka_columns = "topic,partition,offset,timestamp";
+  RecordOutputArgs output;
 };
 struct LagArgs {
   std::string checkpoint;

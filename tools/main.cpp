@@ -33,6 +33,25 @@ CLI::Validator at_least(long long lo) {
       },
       fmt::format("INT>={}", lo));
 }
+
+// How stream, read and read-range write rows.
+void add_record_output(CLI::App* sub, RecordOutputArgs& out) {
+  sub->add_option("--value-format", out.value_format,
+                  "raw (Spark's kafka columns) | json (decode values, see --schema)")
+      ->check(CLI::IsMember({"raw", "json"}));
+  sub->add_option("--schema", out.schema, "Spark DDL of the JSON values, e.g. 'user_id STRING, amount DOUBLE'");
+  sub->add_option("--kafka-columns", out.kafka_columns,
+                  "With --value-format json: kafka columns kept next to the decoded ones (comma list of key, value, "
+                  "topic, partition, offset, timestamp, timestampType, headers; or none)");
+  sub->add_option("--binary", out.binary,
+                  "key, value and header values as text (as CAST(... AS STRING)) or base64 (as Spark's JSON writer "
+                  "writes binary columns)")
+      ->check(CLI::IsMember({"text", "base64"}))
+      ->default_val("text");
+  sub->add_option("--time-zone", out.time_zone,
+                  "Time zone of the timestamps written (Spark's session time zone): UTC, +HH:MM or a region ID")
+      ->default_val("UTC");
+}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -174,12 +193,7 @@ int main(int argc, char** argv) {
               "Print each batch's progress JSON (also appended to CHECKPOINT/progress.jsonl) on stderr");
   s->add_option("--prometheus", st.prometheus,
                 "Rewrite FILE atomically after each batch with the latest metrics (Prometheus text format)");
-  s->add_option("--value-format", st.value_format, "raw (Spark's kafka columns) | json (decode values, see --schema)")
-      ->check(CLI::IsMember({"raw", "json"}));
-  s->add_option("--schema", st.schema, "Spark DDL of the JSON values, e.g. 'user_id STRING, amount DOUBLE'");
-  s->add_option("--kafka-columns", st.kafka_columns,
-                "With --value-format json: kafka columns kept next to the decoded ones (comma list of key, value, "
-                "topic, partition, offset, timestamp, timestampType, headers; or none)");
+  add_record_output(s, st.output);
   s->add_flag("--plan-only", st.plan_only,
               "Print the next batch's plan as JSON; read nothing, create or change no file or folder");
   s->add_flag("--stats", st.stats,
@@ -193,10 +207,7 @@ int main(int argc, char** argv) {
   rq->add_option("-o,--option", rd.options,
                  "Source option KEY=VALUE, Spark's names (startingOffsets, endingOffsets, ...; repeatable)");
   rq->add_option("--sink", rd.sink, "jsonl:DIR | console")->default_val("console");
-  rq->add_option("--value-format", rd.value_format, "raw (Spark's kafka columns) | json (decode values, see --schema)")
-      ->check(CLI::IsMember({"raw", "json"}));
-  rq->add_option("--schema", rd.schema, "Spark DDL of the JSON values, e.g. 'user_id STRING, amount DOUBLE'");
-  rq->add_option("--kafka-columns", rd.kafka_columns, "With --value-format json: kafka columns kept");
+  add_record_output(rq, rd.output);
   rq->add_flag("--plan-only", rd.plan_only, "Print the planned offsets and ranges as JSON; read nothing");
 
   // read-range
@@ -212,9 +223,7 @@ int main(int argc, char** argv) {
       ->check(at_least(0));
   r->add_option("--sink", rr.sink, "jsonl:DIR | console")->default_val("console");
   r->add_option("-o,--option", rr.options, "Source option KEY=VALUE (failOnDataLoss, kafka.*, ...)");
-  r->add_option("--value-format", rr.value_format, "raw | json")->check(CLI::IsMember({"raw", "json"}));
-  r->add_option("--schema", rr.schema, "Spark DDL of the JSON values");
-  r->add_option("--kafka-columns", rr.kafka_columns, "With --value-format json: kafka columns kept");
+  add_record_output(r, rr.output);
 
   // lag
   LagArgs lg;

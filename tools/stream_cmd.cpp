@@ -18,6 +18,7 @@
 #include "kwire/client/kafka_client.hpp"
 #include "kwire/source/batch.hpp"
 #include "kwire/source/json_escape.hpp"
+#include "kwire/source/json_writer.hpp"
 #include "kwire/source/stream.hpp"
 #include "kwire/source/value_format.hpp"
 
@@ -45,95 +46,45 @@ std::map<std::string, std::string> source_options(const CommonOptions& common, c
   return out;
 }
 
-// With --value-format json: a line per row with the decoded columns, then
-// _corrupt_record (malformed records only), then the chosen kafka columns (as
-// JsonLinesSink writes them); null columns are left out, as Spark's JSON writer does.
-JsonLinesSink::Formatter value_formatter(const std::string& format, const std::optional<std::string>& schema,
-                                         const std::string& kafka_columns) {
-  if (format == "raw") {
-    if (schema) throw std::invalid_argument("--schema needs --value-format json");
-    return {};
+// The rows' writer: the Kafka columns (all of them), or with --value-format
+// json the decoded columns, then _corrupt_record (malformed records only),
+// then the --kafka-columns; null columns are left out, as Spark's JSON
+// writer does.
+struct RecordOutput {
+  RecordJsonWriter writer;
+  JsonLinesSink::Formatter formatter;  // set with --value-format json
+};
+
+RecordOutput record_output(const RecordOutputArgs& args) {
+  JsonWriterOptions options;
+  options.binary = parse_binary_format(args.binary);
+  options.time_zone = TimeZone::parse(args.time_zone);
+  if (args.value_format == "raw") {
+    if (args.schema) throw std::invalid_argument("--schema needs --value-format json");
+    return {RecordJsonWriter(std::move(options)), {}};
   }
-  if (!schema) throw std::invalid_argument("--value-format json needs --schema 'name TYPE, ...'");
-  auto decoder = std::make_shared<JsonValueDecoder>(Schema::parse_ddl(*schema));
-  static const std::vector<std::string> known = {"key",    "value",     "topic",         "partition",
-                                                 "offset", "timestamp", "timestampType", "headers"};
-  std::vector<std::string> keep;
-  std::string item;
-  for (std::size_t i = 0; i <= kafka_columns.size(); ++i) {
-    if (i == kafka_columns.size() || kafka_columns[i] == ',') {
-      auto b = item.find_first_not_of(' '), e = item.find_last_not_of(' ');
-      std::string name = b == std::string::npos ? "" : item.substr(b, e - b + 1);
-      item.clear();
-      if (name.empty() || name == "none") continue;
-      if (std::find(known.begin(), known.end(), name) == known.end())
-        throw std::invalid_argument(fmt::format("--kafka-columns: unknown column '{}'", name));
-      for (auto& c : decoder->schema().columns)
-        if (c.name == name)
-          throw std::invalid_argument(
-              fmt::format("--kafka-columns: '{}' is also a column of --schema; leave it out of one of them", name));
-      keep.push_back(name);
-    } else {
-      item += kafka_columns[i];
-    }
+  if (!args.schema) throw std::invalid_argument("--value-format json needs --schema 'name TYPE, ...'");
+  auto decoder = std::make_shared<JsonValueDecoder>(Schema::parse_ddl(*args.schema));
+  try {
+    options.kafka_columns = parse_kafka_columns(args.kafka_columns);
+  } catch (const JsonWriterError& e) {
+    throw std::invalid_argument(fmt::format("--kafka-columns: {}", e.what()));
   }
-  return [decoder, keep](const Row& row) -> std::optional<std::string> {
+  for (KafkaColumn k : options.kafka_columns)
+    for (auto& c : decoder->schema().columns)
+      if (c.name == kafka_column_name(k))
+        throw std::invalid_argument(
+            fmt::format("--kafka-columns: '{}' is also a column of --schema; leave it out of one of them", c.name));
+  RecordJsonWriter writer(std::move(options));
+  auto decoded = std::make_shared<DecodedValue>();  // reused row after row
+  auto formatter = [decoder, decoded, writer](std::string& out, const Row& row) {
     std::optional<std::string_view> text;
     if (row.value) text = row.value_string();
-    auto decoded = decoder->decode(text);
-    // Null columns are left out, as Spark's JSON writer does (ignoreNullFields).
-    std::string out = "{";
-    bool any = decoder->append_json_members(out, decoded) > 0;
-    auto member = [&](std::string_view name) {
-      if (any) out += ',';
-      any = true;
-      append_json_string(out, name);
-      out += ':';
-    };
-    for (auto& c : keep) {
-      if (c == "key") {
-        if (!row.key) continue;
-        member(c);
-        append_json_string(out, row.key_string());
-      } else if (c == "value") {
-        if (!row.value) continue;
-        member(c);
-        append_json_string(out, row.value_string());
-      } else if (c == "topic") {
-        member(c);
-        append_json_string(out, row.topic);
-      } else if (c == "partition") {
-        member(c);
-        out += std::to_string(row.partition);
-      } else if (c == "offset") {
-        member(c);
-        out += std::to_string(row.offset);
-      } else if (c == "timestamp") {
-        member(c);
-        out += std::to_string(row.timestamp);
-      } else if (c == "timestampType") {
-        member(c);
-        out += std::to_string(row.timestamp_type);
-      } else if (c == "headers") {
-        if (!row.headers) continue;
-        member(c);
-        out += '[';
-        for (std::size_t i = 0; i < row.headers->size(); ++i) {
-          auto& h = (*row.headers)[i];
-          out += i ? ",{\"key\":" : "{\"key\":";
-          append_json_string(out, h.key);
-          if (h.value) {
-            out += ",\"value\":";
-            append_json_string(out, std::string_view(reinterpret_cast<const char*>(h.value->data()), h.value->size()));
-          }
-          out += '}';
-        }
-        out += ']';
-      }
-    }
-    out += '}';
-    return out;
+    decoder->decode(text, *decoded);
+    writer.append(out, row, decoder->schema(), *decoded);
+    return true;
   };
+  return {writer, formatter};
 }
 
 void check_sink_spec(const std::string& spec) {
@@ -141,10 +92,14 @@ void check_sink_spec(const std::string& spec) {
   throw std::invalid_argument(fmt::format("invalid --sink '{}': expected jsonl:DIR or console", spec));
 }
 
-std::unique_ptr<Sink> make_sink(const std::string& spec, JsonLinesSink::Formatter formatter) {
+std::unique_ptr<Sink> make_sink(const std::string& spec, RecordOutput output) {
   check_sink_spec(spec);
-  if (spec == "console") return std::make_unique<ConsoleSink>(std::move(formatter));
-  return std::make_unique<JsonLinesSink>(spec.substr(6), std::move(formatter));
+  if (spec == "console") {
+    if (output.formatter) return std::make_unique<ConsoleSink>(std::move(output.formatter));
+    return std::make_unique<ConsoleSink>(std::move(output.writer));
+  }
+  if (output.formatter) return std::make_unique<JsonLinesSink>(spec.substr(6), std::move(output.formatter));
+  return std::make_unique<JsonLinesSink>(spec.substr(6), std::move(output.writer));
 }
 
 // --prometheus FILE is rewritten after each batch: its folder must be
@@ -200,7 +155,7 @@ int cmd_stream(const CommonOptions& common, const StreamArgs& args) {
     throw std::invalid_argument(fmt::format("--max-batches must be positive, got {}", *args.max_batches));
   if (args.prometheus) check_prometheus_path(*args.prometheus);
   auto options = source_options(common, args.options);
-  auto formatter = value_formatter(args.value_format, args.schema, args.kafka_columns);
+  auto output = record_output(args.output);
   if (args.plan_only) {
     // A read-only view: the sink is checked but not opened (its folder is not
     // created) and the checkpoint is opened read-only (nothing is created in it).
@@ -213,7 +168,7 @@ int cmd_stream(const CommonOptions& common, const StreamArgs& args) {
       fmt::print("{{\"batchId\":{},\"replay\":false,\"ranges\":[],\"note\":\"no new data\"}}\n", query.next_batch_id());
     return 0;
   }
-  auto sink = make_sink(args.sink, std::move(formatter));
+  auto sink = make_sink(args.sink, std::move(output));
   StreamingQuery query(options, args.checkpoint, *sink, Trigger::parse(args.trigger));
   g_query = &query;
   std::signal(SIGINT, on_stop);
@@ -248,7 +203,7 @@ int cmd_read_range(const CommonOptions& common, const ReadRangeArgs& args) {
   auto options = source_options(common, args.options);
   if (args.until < args.from)
     throw std::invalid_argument(fmt::format("--until {} is below --from {}", args.until, args.from));
-  auto sink = make_sink(args.sink, value_formatter(args.value_format, args.schema, args.kafka_columns));
+  auto sink = make_sink(args.sink, record_output(args.output));
   OffsetRange range{TopicPartition{args.topic, args.partition}, args.from, args.until, std::nullopt};
   auto progress = read_offset_range(options, range, *sink);
   fmt::print(stderr, "{}\n", progress.to_line());
@@ -257,7 +212,7 @@ int cmd_read_range(const CommonOptions& common, const ReadRangeArgs& args) {
 
 int cmd_read(const CommonOptions& common, const ReadArgs& args) {
   auto options = source_options(common, args.options);
-  auto formatter = value_formatter(args.value_format, args.schema, args.kafka_columns);
+  auto output = record_output(args.output);
   check_sink_spec(args.sink);
   BatchQuery query(options);
   auto plan = query.plan();
@@ -265,7 +220,7 @@ int cmd_read(const CommonOptions& common, const ReadArgs& args) {
     fmt::print("{}\n", plan.to_json());
     return 0;
   }
-  auto sink = make_sink(args.sink, std::move(formatter));
+  auto sink = make_sink(args.sink, std::move(output));
   auto result = query.read(plan, *sink);
   std::fprintf(stderr, "%s\n",
                fmt::format("read {} rows from {} ranges in {} ms (dataLoss {}, offsetOutOfRange {})", result.rows,

@@ -16,9 +16,22 @@ std::size_t utf8_len(std::string_view s, std::size_t i) {
 }
 }  // namespace
 
+namespace {
+// Bytes written as they are: printable ASCII other than " and \.
+constexpr bool plain(unsigned char c) { return c >= 0x20 && c < 0x80 && c != '"' && c != '\\'; }
+}  // namespace
+
 void append_json_string(std::string& out, std::string_view s) {
   out.push_back('"');
   for (std::size_t i = 0; i < s.size(); ++i) {
+    // Runs of plain bytes (most of most keys and values) go in one append.
+    std::size_t run = i;
+    while (run < s.size() && plain(static_cast<unsigned char>(s[run]))) ++run;
+    if (run > i) {
+      out.append(s.data() + i, run - i);
+      i = run;
+      if (i == s.size()) break;
+    }
     auto c = static_cast<unsigned char>(s[i]);
     switch (c) {
       case '"': out += "\\\""; continue;

@@ -40,9 +40,17 @@ BatchQuery::~BatchQuery() = default;
 BatchQueryPlan BatchQuery::plan() {
   BatchQueryPlan plan;
   plan.warnings = options_.warnings;
-  const auto tps = detail::discover_partitions(*admin_, options_);
-  plan.start = detail::resolve_offsets(*admin_, options_, tps, options_.starting, false, "startingOffsets");
-  plan.end = detail::resolve_offsets(*admin_, options_, tps, options_.ending, true, "endingOffsets");
+  auto tps = detail::discover_partitions(*admin_, options_);
+  plan.start = detail::resolve_offsets(*admin_, options_, tps, options_.starting, false);
+  plan.end = detail::resolve_offsets(*admin_, options_, tps, options_.ending, true);
+  // A retried look-up lists the partitions again: keep those both ends know.
+  std::erase_if(tps, [&](const TopicPartition& tp) {
+    auto known = [&](const PartitionOffsets& o) {
+      auto t = o.find(tp.topic);
+      return t != o.end() && t->second.count(tp.partition);
+    };
+    return !known(plan.start) || !known(plan.end);
+  });
   std::vector<OffsetRange> ranges;
   for (const auto& tp : tps) {
     const std::int64_t from = plan.start.at(tp.topic).at(tp.partition);

@@ -30,20 +30,29 @@ PartitionOffsets fetch_offsets(client::KafkaClient& admin, const SourceOptions& 
                                const std::vector<TopicPartition>& tps, std::int64_t target);
 
 /// Resolves `spec` to offsets for exactly the partitions `tps` (Spark's
+/// KafkaOffsetReaderAdmin: fetchPartitionOffsets for a batch query,
 /// fetchSpecificOffsets / fetchSpecificTimestampBasedOffsets /
 /// fetchGlobalTimestampBasedOffsets):
 ///  - earliest / latest: ListOffsets;
-///  - specific offsets must name exactly `tps` (SourceOptionError "If <option>
-///    contains specific offsets, you must specify all TopicPartitions. ...");
-///    -2 and -1 become the earliest / latest offset;
+///  - specific offsets must name exactly `tps`: in a batch query
+///    "[KAFKA_START_OFFSET_DOES_NOT_MATCH_ASSIGNED] Partitions specified for
+///    Kafka start offsets don't match what are assigned. ..." (for either end,
+///    as Spark, not retried); in a stream "assertion failed: If
+///    startingOffsets contains specific offsets, you must specify all
+///    TopicPartitions. ..." (retried); -2 and -1 become the earliest / latest
+///    offset;
 ///  - per-partition timestamps must name exactly `tps`
-///    (KAFKA_TIMESTAMP_OFFSET_DOES_NOT_MATCH_ASSIGNED); a timestamp without a
-///    matching record gives latest when `ending` or when the strategy is
-///    `latest`, else SourceOptionError "No offset matched from request of
+///    ("[KAFKA_TIMESTAMP_OFFSET_DOES_NOT_MATCH_ASSIGNED] Partitions specified
+///    for Kafka timestamp based start|end offsets don't match ..."); a
+///    timestamp without a matching record gives latest when `ending` or when
+///    the strategy is `latest`, else "No offset matched from request of
 ///    topic-partition tp and timestamp ts.".
-/// `option` names the option in messages ("startingOffsets", "endingOffsets").
+/// Errors are SourceOptionError (the texts above) or client errors. Where
+/// Spark retries (withRetries: everything but a batch query's specific
+/// offsets check), the look-up is tried fetchOffset.numRetries times,
+/// fetchOffset.retryIntervalMs apart, listing the partitions again into
+/// `tps` before each new attempt.
 PartitionOffsets resolve_offsets(client::KafkaClient& admin, const SourceOptions& options,
-                                 const std::vector<TopicPartition>& tps, const OffsetSpec& spec, bool ending,
-                                 std::string_view option);
+                                 std::vector<TopicPartition>& tps, const OffsetSpec& spec, bool ending);
 
 }  // namespace kwire::source::detail

@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <chrono>
-#include <set>
+#include <map>
+#include <stdexcept>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -85,6 +87,21 @@ client::TimeoutError no_progress(const client::TopicPartition& tp, std::int64_t 
                                           timeout_ms, client::to_string(tp)));
 }
 
+// One partition's share of a read: [from, until), read through the
+// consumer's position (the Fetcher's, the one cursor) under a position limit
+// at `until`. `expected` is only the gap check's reference within a poll: the
+// position before the poll, then each record's offset + 1.
+struct Cursor {
+  client::TopicPartition tp;
+  std::int64_t from = 0;
+  std::int64_t until = 0;
+  std::int64_t expected = 0;
+  bool done = false;
+  // The Fetch answer (fetch offset, log end) last checked with a ListOffsets
+  // for an end past the log: checked again only with a newer answer.
+  std::pair<std::int64_t, std::int64_t> checked_answer{-1, -1};
+};
+
 }  // namespace
 
 RangeReadResult RangeReader::read(const std::vector<OffsetRange>& ranges, Sink& sink) {
@@ -92,36 +109,50 @@ RangeReadResult RangeReader::read(const std::vector<OffsetRange>& ranges, Sink& 
   if (ranges.empty()) return result;
   // Ranges of one partition are contiguous after splitting; read each
   // partition's [min from, max until) in one pass.
-  std::map<client::TopicPartition, std::pair<std::int64_t, std::int64_t>> want;  // next, until
-  std::set<client::TopicPartition> done;                                         // read (and paused)
-  for (auto& r : ranges) {
-    auto tp = r.tp;
-    auto it = want.find(tp);
-    if (it == want.end()) want[tp] = {r.from_offset, r.until_offset};
-    else {
-      it->second.first = std::min(it->second.first, r.from_offset);
-      it->second.second = std::max(it->second.second, r.until_offset);
+  std::vector<Cursor> cursors;
+  {
+    std::map<client::TopicPartition, std::pair<std::int64_t, std::int64_t>> spans;
+    for (auto& r : ranges) {
+      auto [it, added] = spans.try_emplace(r.tp, r.from_offset, r.until_offset);
+      if (!added) {
+        it->second.first = std::min(it->second.first, r.from_offset);
+        it->second.second = std::max(it->second.second, r.until_offset);
+      }
     }
+    for (auto& [tp, span] : spans) cursors.push_back(Cursor{tp, span.first, span.second, span.first, false, {-1, -1}});
   }
   std::vector<client::TopicPartition> tps;
-  for (auto& [tp, _] : want) tps.push_back(tp);
+  for (auto& c : cursors) tps.push_back(c.tp);
 
   // Move the consumer to this read: the same assignment keeps the fetch
   // session. A partition already at the range's start (the previous batch
   // ended there) is not sought: what was prefetched for it is used, and the
   // leader epoch of its last record stays known, so a log truncated since
   // (an unclean leader election) is detected (KIP-320). Others are sought,
-  // which drops answers fetched from other positions.
+  // which drops answers fetched from other positions. The position limit at
+  // each range's end is what stops the partition there: records past it are
+  // kept for the next read (maxOffsetsPerTrigger batches start there).
   auto assigned = consumer_.assignment();
   std::sort(assigned.begin(), assigned.end());
   if (assigned != tps) consumer_.assign(tps);
-  // Records past a range's end are not handed out but kept: with
-  // maxOffsetsPerTrigger the next batch starts there and uses them.
-  for (auto& [tp, w] : want) {
-    if (consumer_.known_position(tp) != w.first) consumer_.seek(tp, w.first);
-    consumer_.set_position_limit(tp, w.second);
+  for (auto& c : cursors) {
+    if (consumer_.known_position(c.tp) != c.from) consumer_.seek(c.tp, c.from);
+    consumer_.set_position_limit(c.tp, c.until);
   }
   consumer_.resume(tps);
+
+  const bool read_committed = consumer_.client().config().isolation_level == 1;
+  std::size_t open = cursors.size();
+  auto position = [&](const Cursor& c) { return consumer_.known_position(c.tp).value_or(c.from); };
+  auto finish = [&](Cursor& c) {
+    c.done = true;
+    --open;
+    consumer_.pause({c.tp});
+  };
+  auto finish_if_reached = [&](Cursor& c) {
+    if (!c.done && (c.from >= c.until || position(c) >= c.until)) finish(c);
+  };
+  for (auto& c : cursors) finish_if_reached(c);
 
   // failOnDataLoss=false: one warning per skipped span, printed and kept.
   auto skip_lost = [&](const TopicPartition& tp, std::int64_t from, std::int64_t to, const std::string& detail) {
@@ -131,20 +162,57 @@ RangeReadResult RangeReader::read(const std::vector<OffsetRange>& ranges, Sink& 
     warn(text);
     result.warnings.push_back(std::move(text));
   };
-  auto finish = [&](const client::TopicPartition& tp) {
-    done.insert(tp);
-    consumer_.pause({tp});
-  };
-  auto mark_done_if_reached = [&](const client::TopicPartition& tp) {
-    if (done.count(tp)) return;
-    if (want[tp].first >= want[tp].second || consumer_.position(tp) >= want[tp].second) finish(tp);
-  };
-  for (auto& tp : tps) mark_done_if_reached(tp);
-
   const auto poll_timeout = std::chrono::milliseconds(options_.poll_timeout_ms);
   auto last_progress = std::chrono::steady_clock::now();
+  // Spark's rule for an offset the broker does not have (KafkaDataConsumer:
+  // OffsetOutOfRange, or an empty poll at or past the latest offset): compare
+  // [next, until) with the range the broker has, [earliest, latest).
+  auto out_of_range = [&](Cursor& c, std::int64_t next, std::int64_t earliest, std::int64_t latest) {
+    const TopicPartition stp{c.tp.topic, c.tp.partition};
+    if (options_.fail_on_data_loss)
+      throw DataLossError::could_not_read_offset_range(stp, next, c.until, options_.group_id);
+    auto lost_text = [&](std::int64_t skip_until) {
+      return fmt::format(
+          "Some data may be lost. Recovering from the earliest offset: {}. The current available offset range is "
+          "[{}, {}). Offset {} is out of range, and records in [{}, {}) will be skipped.",
+          earliest, earliest, latest, next, next, skip_until);
+    };
+    if (next >= latest || earliest >= c.until) {
+      // Nothing of [next, until) is there: skip the whole range.
+      skip_lost(stp, next, c.until, lost_text(c.until));
+      result.offset_out_of_range += c.until - next;
+      result.data_loss += 1;  // Spark counts each out-of-range skip as a data-loss event too
+      finish(c);
+      last_progress = std::chrono::steady_clock::now();
+    } else if (next < earliest) {
+      // The head of the range aged out: continue from the earliest offset.
+      skip_lost(stp, next, earliest, lost_text(earliest));
+      result.offset_out_of_range += earliest - next;
+      result.data_loss += 1;
+      consumer_.seek(c.tp, earliest);
+      last_progress = std::chrono::steady_clock::now();
+    } else {
+      // The offset is inside [earliest, latest) again (the log changed
+      // between the fetch and the listing): fetch it again, bounded by the
+      // poll timeout.
+      consumer_.seek(c.tp, next);
+      if (std::chrono::steady_clock::now() - last_progress > poll_timeout)
+        throw no_progress(c.tp, next, options_.poll_timeout_ms);
+    }
+  };
+  auto cursor_of = [&](const client::TopicPartition& tp) -> Cursor& {
+    auto it =
+        std::lower_bound(cursors.begin(), cursors.end(), tp, [](const Cursor& c, const auto& t) { return c.tp < t; });
+    // The consumer is assigned exactly these partitions.
+    if (it == cursors.end() || !(it->tp == tp))
+      throw std::logic_error(fmt::format("records of unassigned partition {}", client::to_string(tp)));
+    return *it;
+  };
+
   std::vector<Row> rows;
-  while (done.size() < tps.size()) {
+  while (open > 0) {
+    for (auto& c : cursors)
+      if (!c.done) c.expected = position(c);
     client::ConsumerRecords recs;
     try {
       recs = consumer_.poll(std::min(poll_timeout, std::chrono::milliseconds(1000)));
@@ -153,94 +221,59 @@ RangeReadResult RangeReader::read(const std::vector<OffsetRange>& ranges, Sink& 
       // PARTITION_OFFSET_CHANGED. Without failOnDataLoss the read goes on
       // from where it was; the records that replaced the truncated ones below
       // it are not read.
-      auto tp = e.partition();
-      auto& next = want[tp].first;
-      auto loss = DataLossError::partition_offset_changed(tp, e.offset(), e.divergent_offset());
+      auto loss = DataLossError::partition_offset_changed(e.partition(), e.offset(), e.divergent_offset());
       if (options_.fail_on_data_loss) throw loss;
       auto text = data_loss_warning(loss);
       warn(text);
       result.warnings.push_back(std::move(text));
       result.data_loss += 1;
-      consumer_.seek(tp, next);
+      auto& c = cursor_of(e.partition());
+      consumer_.seek(c.tp, position(c));
       last_progress = std::chrono::steady_clock::now();
       continue;
     } catch (const client::OffsetOutOfRangeError& e) {
-      auto tp = e.partition();
-      // Named references, not a structured binding: the lambda below uses
-      // them, which clang before 16 does not allow for bindings.
-      auto& next = want[tp].first;
-      auto& until = want[tp].second;
+      // The Fetch answer has no log range with the error: list it.
+      auto& c = cursor_of(e.partition());
+      const auto next = position(c);
       if (options_.fail_on_data_loss)
-        throw DataLossError::could_not_read_offset_range(tp, next, until, options_.group_id);
-      // Spark's rule: compare the offset with the range the broker still has.
-      const auto earliest = consumer_.beginning_offsets({tp})[tp];
-      const auto latest = consumer_.end_offsets({tp})[tp];
-      const TopicPartition stp{tp.topic, tp.partition};
-      auto lost_text = [&](std::int64_t skip_until) {
-        return fmt::format(
-            "Some data may be lost. Recovering from the earliest offset: {}. The current available offset range is "
-            "[{}, {}). Offset {} is out of range, and records in [{}, {}) will be skipped.",
-            earliest, earliest, latest, next, next, skip_until);
-      };
-      if (next >= latest || earliest >= until) {
-        // Nothing of [next, until) is left: skip the whole range.
-        skip_lost(stp, next, until, lost_text(until));
-        result.offset_out_of_range += until - next;
-        result.data_loss += 1;  // Spark counts each out-of-range skip as a data-loss event too
-        next = until;
-        finish(tp);
-        last_progress = std::chrono::steady_clock::now();
-      } else if (next < earliest) {
-        // The head of the range aged out: continue from the earliest offset.
-        skip_lost(stp, next, earliest, lost_text(earliest));
-        result.offset_out_of_range += earliest - next;
-        result.data_loss += 1;
-        next = earliest;
-        consumer_.seek(tp, earliest);
-        last_progress = std::chrono::steady_clock::now();
-      } else {
-        // The offset is inside [earliest, latest) again (the log changed
-        // between the fetch and the listing): fetch it again, bounded by the
-        // poll timeout.
-        consumer_.seek(tp, next);
-        if (std::chrono::steady_clock::now() - last_progress > poll_timeout)
-          throw no_progress(tp, next, options_.poll_timeout_ms);
-      }
+        throw DataLossError::could_not_read_offset_range(TopicPartition{c.tp.topic, c.tp.partition}, next, c.until,
+                                                         options_.group_id);
+      out_of_range(c, next, consumer_.beginning_offsets({c.tp})[c.tp], consumer_.end_offsets({c.tp})[c.tp]);
       continue;
     }
     rows.clear();
     rows.reserve(recs.size());
     // A poll hands out each partition's records together: look the
     // partition up once per run, not once per record.
-    auto it = want.end();
+    Cursor* c = nullptr;
     const std::string* run_topic = nullptr;
     std::int32_t run_partition = -1;
     for (auto& r : recs) {
       if (r.topic != run_topic || r.partition != run_partition) {
         run_topic = r.topic;
         run_partition = r.partition;
-        it = want.find(client::TopicPartition{*r.topic, r.partition});
+        c = &cursor_of(client::TopicPartition{*r.topic, r.partition});
       }
-      if (it == want.end()) continue;
-      const client::TopicPartition& tp = it->first;
-      auto& [next, until] = it->second;
-      if (r.offset < next || next >= until) continue;
-      if (r.offset > next && is_lost_gap(next, consumer_.beginning_offsets({tp})[tp])) {
-        // Records aged out while the range was being read. With the gap
-        // reaching `until` the rest of the range is gone.
-        const std::int64_t gap_end = std::min(r.offset, until);
-        const TopicPartition stp{tp.topic, tp.partition};
-        if (options_.fail_on_data_loss)
-          throw DataLossError::could_not_read_offset_range(stp, next, gap_end, options_.group_id);
-        skip_lost(stp, next, gap_end, fmt::format("Skip missing records in [{}, {}).", next, gap_end));
-        result.data_loss += 1;
-        next = gap_end;
+      if (r.offset != c->expected) {
+        // A gap: offsets the log does not show. Lost (aged out while the
+        // range was read) when the log now starts past the first of them;
+        // otherwise never visible (compaction, transaction markers, aborted
+        // records), skipped silently. The log start offset comes with every
+        // Fetch answer (v5+); only without it is the broker asked.
+        std::int64_t log_start = -1;
+        if (auto info = consumer_.last_fetch_info(c->tp)) log_start = info->log_start_offset;
+        if (log_start < 0) log_start = consumer_.beginning_offsets({c->tp})[c->tp];
+        if (is_lost_gap(c->expected, log_start)) {
+          const TopicPartition stp{c->tp.topic, c->tp.partition};
+          if (options_.fail_on_data_loss)
+            throw DataLossError::could_not_read_offset_range(stp, c->expected, r.offset, options_.group_id);
+          skip_lost(stp, c->expected, r.offset,
+                    fmt::format("Skip missing records in [{}, {}).", c->expected, r.offset));
+          result.data_loss += 1;
+        }
       }
-      if (r.offset >= until) {
-        next = std::max(next, until);
-        continue;
-      }
-      Row row;
+      c->expected = r.offset + 1;
+      Row& row = rows.emplace_back();
       row.key = r.key;
       row.value = r.value;
       row.topic = *r.topic;
@@ -249,26 +282,45 @@ RangeReadResult RangeReader::read(const std::vector<OffsetRange>& ranges, Sink& 
       row.timestamp = r.timestamp;
       row.timestamp_type = r.timestamp_type;
       row.headers = options_.include_headers && r.headers && !r.headers->empty() ? r.headers : nullptr;
-      rows.push_back(row);
-      next = r.offset + 1;
     }
     if (!rows.empty()) {
       sink.write(rows);
       result.rows += static_cast<std::int64_t>(rows.size());
       last_progress = std::chrono::steady_clock::now();
     }
-    for (auto& tp : tps) {
-      if (done.count(tp)) continue;
-      auto pos = consumer_.position(tp);
-      if (pos > want[tp].first && pos <= want[tp].second) {
-        want[tp].first = std::max(want[tp].first, pos);
+    for (auto& cur : cursors) {
+      if (cur.done) continue;
+      const auto pos = position(cur);
+      if (pos >= cur.until) {
+        finish(cur);
         last_progress = std::chrono::steady_clock::now();
+        continue;
       }
-      mark_done_if_reached(tp);
+      // The range goes on past where the log ended when the last Fetch
+      // answer was made (its high watermark, or last stable offset under
+      // read_committed, at or below the position): the rest of the range is
+      // past the latest offset, which Spark finds after an empty poll and
+      // handles as out of range; kwire needs no poll timeout to see it. The
+      // answer may come from a follower whose high watermark lags, or the
+      // log may have grown since, so one ListOffsets confirms it (once per
+      // answer) before anything is skipped.
+      auto info = consumer_.last_fetch_info(cur.tp);
+      if (!info || info->fetch_offset > pos) continue;
+      const std::int64_t end =
+          read_committed && info->last_stable_offset >= 0 ? info->last_stable_offset : info->high_watermark;
+      if (end < 0 || pos < end) continue;
+      const std::pair<std::int64_t, std::int64_t> answer{info->fetch_offset, end};
+      if (cur.checked_answer == answer) continue;
+      cur.checked_answer = answer;
+      const auto latest = consumer_.end_offsets({cur.tp})[cur.tp];
+      if (pos < latest) continue;
+      std::int64_t earliest = info->log_start_offset;
+      if (earliest < 0) earliest = consumer_.beginning_offsets({cur.tp})[cur.tp];
+      out_of_range(cur, pos, earliest, latest);
     }
-    if (done.size() < tps.size() && std::chrono::steady_clock::now() - last_progress > poll_timeout) {
-      for (auto& tp : tps)
-        if (!done.count(tp)) throw no_progress(tp, want[tp].first, options_.poll_timeout_ms);
+    if (open > 0 && std::chrono::steady_clock::now() - last_progress > poll_timeout) {
+      for (auto& cur : cursors)
+        if (!cur.done) throw no_progress(cur.tp, position(cur), options_.poll_timeout_ms);
     }
   }
   return result;

@@ -8,7 +8,6 @@
 #include <fmt/format.h>
 
 #include "kwire/checkpoint/checkpoint.hpp"
-#include "kwire/source/json_escape.hpp"
 #include "kwire/source/sink.hpp"
 #include "metering_sink.hpp"
 
@@ -21,6 +20,11 @@ JsonLinesSink::JsonLinesSink(fs::path dir, Formatter formatter, std::size_t buff
   fs::create_directories(dir_);
   // A process killed while writing a batch file leaves its temp file.
   checkpoint::remove_stale_temp_files(dir_);
+}
+
+JsonLinesSink::JsonLinesSink(fs::path dir, RecordJsonWriter writer, std::size_t buffer_bytes)
+    : JsonLinesSink(std::move(dir), Formatter{}, buffer_bytes) {
+  writer_ = std::move(writer);
 }
 
 // The open batch's temp file, if any, is deleted (AtomicFileWriter's destructor).
@@ -38,62 +42,51 @@ void JsonLinesSink::begin_batch(std::int64_t batch_id) {
   file_ = std::make_unique<checkpoint::AtomicFileWriter>(part_path(batch_id), buffer_bytes_);
 }
 
-void JsonLinesSink::append_json(std::string& out, const Row& row) {
-  // Null fields (key, value, a header's value) are left out, as Spark's JSON
-  // writer does by default (ignoreNullFields=true).
-  out += '{';
-  if (row.key) {
-    out += "\"key\":";
-    append_json_string(out, row.key_string());
-    out += ',';
-  }
-  if (row.value) {
-    out += "\"value\":";
-    append_json_string(out, row.value_string());
-    out += ',';
-  }
-  out += "\"topic\":";
-  append_json_string(out, row.topic);
-  fmt::format_to(std::back_inserter(out), ",\"partition\":{},\"offset\":{},\"timestamp\":{},\"timestampType\":{}",
-                 row.partition, row.offset, row.timestamp, row.timestamp_type);
-  if (row.headers) {
-    out += ",\"headers\":[";
-    for (std::size_t i = 0; i < row.headers->size(); ++i) {
-      auto& h = (*row.headers)[i];
-      out += i ? ",{\"key\":" : "{\"key\":";
-      append_json_string(out, h.key);
-      if (h.value) {
-        out += ",\"value\":";
-        append_json_string(out, std::string_view(reinterpret_cast<const char*>(h.value->data()), h.value->size()));
-      }
-      out += "}";
-    }
-    out += "]";
-  }
-  out += "}";
-}
-
 std::string JsonLinesSink::to_json(const Row& row) {
   std::string out;
-  append_json(out, row);
+  RecordJsonWriter().append(out, row);
   return out;
 }
 
+namespace {
+
+// Appends the lines of `rows` to `out`, by `formatter` or else `writer`;
+// returns how many were kept. `flush` is called whenever `out` passes
+// `chunk_bytes`, so a large write() holds a bounded chunk.
+template <typename Flush>
+std::int64_t format_lines(std::string& out, std::span<const Row> rows, const JsonLinesSink::Formatter& formatter,
+                          const RecordJsonWriter& writer, std::size_t chunk_bytes, Flush&& flush) {
+  std::int64_t kept = 0;
+  for (auto& r : rows) {
+    if (formatter) {
+      const std::size_t mark = out.size();
+      if (!formatter(out, r)) {
+        out.resize(mark);
+        continue;
+      }
+    } else {
+      writer.append(out, r);
+    }
+    out += '\n';
+    ++kept;
+    if (out.size() >= chunk_bytes) flush();
+  }
+  return kept;
+}
+
+constexpr std::size_t kChunkBytes = std::size_t{256} << 10;
+
+}  // namespace
+
 void JsonLinesSink::write(std::span<const Row> rows) {
   if (!file_) throw std::logic_error(fmt::format("JsonLinesSink[{}]: write without begin_batch", dir_.string()));
-  for (auto& r : rows) {
-    line_.clear();
-    if (formatter_) {
-      auto line = formatter_(r);
-      if (!line) continue;
-      line_ = std::move(*line);
-    } else {
-      append_json(line_, r);
-    }
-    line_ += '\n';
-    file_->append(line_);
-    ++kept_;
-  }
+  chunk_.clear();
+  auto flush = [&] {
+    file_->append(chunk_);
+    chunk_.clear();
+  };
+  kept_ += format_lines(chunk_, rows, formatter_, writer_, kChunkBytes, flush);
+  if (!chunk_.empty()) flush();
 }
 
 std::int64_t JsonLinesSink::commit_batch(std::int64_t batch_id) {
@@ -109,18 +102,12 @@ std::int64_t JsonLinesSink::commit_batch(std::int64_t batch_id) {
 
 void ConsoleSink::write(std::span<const Row> rows) {
   std::string out;
-  for (auto& r : rows) {
-    if (formatter_) {
-      auto line = formatter_(r);
-      if (!line) continue;
-      out += *line;
-    } else {
-      JsonLinesSink::append_json(out, r);
-    }
-    out += '\n';
-    ++kept_;
-  }
-  std::fwrite(out.data(), 1, out.size(), stdout);
+  auto flush = [&] {
+    std::fwrite(out.data(), 1, out.size(), stdout);
+    out.clear();
+  };
+  kept_ += format_lines(out, rows, formatter_, writer_, kChunkBytes, flush);
+  flush();
   std::fflush(stdout);
 }
 

@@ -79,7 +79,7 @@ PartitionOffsets StreamingQuery::latest_offsets(const std::vector<TopicPartition
 
 PartitionOffsets StreamingQuery::resolve_initial_offsets() {
   auto tps = discover_partitions();
-  return detail::resolve_offsets(*admin_, options_, tps, options_.starting, false, "startingOffsets");
+  return detail::resolve_offsets(*admin_, options_, tps, options_.starting, false);
 }
 
 }  // namespace kwire::source

@@ -8,7 +8,7 @@
 #include <fmt/format.h>
 #include <simdjson.h>
 
-#include "kwire/source/json_escape.hpp"
+#include "kwire/source/json_writer.hpp"
 
 namespace kwire::source {
 
@@ -111,20 +111,6 @@ bool read_digits(std::string_view s, std::size_t& i, std::size_t n, int& out) {
   out = v;
   i += n;
   return true;
-}
-
-void append_double(std::string& out, double v, bool as_float) {
-  if (std::isnan(v)) {
-    out += "\"NaN\"";
-    return;
-  }
-  if (std::isinf(v)) {
-    out += v > 0 ? "\"Infinity\"" : "\"-Infinity\"";
-    return;
-  }
-  std::string text = as_float ? fmt::format("{}", static_cast<float>(v)) : fmt::format("{}", v);
-  if (text.find_first_of(".eEn") == std::string::npos) text += ".0";
-  out += text;
 }
 
 }  // namespace
@@ -379,21 +365,21 @@ std::optional<Cell> convert(simdjson::dom::element e, ColumnType type) {
 
 }  // namespace
 
-DecodedValue JsonValueDecoder::decode(std::optional<std::string_view> text) {
-  DecodedValue out;
-  out.cells.resize(schema_.columns.size());
-  if (!text) return out;
-  if (trim(*text).empty()) return out;  // Spark: no token, no row (all null)
+void JsonValueDecoder::decode(std::optional<std::string_view> text, DecodedValue& out) {
+  out.cells.assign(schema_.columns.size(), Cell{});
+  out.corrupt_record.reset();
+  if (!text) return;
+  if (trim(*text).empty()) return;  // Spark: no token, no row (all null)
   simdjson::dom::element doc;
   auto err = impl_->parser.parse(text->data(), text->size(), true).get(doc);
   if (err || doc.type() != simdjson::dom::element_type::OBJECT) {
     out.corrupt_record = std::string(*text);
-    return out;
+    return;
   }
   simdjson::dom::object object;
   if (doc.get_object().get(object)) {
     out.corrupt_record = std::string(*text);
-    return out;
+    return;
   }
   bool bad = false;
   for (auto field : object) {
@@ -408,38 +394,16 @@ DecodedValue JsonValueDecoder::decode(std::optional<std::string_view> text) {
     }
   }
   if (bad) out.corrupt_record = std::string(*text);
+}
+
+DecodedValue JsonValueDecoder::decode(std::optional<std::string_view> text) {
+  DecodedValue out;
+  decode(text, out);
   return out;
 }
 
 std::size_t JsonValueDecoder::append_json_members(std::string& out, const DecodedValue& value) const {
-  // Null cells are left out, as Spark's JSON writer does (ignoreNullFields).
-  std::size_t written = 0;
-  auto name = [&](std::string_view n) {
-    if (written++) out += ',';
-    append_json_string(out, n);
-    out += ':';
-  };
-  for (std::size_t i = 0; i < schema_.columns.size(); ++i) {
-    const auto& col = schema_.columns[i];
-    const Cell& c = i < value.cells.size() ? value.cells[i] : Cell{};
-    if (std::holds_alternative<std::monostate>(c)) continue;
-    name(col.name);
-    if (auto* s = std::get_if<std::string>(&c)) {
-      append_json_string(out, *s);
-    } else if (auto* n = std::get_if<std::int64_t>(&c)) {
-      if (col.type == ColumnType::timestamp) append_json_string(out, format_timestamp_ms(*n));
-      else out += fmt::format("{}", *n);
-    } else if (auto* d = std::get_if<double>(&c)) {
-      append_double(out, *d, col.type == ColumnType::float32);
-    } else if (auto* b = std::get_if<bool>(&c)) {
-      out += *b ? "true" : "false";
-    }
-  }
-  if (value.corrupt_record) {
-    name(kCorruptRecordColumn);
-    append_json_string(out, *value.corrupt_record);
-  }
-  return written;
+  return RecordJsonWriter().append_members(out, schema_, value);
 }
 
 }  // namespace kwire::source

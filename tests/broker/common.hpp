@@ -34,6 +34,7 @@
 
 #include "../temp_dir.hpp"
 #include "kwire/client/producer.hpp"
+#include "kwire/source/value_format.hpp"
 
 #ifndef KWIRE_BIN
 #error "KWIRE_BIN must name the kwire binary"
@@ -186,7 +187,7 @@ inline std::vector<std::string> split_lines(const std::string& text) {
   return lines;
 }
 
-/// One record as printed by `kwire consume --json`.
+/// One record as printed by `kwire consume --json` (timestamp in ms).
 struct JsonRecord {
   std::string topic;
   std::int32_t partition = -1;
@@ -215,7 +216,8 @@ inline std::vector<JsonRecord> parse_json_records(const std::string& text) {
     r.topic = std::string(std::string_view(doc["topic"].get_string()));
     r.partition = static_cast<std::int32_t>(std::int64_t(doc["partition"].get_int64()));
     r.offset = doc["offset"].get_int64();
-    r.timestamp = doc["timestamp"].get_int64();
+    // Written as Spark writes a timestamp: "2026-12-01T10:00:00.315Z".
+    r.timestamp = kwire::source::parse_timestamp_ms(std::string_view(doc["timestamp"].get_string())).value_or(-2);
     r.timestamp_type = doc["timestampType"].get_int64();
     r.key = nullable(doc["key"]);
     r.value = nullable(doc["value"]);

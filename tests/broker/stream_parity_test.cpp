@@ -176,7 +176,8 @@ TEST_F(StreamParity, AssignLeavesOutAMissingPartitionButFailsOnAMissingTopic) {
                  "-o", "startingOffsets=earliest", "-o", "fetchOffset.retryIntervalMs=200", "--checkpoint",
                  (dir / "ck2").string(), "--sink", "jsonl:" + (dir / "out2").string()});
   EXPECT_NE(missing.exit_code, 0) << missing.describe();
-  EXPECT_NE(missing.err.find("assigned topic 'kwire-no-such-topic' is not available: UNKNOWN_TOPIC_OR_PARTITION"),
+  EXPECT_NE(missing.err.find("This server does not host this topic-partition. (assigned topic "
+                             "'kwire-no-such-topic', UNKNOWN_TOPIC_OR_PARTITION)"),
             std::string::npos)
       << missing.err;
   EXPECT_NE(missing.err.find("attempt 2 of 3"), std::string::npos) << missing.err;

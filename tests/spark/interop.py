@@ -146,6 +146,14 @@ class KwireRun:
     error: str | None = None  # stderr of a run expected to fail
 
 
+def millis(timestamp: str) -> int:
+    """Milliseconds of a timestamp as Spark's JSON writer writes it
+    ("2026-12-01T10:00:00.315Z", or with an offset such as "+02:00")."""
+    import datetime as dt
+
+    return round(dt.datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp() * 1000)
+
+
 def row_from_kwire(line: dict) -> tuple:
     # A null column may be written as null or left out (as Spark's JSON
     # writer does); both read as None.
@@ -156,7 +164,7 @@ def row_from_kwire(line: dict) -> tuple:
         line["topic"],
         line["partition"],
         line["offset"],
-        line["timestamp"],
+        millis(line["timestamp"]),
         line["timestampType"],
         None if headers is None else tuple((h["key"], h.get("value")) for h in headers),
     )

@@ -27,6 +27,7 @@ namespace fs = std::filesystem;
 using kwire::checkpoint::AtomicFileWriter;
 using kwire::checkpoint::CheckpointError;
 using kwire::source::JsonLinesSink;
+using kwire::source::RecordJsonWriter;
 using kwire::source::Row;
 using kwire_test::FileSizeLimit;
 using kwire_test::names_in;
@@ -65,9 +66,9 @@ std::string expected_lines(std::int64_t from, std::int64_t until) {
   std::string out;
   for (auto o = from; o < until; ++o)
     out += fmt::format(
-        "{{\"value\":\"value-{}\",\"topic\":\"t\",\"partition\":0,\"offset\":{},\"timestamp\":{},"
-        "\"timestampType\":0}}\n",
-        o, o, 1000 + o);
+        "{{\"value\":\"value-{}\",\"topic\":\"t\",\"partition\":0,\"offset\":{},"
+        "\"timestamp\":\"1970-01-01T00:00:{:02}.{:03}Z\",\"timestampType\":0}}\n",
+        o, o, (1000 + o) / 1000, (1000 + o) % 1000);
   return out;
 }
 
@@ -149,7 +150,7 @@ TEST(AtomicFileWriter, MissingFolderIsReportedAtOnce) {
 
 TEST(JsonLinesSink, RowsReachTheTempFileBeforeCommitWithBoundedMemory) {
   TempDir dir;
-  JsonLinesSink sink(dir / "out", {}, 4096);
+  JsonLinesSink sink(dir / "out", RecordJsonWriter(), 4096);
   Rows rows(0, 5000);
   sink.begin_batch(3);
   for (std::size_t i = 0; i < rows.rows.size(); i += 100)
@@ -170,7 +171,7 @@ TEST(JsonLinesSink, RowsReachTheTempFileBeforeCommitWithBoundedMemory) {
 
 TEST(JsonLinesSink, ReplayedBatchReplacesItsFileWithIdenticalContent) {
   TempDir dir;
-  JsonLinesSink sink(dir / "out", {}, 1000);
+  JsonLinesSink sink(dir / "out", RecordJsonWriter(), 1000);
   Rows rows(10, 400);
   sink.begin_batch(0);
   sink.write(rows.rows);
@@ -178,7 +179,7 @@ TEST(JsonLinesSink, ReplayedBatchReplacesItsFileWithIdenticalContent) {
   const auto first = read_all(sink.part_path(0));
   EXPECT_EQ(first, expected_lines(10, 400));
   // Replay: a new sink object, as after a restart, writes the same rows again.
-  JsonLinesSink again(dir / "out", {}, 64);
+  JsonLinesSink again(dir / "out", RecordJsonWriter(), 64);
   again.begin_batch(0);
   again.write(std::span<const Row>(rows.rows).first(200));
   again.write(std::span<const Row>(rows.rows).subspan(200));
@@ -191,7 +192,7 @@ TEST(JsonLinesSink, FailedBatchLeavesNothingOnceTheNextBatchBegins) {
   TempDir dir;
   Rows rows(0, 50);
   {
-    JsonLinesSink sink(dir / "out", {}, 16);
+    JsonLinesSink sink(dir / "out", RecordJsonWriter(), 16);
     sink.begin_batch(5);
     sink.write(rows.rows);
     EXPECT_EQ(temp_files(dir / "out").size(), 1u);
@@ -222,7 +223,7 @@ TEST(JsonLinesSink, KilledMidBatchLeavesATempFileTheNextSinkRemoves) {
   ASSERT_GE(child, 0);
   if (child == 0) {
     // A process that dies mid-batch: no destructor runs.
-    JsonLinesSink sink(out, {}, 128);
+    JsonLinesSink sink(out, RecordJsonWriter(), 128);
     Rows rows(3, 1000);
     sink.begin_batch(1);
     sink.write(rows.rows);
@@ -242,9 +243,9 @@ TEST(JsonLinesSink, KilledMidBatchLeavesATempFileTheNextSinkRemoves) {
 
 TEST(JsonLinesSink, FormatterFiltersAndReplacesLines) {
   TempDir dir;
-  JsonLinesSink sink(dir / "out", [](const Row& r) -> std::optional<std::string> {
-    if (r.offset % 2) return std::nullopt;
-    return fmt::format("{}:{}", r.offset, r.value_string());
+  JsonLinesSink sink(dir / "out", [](std::string& out, const Row& r) {
+    out += fmt::format("{}:{}", r.offset, r.value_string());
+    return r.offset % 2 == 0;  // what a dropped row appended is not kept
   });
   Rows rows(0, 5);
   sink.begin_batch(1);

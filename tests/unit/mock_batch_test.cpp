@@ -118,13 +118,16 @@ TEST(MockBatch, StartTimestampWithoutMatchFollowsStrategy) {
   MockCluster c;
   c.create_topic("t", 1);
   append_timed(c);
-  BatchQuery strict(batch_options(c, {{"startingTimestamp", "9000"}}));
+  BatchQuery strict(batch_options(c, {{"startingTimestamp", "9000"}, {"fetchOffset.numRetries", "3"}}));
+  c.clear_requests();
   try {
     strict.plan();
     FAIL() << "expected SourceOptionError";
   } catch (const SourceOptionError& e) {
     EXPECT_STREQ(e.what(), "No offset matched from request of topic-partition t-0 and timestamp 9000.");
   }
+  // Retried as Spark's withRetries does: one timestamp look-up per attempt.
+  EXPECT_EQ(c.requests(kwire::protocol::ApiKey::list_offsets).size(), 3u);
   BatchQuery to_latest(
       batch_options(c, {{"startingTimestamp", "9000"}, {"startingOffsetsByTimestampStrategy", "latest"}}));
   auto plan = to_latest.plan();
@@ -223,9 +226,15 @@ TEST(MockBatch, JsonOffsetsMustNameEveryPartition) {
     FAIL() << "expected SourceOptionError";
   } catch (const SourceOptionError& e) {
     EXPECT_STREQ(e.what(),
-                 "assertion failed: If startingOffsets contains specific offsets, you must specify all "
-                 "TopicPartitions.\nUse -1 for latest, -2 for earliest.\nSpecified: Set(t-0) Assigned: Set(t-0, t-1)");
+                 "[KAFKA_START_OFFSET_DOES_NOT_MATCH_ASSIGNED] Partitions specified for Kafka start offsets don't "
+                 "match what are assigned. Maybe topic partitions are created \nor deleted while the query is running. "
+                 "Use -1 for latest, -2 for earliest.\nSpecified: Set(t-0) Assigned: Set(t-0, t-1)");
   }
+  // Not retried (Spark checks these outside its retries): no offset is listed.
+  c.clear_requests();
+  BatchQuery start(batch_options(c, {{"startingOffsets", R"({"t":{"1":0}})"}}));
+  EXPECT_THROW(start.plan(), SourceOptionError);
+  EXPECT_TRUE(c.requests(kwire::protocol::ApiKey::list_offsets).empty());
 }
 
 TEST(MockBatch, RateOptionsAreIgnoredWithWarnings) {
@@ -271,15 +280,21 @@ TEST(MockBatch, EmptyTopicPlansNothingAndReadsNothing) {
 TEST(MockBatch, TimestampEndMustNameEveryPartition) {
   MockCluster c;
   c.create_topic("t", 2);
-  BatchQuery q(batch_options(c, {{"endingOffsetsByTimestamp", R"({"t":{"0":1000}})"}}));
+  BatchQuery q(
+      batch_options(c, {{"endingOffsetsByTimestamp", R"({"t":{"0":1000}})"}, {"fetchOffset.numRetries", "3"}}));
+  c.clear_requests();
   try {
     q.plan();
     FAIL() << "expected SourceOptionError";
   } catch (const SourceOptionError& e) {
     EXPECT_STREQ(e.what(),
-                 "KAFKA_TIMESTAMP_OFFSET_DOES_NOT_MATCH_ASSIGNED: the partitions in endingOffsetsByTimestamp do not "
-                 "match the assigned partitions");
+                 "[KAFKA_TIMESTAMP_OFFSET_DOES_NOT_MATCH_ASSIGNED] Partitions specified for Kafka timestamp based end "
+                 "offsets don't match what are assigned. Maybe topic partitions are created \nor deleted while the "
+                 "query is running, or you didn't specify all the partitions.\nSpecified: Set(t-0) Assigned: Set(t-0, "
+                 "t-1)");
   }
+  // Retried: the partitions are listed again for each of the 3 attempts.
+  EXPECT_EQ(c.requests(kwire::protocol::ApiKey::metadata).size(), 3u);
 }
 
 TEST(MockBatch, AssignedPartitionThatDoesNotExistIsLeftOut) {

@@ -116,7 +116,8 @@ TEST(MockStreamGuards, AssignedPartitionThatDoesNotExistIsLeftOutButAMissingTopi
     missing.run_once_batch();
     FAIL() << "expected a KafkaError";
   } catch (const kwire::client::KafkaError& e) {
-    EXPECT_NE(std::string(e.what()).find("assigned topic 'nosuch' is not available: UNKNOWN_TOPIC_OR_PARTITION"),
+    EXPECT_NE(std::string(e.what()).find("This server does not host this topic-partition. (assigned topic 'nosuch', "
+                                         "UNKNOWN_TOPIC_OR_PARTITION)"),
               std::string::npos)
         << e.what();
   }

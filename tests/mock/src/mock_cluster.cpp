@@ -1073,6 +1073,11 @@ std::int64_t MockCluster::append(const std::string& topic, std::int32_t partitio
   return append_batch(state_->get(topic, partition), std::move(bytes));
 }
 
+std::int64_t MockCluster::append_batch_bytes(const std::string& topic, std::int32_t partition, Bytes batch) {
+  std::lock_guard lock(state_->mu);
+  return append_batch(state_->get(topic, partition), std::move(batch));
+}
+
 void MockCluster::append_values(const std::string& topic, std::int32_t partition, int count, int per_batch,
                                 const std::string& prefix) {
   per_batch = std::max(per_batch, 1);

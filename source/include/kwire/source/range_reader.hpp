@@ -72,25 +72,35 @@ struct RangeReadResult {
 };
 
 /// Reads ranges into a sink with Spark's reader rules (KafkaDataConsumer.get):
-///  - a record inside the range becomes a row, the next offset is its offset + 1;
-///  - a record past the offset asked for is a gap: data loss when the earliest
-///    offset still available is past the one asked for (aged out), otherwise
-///    invisible records (compaction, transaction markers, aborted records) that
-///    are skipped silently;
-///  - OFFSET_OUT_OF_RANGE (the consumer uses auto.offset.reset=none): with
-///    failOnDataLoss=false, skip to the earliest offset, or skip the whole range
-///    when nothing of it is left; offsetOutOfRange counts the offsets skipped.
+///  - a record inside the range becomes a row;
+///  - a record past the offset expected is a gap: data loss when the log
+///    start offset is past the first missing offset (records aged out while
+///    the range was read), otherwise invisible records (compaction,
+///    transaction markers, aborted records) that are skipped silently. The
+///    log start offset is the one the Fetch answer carried
+///    (Consumer::last_fetch_info); a ListOffsets is sent only when the answer
+///    had none (Fetch before v5);
+///  - OFFSET_OUT_OF_RANGE (the consumer uses auto.offset.reset=none), and a
+///    range that ends past the latest offset (an empty poll at a position the
+///    Fetch answer reports as the log end, confirmed with one ListOffsets):
+///    with failOnDataLoss=true, DataLossError COULD_NOT_READ_OFFSET_RANGE
+///    naming [position, until); with false, skip to the earliest offset, or
+///    skip the rest of the range when none of it is left, with a warning
+///    naming the span; offsetOutOfRange counts the offsets skipped.
+///
+/// The consumer's positions are the read's only cursors: each partition is
+/// sought to its range's start (unless already there), given a position
+/// limit at its range's end (Consumer::set_position_limit) and is done when
+/// its position reaches that limit; nothing past a range's end is handed out.
 ///
 /// The consumer (created with consumer_properties()) belongs to the caller and
 /// may serve any number of reads, one at a time. read() assigns it exactly the
 /// ranges' partitions (assign() is called only when that set changes, so the
-/// fetch session stays), seeks each to its range start and resumes it; each
-/// partition is paused as soon as its range is read, so when read() returns
-/// every partition is paused and nothing is fetched past the ranges. A Fetch
-/// sent before read() and still in flight is used only for a partition whose
-/// range starts where that Fetch was sent from (the consumer drops answers for
-/// partitions that were sought or paused meanwhile), so no record of a
-/// previous read leaks into the next and none is read twice. After read()
+/// fetch session stays), seeks each to its range start when it is not there
+/// and resumes it; each partition is paused as soon as its range is read, so
+/// when read() returns every partition is paused. What the consumer fetched
+/// past a range's end is kept for a next read starting there (the next
+/// rate-limited batch); a partition sought elsewhere drops it. After read()
 /// throws, the consumer may be left mid-range; the next read() seeks again,
 /// but callers may prefer a new consumer, as Spark does after a failed task.
 class RangeReader {

@@ -11,35 +11,14 @@
 #include <string_view>
 #include <vector>
 
-#include "kwire/protocol/record_batch.hpp"
+#include "kwire/source/json_writer.hpp"
+#include "kwire/source/row.hpp"
 
 namespace kwire::checkpoint {
 class AtomicFileWriter;
 }
 
 namespace kwire::source {
-
-/// One row of the source, Spark's schema: key, value, topic, partition, offset,
-/// timestamp (ms), timestampType (-1 none, 0 CreateTime, 1 LogAppendTime), and
-/// headers (only with includeHeaders=true; nullptr when the record has none).
-/// Views are valid only during the Sink::write call that receives them.
-struct Row {
-  std::optional<protocol::ByteSpan> key;
-  std::optional<protocol::ByteSpan> value;
-  std::string_view topic;
-  std::int32_t partition = 0;
-  std::int64_t offset = 0;
-  std::int64_t timestamp = -1;
-  std::int8_t timestamp_type = -1;
-  const std::vector<protocol::RecordHeader>* headers = nullptr;
-
-  std::string_view key_string() const {
-    return key ? std::string_view(reinterpret_cast<const char*>(key->data()), key->size()) : std::string_view();
-  }
-  std::string_view value_string() const {
-    return value ? std::string_view(reinterpret_cast<const char*>(value->data()), value->size()) : std::string_view();
-  }
-};
 
 /// Where a query's rows go. For exactly-once output the sink must be
 /// idempotent per batch id: a batch may be started again with the same id and
@@ -59,8 +38,10 @@ class Sink {
 
 /// Writes each batch to DIR/part-<batch id, 20 digits>.jsonl, atomically at
 /// commit, so a replayed batch replaces its file with identical content. Each
-/// line is a JSON object with Spark's columns (key and value as strings, as
-/// CAST(... AS STRING) gives them). A filter and a custom formatter can be given.
+/// line is a row written by a RecordJsonWriter (json_writer.hpp: Spark's
+/// columns, timestamps as ISO-8601 strings in the writer's time zone, key and
+/// value as text or base64), or by a custom formatter, which may also drop
+/// rows.
 ///
 /// Rows go to a temp file in DIR as they arrive, through a buffer of at most
 /// `buffer_bytes` (default 1 MiB), so memory does not grow with the batch;
@@ -72,19 +53,21 @@ class Sink {
 /// Errors: checkpoint::CheckpointError naming the file and the OS reason.
 class JsonLinesSink : public Sink {
  public:
-  /// Returns the line to write for a row (without the newline), or nullopt to drop it.
-  using Formatter = std::function<std::optional<std::string>(const Row&)>;
+  /// Appends the line for a row to `out` (without the newline) and returns
+  /// true, or returns false to drop the row (then nothing it appended is kept).
+  using Formatter = std::function<bool(std::string& out, const Row& row)>;
   static constexpr std::size_t kDefaultBufferBytes = std::size_t{1} << 20;
+  /// Lines by `formatter`, or by a default RecordJsonWriter when it is empty.
   explicit JsonLinesSink(std::filesystem::path dir, Formatter formatter = {},
                          std::size_t buffer_bytes = kDefaultBufferBytes);
+  /// Lines by `writer`.
+  JsonLinesSink(std::filesystem::path dir, RecordJsonWriter writer, std::size_t buffer_bytes = kDefaultBufferBytes);
   ~JsonLinesSink() override;
   void begin_batch(std::int64_t batch_id) override;
   void write(std::span<const Row> rows) override;
   std::int64_t commit_batch(std::int64_t batch_id) override;
-  /// The default line for a row.
+  /// The default line for a row (RecordJsonWriter with default options).
   static std::string to_json(const Row& row);
-  /// Appends the default line for a row to `out` (no newline).
-  static void append_json(std::string& out, const Row& row);
   /// DIR/part-<batch id, 20 digits>.jsonl.
   std::filesystem::path part_path(std::int64_t batch_id) const;
   const std::filesystem::path& dir() const noexcept { return dir_; }
@@ -93,18 +76,20 @@ class JsonLinesSink : public Sink {
  private:
   std::filesystem::path dir_;
   Formatter formatter_;
+  RecordJsonWriter writer_;
   std::size_t buffer_bytes_;
   std::unique_ptr<checkpoint::AtomicFileWriter> file_;  // the open batch
   std::int64_t batch_id_ = -1;
-  std::string line_;  // reused for each row
+  std::string chunk_;  // lines of one write() call, handed to the file together
   std::int64_t kept_ = 0;
 };
 
 /// Writes rows to stdout as JSON lines (no exactly-once guarantee).
 class ConsoleSink : public Sink {
  public:
-  /// `formatter` as for JsonLinesSink (default: JsonLinesSink::to_json).
+  /// `formatter` as for JsonLinesSink (default: a default RecordJsonWriter).
   explicit ConsoleSink(JsonLinesSink::Formatter formatter = {}) : formatter_(std::move(formatter)) {}
+  explicit ConsoleSink(RecordJsonWriter writer) : writer_(std::move(writer)) {}
   void begin_batch(std::int64_t) override { kept_ = 0; }
   void write(std::span<const Row> rows) override;
   std::int64_t commit_batch(std::int64_t) override { return kept_; }
@@ -112,6 +97,7 @@ class ConsoleSink : public Sink {
 
  private:
   JsonLinesSink::Formatter formatter_;
+  RecordJsonWriter writer_;
   std::int64_t kept_ = 0;
 };
 

@@ -90,6 +90,8 @@ class JsonValueDecoder {
   /// Decodes one value. A null record value (Kafka tombstone) decodes to all
   /// nulls and no corrupt record, as from_json gives null for null input.
   DecodedValue decode(std::optional<std::string_view> text);
+  /// The same into `out`, whose memory is reused (for a loop over records).
+  void decode(std::optional<std::string_view> text, DecodedValue& out);
 
   /// Appends the non-null cells as JSON members separated by commas (no
   /// braces, no leading comma): "user_id":"u1","amount":1.5,... with

@@ -125,6 +125,10 @@ class MockCluster {
 
   /// Append the records as one batch; returns its base offset.
   std::int64_t append(const std::string& topic, std::int32_t partition, const std::vector<MockRecord>& records);
+  /// Append one encoded magic-2 batch as it is (its base offset becomes the
+  /// log end). Offsets its lastOffsetDelta covers past its last record (as
+  /// compaction leaves them) are a gap in the log. Returns its base offset.
+  std::int64_t append_batch_bytes(const std::string& topic, std::int32_t partition, protocol::Bytes batch);
   /// Append `count` records with values "<prefix><offset>" as batches of `per_batch`.
   void append_values(const std::string& topic, std::int32_t partition, int count, int per_batch = 1,
                      const std::string& prefix = "v");

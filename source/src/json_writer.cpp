@@ -1,0 +1,345 @@
+// RecordJsonWriter: rows and decoded values as JSON objects (the Arrow path
+// is in json_arrow.cpp).
+#include "kwire/source/json_writer.hpp"
+
+#include <charconv>
+#include <cmath>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "kwire/source/json_escape.hpp"
+
+namespace kwire::source {
+
+namespace {
+
+void append_int(std::string& out, std::int64_t v) {
+  char buf[24];
+  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  out.append(buf, r.ptr);
+}
+
+// Two / three / four digits, zero-padded.
+char* put2(char* p, unsigned v) {
+  p[0] = static_cast<char>('0' + v / 10);
+  p[1] = static_cast<char>('0' + v % 10);
+  return p + 2;
+}
+
+char* put3(char* p, unsigned v) {
+  p[0] = static_cast<char>('0' + v / 100);
+  return put2(p + 1, v % 100);
+}
+
+// Days since 1970-01-01 to a civil date (proleptic Gregorian; H. Hinnant's
+// algorithm).
+void civil_from_days(std::int64_t z, std::int64_t& y, unsigned& m, unsigned& d) {
+  z += 719468;
+  const std::int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+  const auto doe = static_cast<unsigned>(z - era * 146097);
+  const unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+  y = static_cast<std::int64_t>(yoe) + era * 400;
+  const unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+  const unsigned mp = (5 * doy + 2) / 153;
+  d = doy - (153 * mp + 2) / 5 + 1;
+  m = mp < 10 ? mp + 3 : mp - 9;
+  if (m <= 2) ++y;
+}
+
+std::int64_t floor_div(std::int64_t a, std::int64_t b, std::int64_t& rem) {
+  std::int64_t q = a / b;
+  rem = a % b;
+  if (rem < 0) {
+    rem += b;
+    --q;
+  }
+  return q;
+}
+
+void append_year(std::string& out, std::int64_t y) {
+  if (y >= 0 && y <= 9999) {
+    char buf[4];
+    put2(buf, static_cast<unsigned>(y / 100));
+    put2(buf + 2, static_cast<unsigned>(y % 100));
+    out.append(buf, 4);
+  } else {
+    // Java's yyyy outside 0000-9999: a sign and at least four digits.
+    out += fmt::format("{}{:04}", y < 0 ? '-' : '+', y < 0 ? -y : y);
+  }
+}
+
+// "yyyy-MM-dd'T'HH:mm:ss.SSS" for local seconds and milliseconds.
+void append_local_time(std::string& out, std::int64_t local_secs, unsigned millis, bool date_only = false) {
+  std::int64_t sod = 0;
+  const std::int64_t days = floor_div(local_secs, 86400, sod);
+  // Rows of a batch mostly share their day: its "yyyy-MM-dd" is kept.
+  thread_local std::int64_t cached_days = std::numeric_limits<std::int64_t>::min();
+  thread_local std::string cached_date;
+  if (days != cached_days) {
+    std::int64_t y = 0;
+    unsigned m = 0, d = 0;
+    civil_from_days(days, y, m, d);
+    cached_date.clear();
+    append_year(cached_date, y);
+    char date[6];
+    date[0] = '-';
+    put2(date + 1, m);
+    date[3] = '-';
+    put2(date + 4, d);
+    cached_date.append(date, 6);
+    cached_days = days;
+  }
+  out += cached_date;
+  char buf[20];
+  char* p = buf;
+  if (!date_only) {
+    *p++ = 'T';
+    p = put2(p, static_cast<unsigned>(sod / 3600));
+    *p++ = ':';
+    p = put2(p, static_cast<unsigned>((sod / 60) % 60));
+    *p++ = ':';
+    p = put2(p, static_cast<unsigned>(sod % 60));
+    *p++ = '.';
+    p = put3(p, millis);
+  }
+  out.append(buf, p);
+}
+
+// XXX: "Z", or +HH:MM, with :ss when the offset has seconds.
+void append_offset(std::string& out, std::int32_t offset) {
+  if (offset == 0) {
+    out += 'Z';
+    return;
+  }
+  const unsigned a = static_cast<unsigned>(offset < 0 ? -offset : offset);
+  char buf[10];
+  char* p = buf;
+  *p++ = offset < 0 ? '-' : '+';
+  p = put2(p, a / 3600);
+  *p++ = ':';
+  p = put2(p, (a / 60) % 60);
+  if (a % 60) {
+    *p++ = ':';
+    p = put2(p, a % 60);
+  }
+  out.append(buf, p);
+}
+
+}  // namespace
+
+void append_base64(std::string& out, protocol::ByteSpan bytes) {
+  static constexpr char kTable[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  const std::size_t n = bytes.size();
+  const std::size_t start = out.size();
+  out.resize(start + (n + 2) / 3 * 4);
+  char* p = out.data() + start;
+  std::size_t i = 0;
+  for (; i + 3 <= n; i += 3) {
+    const std::uint32_t v = (std::uint32_t{bytes[i]} << 16) | (std::uint32_t{bytes[i + 1]} << 8) | bytes[i + 2];
+    *p++ = kTable[v >> 18];
+    *p++ = kTable[(v >> 12) & 63];
+    *p++ = kTable[(v >> 6) & 63];
+    *p++ = kTable[v & 63];
+  }
+  if (i < n) {
+    std::uint32_t v = std::uint32_t{bytes[i]} << 16;
+    if (i + 1 < n) v |= std::uint32_t{bytes[i + 1]} << 8;
+    *p++ = kTable[v >> 18];
+    *p++ = kTable[(v >> 12) & 63];
+    *p++ = i + 1 < n ? kTable[(v >> 6) & 63] : '=';
+    *p++ = '=';
+  }
+}
+
+BinaryFormat parse_binary_format(std::string_view name) {
+  if (name == "text") return BinaryFormat::text;
+  if (name == "base64") return BinaryFormat::base64;
+  throw JsonWriterError(fmt::format("unknown binary format '{}': expected text or base64", name));
+}
+
+std::string_view kafka_column_name(KafkaColumn column) {
+  switch (column) {
+    case KafkaColumn::key: return "key";
+    case KafkaColumn::value: return "value";
+    case KafkaColumn::topic: return "topic";
+    case KafkaColumn::partition: return "partition";
+    case KafkaColumn::offset: return "offset";
+    case KafkaColumn::timestamp: return "timestamp";
+    case KafkaColumn::timestamp_type: return "timestampType";
+    case KafkaColumn::headers: return "headers";
+  }
+  return "?";
+}
+
+const std::vector<KafkaColumn>& all_kafka_columns() {
+  static const std::vector<KafkaColumn> all = {
+      KafkaColumn::key,    KafkaColumn::value,     KafkaColumn::topic,          KafkaColumn::partition,
+      KafkaColumn::offset, KafkaColumn::timestamp, KafkaColumn::timestamp_type, KafkaColumn::headers};
+  return all;
+}
+
+std::vector<KafkaColumn> parse_kafka_columns(std::string_view list) {
+  std::vector<KafkaColumn> out;
+  std::size_t start = 0;
+  while (start <= list.size()) {
+    std::size_t end = list.find(',', start);
+    if (end == std::string_view::npos) end = list.size();
+    std::string_view item = list.substr(start, end - start);
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+    start = end + 1;
+    if (item.empty() || item == "none") continue;
+    bool found = false;
+    for (KafkaColumn c : all_kafka_columns()) {
+      if (kafka_column_name(c) != item) continue;
+      found = true;
+      if (std::find(out.begin(), out.end(), c) != out.end())
+        throw JsonWriterError(fmt::format("Kafka column '{}' is listed twice", item));
+      out.push_back(c);
+    }
+    if (!found)
+      throw JsonWriterError(fmt::format(
+          "unknown Kafka column '{}': expected key, value, topic, partition, offset, timestamp, timestampType or "
+          "headers",
+          item));
+  }
+  return out;
+}
+
+RecordJsonWriter::RecordJsonWriter(JsonWriterOptions options) : options_(std::move(options)) {
+  utc_ = options_.time_zone.id() == "UTC" && options_.time_zone.offset_at(0) == 0;
+}
+
+void RecordJsonWriter::append_binary(std::string& out, protocol::ByteSpan bytes) const {
+  if (options_.binary == BinaryFormat::base64) {
+    out += '"';
+    append_base64(out, bytes);
+    out += '"';
+  } else {
+    append_json_string(out, std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+  }
+}
+
+void RecordJsonWriter::append_timestamp_ms(std::string& out, std::int64_t ms) const {
+  std::int64_t millis = 0;
+  const std::int64_t secs = floor_div(ms, 1000, millis);
+  const std::int32_t offset = utc_ ? 0 : options_.time_zone.offset_at(secs);
+  out += '"';
+  append_local_time(out, secs + offset, static_cast<unsigned>(millis));
+  append_offset(out, offset);
+  out += '"';
+}
+
+void RecordJsonWriter::append_timestamp_us(std::string& out, std::int64_t us) const {
+  std::int64_t rem = 0;
+  const std::int64_t ms = floor_div(us, 1000, rem);  // sub-millisecond digits dropped, toward the past
+  append_timestamp_ms(out, ms);
+}
+
+void RecordJsonWriter::append_double(std::string& out, double v, bool as_float) {
+  if (std::isnan(v)) {
+    out += "\"NaN\"";
+    return;
+  }
+  if (std::isinf(v)) {
+    out += v > 0 ? "\"Infinity\"" : "\"-Infinity\"";
+    return;
+  }
+  char buf[64];
+  auto r =
+      as_float ? std::to_chars(buf, buf + sizeof buf, static_cast<float>(v)) : std::to_chars(buf, buf + sizeof buf, v);
+  std::string_view text(buf, static_cast<std::size_t>(r.ptr - buf));
+  out += text;
+  if (text.find_first_of(".eEn") == std::string_view::npos) out += ".0";
+}
+
+void RecordJsonWriter::append_kafka_members(std::string& out, const Row& row, bool any) const {
+  for (KafkaColumn c : options_.kafka_columns) {
+    switch (c) {
+      case KafkaColumn::key:
+        if (!row.key) continue;
+        break;
+      case KafkaColumn::value:
+        if (!row.value) continue;
+        break;
+      case KafkaColumn::headers:
+        if (!row.headers) continue;
+        break;
+      default: break;
+    }
+    if (any) out += ',';
+    any = true;
+    out += '"';
+    out += kafka_column_name(c);
+    out += "\":";
+    switch (c) {
+      case KafkaColumn::key: append_binary(out, *row.key); break;
+      case KafkaColumn::value: append_binary(out, *row.value); break;
+      case KafkaColumn::topic: append_json_string(out, row.topic); break;
+      case KafkaColumn::partition: append_int(out, row.partition); break;
+      case KafkaColumn::offset: append_int(out, row.offset); break;
+      case KafkaColumn::timestamp: append_timestamp_ms(out, row.timestamp); break;
+      case KafkaColumn::timestamp_type: append_int(out, row.timestamp_type); break;
+      case KafkaColumn::headers:
+        out += '[';
+        for (std::size_t i = 0; i < row.headers->size(); ++i) {
+          auto& h = (*row.headers)[i];
+          out += i ? ",{\"key\":" : "{\"key\":";
+          append_json_string(out, h.key);
+          if (h.value) {
+            out += ",\"value\":";
+            append_binary(out, *h.value);
+          }
+          out += '}';
+        }
+        out += ']';
+        break;
+    }
+  }
+}
+
+void RecordJsonWriter::append(std::string& out, const Row& row) const {
+  out += '{';
+  append_kafka_members(out, row, false);
+  out += '}';
+}
+
+void RecordJsonWriter::append(std::string& out, const Row& row, const Schema& schema, const DecodedValue& value) const {
+  out += '{';
+  const bool any = append_members(out, schema, value) > 0;
+  append_kafka_members(out, row, any);
+  out += '}';
+}
+
+std::size_t RecordJsonWriter::append_members(std::string& out, const Schema& schema, const DecodedValue& value) const {
+  std::size_t written = 0;
+  auto name = [&](std::string_view n) {
+    if (written++) out += ',';
+    append_json_string(out, n);
+    out += ':';
+  };
+  for (std::size_t i = 0; i < schema.columns.size(); ++i) {
+    const auto& col = schema.columns[i];
+    const Cell& c = i < value.cells.size() ? value.cells[i] : Cell{};
+    if (std::holds_alternative<std::monostate>(c)) continue;
+    name(col.name);
+    if (auto* s = std::get_if<std::string>(&c)) {
+      append_json_string(out, *s);
+    } else if (auto* n = std::get_if<std::int64_t>(&c)) {
+      if (col.type == ColumnType::timestamp) append_timestamp_ms(out, *n);
+      else append_int(out, *n);
+    } else if (auto* d = std::get_if<double>(&c)) {
+      append_double(out, *d, col.type == ColumnType::float32);
+    } else if (auto* b = std::get_if<bool>(&c)) {
+      out += *b ? "true" : "false";
+    }
+  }
+  if (value.corrupt_record) {
+    name(JsonValueDecoder::kCorruptRecordColumn);
+    append_json_string(out, *value.corrupt_record);
+  }
+  return written;
+}
+
+}  // namespace kwire::source

@@ -1,0 +1,182 @@
+// RecordJsonWriter: rows, decoded values and Arrow batches written as Spark's
+// JSON writer writes them (timestamps, binary, nulls), and TimeZone.
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "kwire/source/arrow.hpp"
+#include "kwire/source/json_writer.hpp"
+
+using namespace kwire::source;
+
+namespace {
+
+kwire::protocol::ByteSpan bytes(const std::string& s) {
+  return {reinterpret_cast<const std::uint8_t*>(s.data()), s.size()};
+}
+
+struct OneRow {
+  std::string key = "k\x01";
+  std::string value = "{\"a\":1}";
+  std::vector<kwire::protocol::RecordHeader> headers;
+  Row row;
+  OneRow() {
+    headers.push_back({"h1", kwire::protocol::Bytes{'x', 'y'}});
+    headers.push_back({"h2", std::nullopt});
+    row.key = bytes(key);
+    row.value = bytes(value);
+    row.topic = "t\"1";
+    row.partition = 2;
+    row.offset = 42;
+    row.timestamp = 1796230710315;  // 2026-12-02T16:58:30.315Z
+    row.timestamp_type = 0;
+  }
+};
+
+std::string write(const RecordJsonWriter& w, const Row& row) {
+  std::string out;
+  w.append(out, row);
+  return out;
+}
+
+}  // namespace
+
+TEST(RecordJsonWriter, WritesSparksColumnsWithAnIsoTimestampAndTextBinaryByDefault) {
+  OneRow r;
+  EXPECT_EQ(write(RecordJsonWriter(), r.row),
+            R"({"key":"k\u0001","value":"{\"a\":1}","topic":"t\"1","partition":2,"offset":42,)"
+            R"("timestamp":"2026-12-02T16:58:30.315Z","timestampType":0})");
+  r.row.headers = &r.headers;
+  EXPECT_EQ(write(RecordJsonWriter(), r.row).substr(write(RecordJsonWriter(), r.row).find("\"headers\"")),
+            R"("headers":[{"key":"h1","value":"xy"},{"key":"h2"}]})");
+}
+
+TEST(RecordJsonWriter, Base64IsWhatSparksJsonWriterWritesForBinaryColumns) {
+  OneRow r;
+  r.row.headers = &r.headers;
+  JsonWriterOptions o;
+  o.binary = BinaryFormat::base64;
+  // base64("k\x01") = "awE=", base64("{\"a\":1}") = "eyJhIjoxfQ==", base64("xy") = "eHk=".
+  EXPECT_EQ(write(RecordJsonWriter(o), r.row),
+            R"({"key":"awE=","value":"eyJhIjoxfQ==","topic":"t\"1","partition":2,"offset":42,)"
+            R"("timestamp":"2026-12-02T16:58:30.315Z","timestampType":0,"headers":[{"key":"h1","value":"eHk="},)"
+            R"({"key":"h2"}]})");
+  std::string out;
+  append_base64(out, bytes(""));
+  append_base64(out, bytes("f"));
+  append_base64(out, bytes("fo"));
+  append_base64(out, bytes("foo"));
+  append_base64(out, bytes("foob"));
+  EXPECT_EQ(out, "Zg==Zm8=Zm9vZm9vYg==");
+}
+
+TEST(RecordJsonWriter, NullKeyValueAndHeadersAreLeftOut) {
+  Row row;
+  row.topic = "t";
+  row.timestamp = -1;  // no timestamp: one millisecond before the epoch, as Spark shows it
+  EXPECT_EQ(write(RecordJsonWriter(), row),
+            R"({"topic":"t","partition":0,"offset":0,"timestamp":"1969-12-31T23:59:59.999Z","timestampType":-1})");
+}
+
+TEST(RecordJsonWriter, TimestampsInTheSessionTimeZone) {
+  OneRow r;
+  JsonWriterOptions o;
+  o.kafka_columns = {KafkaColumn::timestamp};
+  o.time_zone = TimeZone::parse("+05:30");
+  EXPECT_EQ(write(RecordJsonWriter(o), r.row), R"({"timestamp":"2026-12-02T22:28:30.315+05:30"})");
+  o.time_zone = TimeZone::parse("GMT-3");
+  EXPECT_EQ(write(RecordJsonWriter(o), r.row), R"({"timestamp":"2026-12-02T13:58:30.315-03:00"})");
+  if (std::getenv("TZDIR") == nullptr && std::ifstream("/usr/share/zoneinfo/Europe/Paris").good()) {
+    o.time_zone = TimeZone::parse("Europe/Paris");
+    EXPECT_EQ(write(RecordJsonWriter(o), r.row), R"({"timestamp":"2026-12-02T17:58:30.315+01:00"})");
+    r.row.timestamp = 1782990000000;  // 2026-07-02T11:00:00Z, summer time
+    EXPECT_EQ(write(RecordJsonWriter(o), r.row), R"({"timestamp":"2026-07-02T13:00:00.000+02:00"})");
+  }
+  EXPECT_THROW(TimeZone::parse("Mars/Olympus"), JsonWriterError);
+  EXPECT_THROW(TimeZone::parse("../etc/passwd"), JsonWriterError);
+  EXPECT_THROW(TimeZone::parse("+25:00"), JsonWriterError);
+}
+
+TEST(RecordJsonWriter, DecodedColumnsThenTheChosenKafkaColumns) {
+  JsonValueDecoder d(Schema::parse_ddl("id BIGINT, name STRING, ts TIMESTAMP, x DOUBLE, f FLOAT, ok BOOLEAN"));
+  OneRow r;
+  JsonWriterOptions o;
+  o.kafka_columns = parse_kafka_columns("partition, offset");
+  std::string out;
+  RecordJsonWriter(o).append(
+      out, r.row, d.schema(),
+      d.decode(R"({"id":7,"name":null,"ts":"2024-05-01T10:00:00.250Z","x":2,"f":0.1,"ok":true})"));
+  EXPECT_EQ(out, R"({"id":7,"ts":"2024-05-01T10:00:00.250Z","x":2.0,"f":0.1,"ok":true,"partition":2,"offset":42})");
+  out.clear();
+  RecordJsonWriter(o).append(out, r.row, d.schema(), d.decode("not json"));
+  EXPECT_EQ(out, R"({"_corrupt_record":"not json","partition":2,"offset":42})");
+  EXPECT_THROW(parse_kafka_columns("offset,nope"), JsonWriterError);
+  EXPECT_THROW(parse_kafka_columns("offset,offset"), JsonWriterError);
+  EXPECT_TRUE(parse_kafka_columns("none").empty());
+}
+
+TEST(RecordJsonWriter, DoublesAsSparkWritesThem) {
+  std::string out;
+  RecordJsonWriter::append_double(out, 1.5);
+  out += ' ';
+  RecordJsonWriter::append_double(out, 3);
+  out += ' ';
+  RecordJsonWriter::append_double(out, std::nan(""));
+  out += ' ';
+  RecordJsonWriter::append_double(out, -1.0 / 0.0);
+  EXPECT_EQ(out, R"(1.5 3.0 "NaN" "-Infinity")");
+}
+
+TEST(RecordJsonWriter, ArrowBatchesOfTheKafkaSchemaGiveTheSameLinesAsRows) {
+  OneRow r;
+  r.row.headers = &r.headers;
+  Row tombstone;
+  tombstone.topic = "t";
+  tombstone.offset = 43;
+  tombstone.timestamp = 1796230710316;
+  KafkaBatchBuilder b(true);
+  b.append(r.row);
+  b.append(tombstone);
+  ArrowBatch batch = b.finish();
+  ArrowSchema schema;
+  export_kafka_schema(true, &schema);
+  for (auto binary : {BinaryFormat::text, BinaryFormat::base64}) {
+    JsonWriterOptions o;
+    o.binary = binary;
+    RecordJsonWriter w(o);
+    std::string lines;
+    EXPECT_EQ(w.append_arrow_lines(lines, schema, batch.array()), 2);
+    EXPECT_EQ(lines, write(w, r.row) + "\n" + write(w, tombstone) + "\n");
+  }
+  schema.release(&schema);
+}
+
+TEST(RecordJsonWriter, ArrowTypesItCannotWriteAreNamed) {
+  ArrowSchema child{};
+  child.format = "d:10,2";  // decimal
+  child.name = "price";
+  ArrowSchema* children[] = {&child};
+  ArrowSchema top{};
+  top.format = "+s";
+  top.n_children = 1;
+  top.children = children;
+  ArrowArray col{};
+  col.release = [](ArrowArray*) {};
+  ArrowArray* cols[] = {&col};
+  ArrowArray batch{};
+  batch.n_children = 1;
+  batch.children = cols;
+  batch.release = [](ArrowArray*) {};
+  std::string out;
+  try {
+    RecordJsonWriter().append_arrow_lines(out, top, batch);
+    FAIL() << "no error";
+  } catch (const JsonWriterError& e) {
+    EXPECT_NE(std::string(e.what()).find("'price'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("d:10,2"), std::string::npos) << e.what();
+  }
+}
