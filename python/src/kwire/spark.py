@@ -334,7 +334,7 @@ def offsets_behind_latest(source_progress: Mapping[str, Any]) -> Optional[Dict[s
     ``json.loads(query.lastProgress_json)["sources"][0]`` or
     ``query.lastProgress["sources"][0]``), as Spark computes them: for each
     partition of ``latestOffset``, latest minus the batch's ``endOffset``.
-    Values are strings, as in Spark's progress ("0", "0.0"). None when the
+    Values are strings, as in Spark's progress JSON ("0", "9.7"). None when the
     progress has no latestOffset (a replayed batch) or no end offset.
 
     Spark 4.2's Python data sources cannot put metrics into the progress
@@ -358,20 +358,17 @@ def offsets_behind_latest(source_progress: Mapping[str, Any]) -> Optional[Dict[s
     return {
         "minOffsetsBehindLatest": str(min(behind)),
         "maxOffsetsBehindLatest": str(max(behind)),
-        "avgOffsetsBehindLatest": _java_double(float(sum(behind)) / len(behind)),
+        "avgOffsetsBehindLatest": _progress_average(sum(behind) / len(behind)),
     }
 
 
-def _java_double(value: float) -> str:
-    """A double as Java's Double.toString writes it (Spark's progress): the
-    shortest digits, plain between 1e-3 and 1e7, else d.dddE<n>."""
-    if value == 0 or 1e-3 <= abs(value) < 1e7:
-        return repr(float(value))
+def _progress_average(value: float) -> str:
+    """avgOffsetsBehindLatest as Spark's progress JSON writes it: Java's
+    Double.toString of the mean, as a BigDecimal rounded HALF_UP to one
+    decimal ("9.7", "26667.0")."""
     import decimal
 
-    sign, digits, exponent = decimal.Decimal(repr(abs(value))).normalize().as_tuple()
-    text = "".join(map(str, digits))
-    return "%s%s.%sE%d" % ("-" if value < 0 else "", text[0], text[1:] or "0", len(text) + exponent - 1)
+    return str(decimal.Decimal(repr(float(value))).quantize(decimal.Decimal("0.1"), rounding=decimal.ROUND_HALF_UP))
 
 
 def register(spark) -> None:
