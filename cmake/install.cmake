@@ -69,6 +69,12 @@ install(EXPORT kwireTargets
   NAMESPACE kwire::
   DESTINATION ${KWIRE_INSTALL_CMAKEDIR}
   FILE kwireTargets.cmake)
+# The build tree is a package too: find_package(kwire CONFIG PATHS
+# <build dir>/cmake NO_DEFAULT_PATH) links the libraries built there, with the
+# headers of this source tree (`pip install ./python` reuses a build that way).
+export(EXPORT kwireTargets
+  NAMESPACE kwire::
+  FILE "${PROJECT_BINARY_DIR}/cmake/kwireTargets.cmake")
 
 # PkgConfig::<PREFIX> targets (from pkg_check_modules(... IMPORTED_TARGET))
 # that the layers link. They cannot be exported; kwireConfig.cmake recreates

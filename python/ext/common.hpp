@@ -96,5 +96,7 @@ void register_consumer(nb::module_& m);
 void register_stream(nb::module_& m);
 void register_producer(nb::module_& m);
 void register_planning(nb::module_& m);
+void register_data_source(nb::module_& m);
+void register_warnings(nb::module_& m);
 
 }  // namespace kwire::python

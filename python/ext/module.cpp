@@ -4,6 +4,7 @@
 
 #include "common.hpp"
 #include "kwire/source/batch.hpp"
+#include "kwire/version.hpp"
 
 namespace kwire::python {
 
@@ -72,12 +73,16 @@ NB_MODULE(_kwire, m) {
   namespace nb = nanobind;
   using namespace kwire::python;
   m.doc() = "kwire's C++ core: Kafka reads exported as Arrow record batches";
+  // The one version: project() in the top-level CMakeLists.txt.
+  m.attr("__version__") = KWIRE_VERSION_STRING;
   register_errors(m);
   register_arrow_objects(m);
   register_consumer(m);
   register_stream(m);
   register_producer(m);
   register_planning(m);
+  register_data_source(m);
+  register_warnings(m);
   m.def("read", &read_batch, nb::arg("options"),
         "Batch query (Spark's batch options): (ArrowStream, info dict). The GIL is released while reading.");
   m.def("plan", &plan_batch, nb::arg("options"), "The batch query's plan as JSON (resolved offsets and ranges).");

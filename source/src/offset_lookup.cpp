@@ -155,6 +155,27 @@ void resolve_special(client::KafkaClient& admin, PartitionOffsets& out) {
 
 }  // namespace
 
+PartitionOffsets fetch_latest_offsets(client::KafkaClient& admin, const SourceOptions& options,
+                                      const std::vector<TopicPartition>& tps, const PartitionOffsets& known) {
+  PartitionOffsets latest;
+  const int attempts = std::max(1, options.fetch_offset_num_retries);
+  for (int attempt = 1; attempt <= attempts; ++attempt) {
+    latest = fetch_offsets(admin, options, tps, client::kLatestTimestamp);
+    bool backwards = false;
+    for (auto& [topic, parts] : latest)
+      for (auto& [p, off] : parts) {
+        auto t = known.find(topic);
+        if (t == known.end()) continue;
+        auto k = t->second.find(p);
+        if (k != t->second.end() && off < k->second) backwards = true;
+      }
+    if (!backwards) break;
+    if (attempt < attempts)
+      std::this_thread::sleep_for(std::chrono::milliseconds(options.fetch_offset_retry_interval_ms));
+  }
+  return latest;
+}
+
 PartitionOffsets resolve_offsets(client::KafkaClient& admin, const SourceOptions& options,
                                  std::vector<TopicPartition>& tps, const OffsetSpec& spec, bool ending) {
   if (std::holds_alternative<EarliestOffsets>(spec))

@@ -29,6 +29,13 @@ std::vector<TopicPartition> discover_partitions(client::KafkaClient& admin, cons
 PartitionOffsets fetch_offsets(client::KafkaClient& admin, const SourceOptions& options,
                                const std::vector<TopicPartition>& tps, std::int64_t target);
 
+/// The latest offsets of `tps`; while any is below the offset `known` has for
+/// its partition (a lagging leader, KAFKA-7703) they are listed again, up to
+/// fetchOffset.numRetries times fetchOffset.retryIntervalMs apart, and the
+/// last answer is returned (Spark's fetchLatestOffsets(knownOffsets)).
+PartitionOffsets fetch_latest_offsets(client::KafkaClient& admin, const SourceOptions& options,
+                                      const std::vector<TopicPartition>& tps, const PartitionOffsets& known);
+
 /// Resolves `spec` to offsets for exactly the partitions `tps` (Spark's
 /// KafkaOffsetReaderAdmin: fetchPartitionOffsets for a batch query,
 /// fetchSpecificOffsets / fetchSpecificTimestampBasedOffsets /

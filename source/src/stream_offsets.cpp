@@ -58,23 +58,7 @@ PartitionOffsets StreamingQuery::fetch_offsets(const std::vector<TopicPartition>
 PartitionOffsets StreamingQuery::latest_offsets(const std::vector<TopicPartition>& tps, const PartitionOffsets& known) {
   // A latest offset below one already known is re-queried (bounded), as Spark
   // does for KAFKA-7703, before anything is planned from it.
-  PartitionOffsets latest;
-  const int attempts = std::max(1, options_.fetch_offset_num_retries);
-  for (int attempt = 1; attempt <= attempts; ++attempt) {
-    latest = fetch_offsets(tps, client::kLatestTimestamp);
-    bool backwards = false;
-    for (auto& [topic, parts] : latest)
-      for (auto& [p, off] : parts) {
-        auto t = known.find(topic);
-        if (t == known.end()) continue;
-        auto k = t->second.find(p);
-        if (k != t->second.end() && off < k->second) backwards = true;
-      }
-    if (!backwards) break;
-    if (attempt < attempts)
-      std::this_thread::sleep_for(std::chrono::milliseconds(options_.fetch_offset_retry_interval_ms));
-  }
-  return latest;
+  return detail::fetch_latest_offsets(*admin_, options_, tps, known);
 }
 
 PartitionOffsets StreamingQuery::resolve_initial_offsets() {

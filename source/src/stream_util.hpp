@@ -8,6 +8,7 @@
 
 #include "kwire/client/kafka_client.hpp"
 #include "kwire/source/planning.hpp"
+#include "kwire/source/warnings.hpp"
 
 namespace kwire::source::detail {
 
@@ -21,7 +22,7 @@ inline std::int64_t elapsed_ms(std::chrono::steady_clock::time_point since) {
 }
 
 // Never throws: a warning that cannot be written (stderr on a full disk)
-// must not fail the batch.
-inline void warn(const std::string& text) noexcept { std::fprintf(stderr, "WARN %s\n", text.c_str()); }
+// must not fail the batch. Goes to the handler of warnings.hpp (stderr by default).
+inline void warn(const std::string& text) noexcept { source::log_warning(text); }
 
 }  // namespace kwire::source::detail

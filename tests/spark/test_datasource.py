@@ -346,3 +346,178 @@ def test_streaming_start_by_json_and_timestamp_runs_the_same_batches(spark, kwir
         assert kw == kafka, label
         assert logged_offsets(tmp_path / label / "kwire") == logged_offsets(tmp_path / label / "kafka"), label
         assert sum(len(b[1]) for b in kw) > 0, label
+
+
+# ---------------------------------------------------------------- empty plans
+
+
+def test_batch_with_nothing_to_read_returns_no_rows(spark, kwire_source, bootstrap, client):
+    empty = new_topic(client)
+    cases = {
+        "empty topic": {"subscribe": empty},
+        "ends equal starts": {
+            "subscribe": empty,
+            "startingOffsets": json.dumps({empty: {"0": 0, "1": 0, "2": 0}}),
+            "endingOffsets": json.dumps({empty: {"0": 0, "1": 0, "2": 0}}),
+        },
+        "no topic matches": {"subscribePattern": "ds-none-" + uuid.uuid4().hex},
+    }
+    for label, extra in cases.items():
+        options = {"kafka.bootstrap.servers": bootstrap, **extra}
+        kafka, kw = read_both(spark, kwire_source, options)
+        assert kafka.count() == 0, label
+        assert kw.count() == 0, label
+        if label == "no topic matches":
+            # No Kafka partition: Spark's source plans no task; PySpark runs
+            # one for a Python source whose plan is empty (InputPartition(None)).
+            assert (kafka.rdd.getNumPartitions(), kw.rdd.getNumPartitions()) == (0, 1)
+        else:
+            assert kw.rdd.getNumPartitions() == kafka.rdd.getNumPartitions() == 3, label
+
+
+# ---------------------------------------------------------------- Spark partitions
+
+
+def partition_spans(df) -> list:
+    """Each Spark partition's (kafka partition, first offset, last offset),
+    None for an empty one: the tasks Spark runs and what each read."""
+    return sorted(
+        df.rdd.mapPartitions(
+            lambda it: [(lambda rs: (rs[0].partition, rs[0].offset, rs[-1].offset) if rs else None)(list(it))]
+        ).collect(),
+        key=lambda s: (s is not None, s),
+    )
+
+
+def assert_same_tasks(spark, kwire_source, options: dict) -> int:
+    kafka, kw = read_both(spark, kwire_source, options)
+    assert rows(kw) == rows(kafka)
+    assert kw.rdd.getNumPartitions() == kafka.rdd.getNumPartitions()
+    assert partition_spans(kw) == partition_spans(kafka)
+    return kafka.rdd.getNumPartitions()
+
+
+def test_batch_plans_the_spark_partitions_of_format_kafka(spark, kwire_source, bootstrap, client):
+    twelve = new_topic(client, 12)
+    fill(client, twelve, [40, 0, 7, 0, 0, 3, 0, 0, 25, 0, 0, 1])  # eight partitions stay empty
+    base = {"kafka.bootstrap.servers": bootstrap}
+    # minPartitions below the partition count: one task per partition, empty ones included.
+    assert assert_same_tasks(spark, kwire_source, dict(base, subscribe=twelve, minPartitions="10")) == 12
+    # minPartitions above it: split on the offsets known now (empty ranges dropped).
+    assert assert_same_tasks(spark, kwire_source, dict(base, subscribe=twelve, minPartitions="20")) > 4
+    # maxRecordsPerPartition with the end at latest: Spark does not split (the
+    # unresolved size is negative); with a JSON end it does.
+    assert assert_same_tasks(spark, kwire_source, dict(base, subscribe=twelve, maxRecordsPerPartition="4")) == 12
+    ends = {twelve: {str(p): n for p, n in enumerate([40, 0, 7, 0, 0, 3, 0, 0, 25, 0, 0, 1])}}
+    split = dict(base, subscribe=twelve, maxRecordsPerPartition="4", endingOffsets=json.dumps(ends))
+    assert assert_same_tasks(spark, kwire_source, split) == 10 + 2 + 1 + 7 + 1
+
+    # subscribePattern over three topics of 3, 3 and 2 partitions, some empty.
+    prefix = "ds-pat-" + uuid.uuid4().hex[:8]
+    for suffix, counts in (("a", [5, 0, 2]), ("b", [0, 0, 0]), ("c", [1, 9])):
+        client[0].create_topics([(f"{prefix}-{suffix}", len(counts))])
+        fill(client, f"{prefix}-{suffix}", counts)
+    pattern = dict(base, subscribePattern=re.escape(prefix) + "-.*")
+    assert assert_same_tasks(spark, kwire_source, pattern) == 8
+
+
+# ---------------------------------------------------------------- streaming details
+
+
+def run_stream_progress(spark, fmt: str, options: dict, checkpoint) -> dict:
+    """Runs until caught up; returns {batch id: its source progress (a dict)}."""
+    q = (
+        spark.readStream.format(fmt)
+        .options(**options)
+        .load()
+        .writeStream.format("noop")
+        .option("checkpointLocation", str(checkpoint))
+        .start()
+    )
+    try:
+        q.processAllAvailable()
+        progress = {p["batchId"]: p["sources"][0] for p in q.recentProgress if p["sources"]}
+    finally:
+        q.stop()
+    return progress
+
+
+def raw_offsets(checkpoint) -> dict[int, str]:
+    """offsets/N's last line, as written."""
+    return {
+        int(f.name): f.read_text().strip().splitlines()[-1]
+        for f in (checkpoint / "offsets").iterdir()
+        if f.name.isdigit()
+    }
+
+
+def test_streaming_offsets_log_and_lag_match_format_kafka(spark, kwire_source, bootstrap, client, tmp_path):
+    from kwire.spark import offsets_behind_latest
+
+    name = new_topic(client)
+    fill(client, name, [23, 15, 9])
+    options = {
+        "kafka.bootstrap.servers": bootstrap,
+        "subscribe": name,
+        "startingOffsets": "earliest",
+        "maxOffsetsPerTrigger": "20",
+    }
+    kafka = run_stream_progress(spark, "kafka", options, tmp_path / "kafka")
+    kw = run_stream_progress(spark, kwire_source, options, tmp_path / "kwire")
+    # offsets/N: the same compact line ({"t":{"0":9,...}}), byte for byte.
+    assert raw_offsets(tmp_path / "kwire") == raw_offsets(tmp_path / "kafka")
+    assert " " not in "".join(raw_offsets(tmp_path / "kwire").values())
+    # Spark's Python sources cannot add metrics to the progress; the latest
+    # offsets they report give the Kafka source's lag metrics exactly.
+    assert sorted(kw) == sorted(kafka) and len(kafka) >= 3
+    for batch_id, source in kafka.items():
+        assert kw[batch_id]["metrics"] == {}
+        assert json.loads(kw[batch_id]["latestOffset"]) == json.loads(source["latestOffset"]), batch_id
+        expected = {k: v for k, v in source["metrics"].items() if k.endswith("OffsetsBehindLatest")}
+        assert offsets_behind_latest(kw[batch_id]) == expected, batch_id
+    assert kafka[0]["metrics"]["maxOffsetsBehindLatest"] != "0"  # rate-limited: batch 0 left a backlog
+
+
+GROUP = re.compile(r"with consumer group (spark-kafka-[a-z]+)-[0-9a-f-]+-executor")
+
+
+def test_streaming_data_loss_names_the_source_group(spark, kwire_source, bootstrap, client, tmp_path):
+    name = new_topic(client, 1)
+    fill(client, name, [10])
+    client[0].delete_records([(name, 0, 5)])
+    options = {
+        "kafka.bootstrap.servers": bootstrap,
+        "subscribe": name,
+        "startingOffsets": json.dumps({name: {"0": 0}}),
+    }
+    messages = {}
+    for fmt in ("kafka", kwire_source):
+        with pytest.raises(Exception) as e:
+            run_stream(spark, fmt, options, tmp_path / fmt)
+        messages[fmt] = " ".join(str(e.value).split())
+    for fmt, message in messages.items():
+        assert f"Could not read records in offset [0, 10) for topic partition {name}-0" in message, (fmt, message)
+        assert GROUP.search(message).group(1) == "spark-kafka-source", (fmt, message)
+
+
+def test_batch_data_loss_warning_goes_to_sparks_python_worker_log(spark, kwire_source, bootstrap, client):
+    name = new_topic(client, 1)
+    fill(client, name, [10])
+    client[0].delete_records([(name, 0, 5)])
+    options = {
+        "kafka.bootstrap.servers": bootstrap,
+        "subscribe": name,
+        "startingOffsets": json.dumps({name: {"0": 0}}),
+        "failOnDataLoss": "false",
+    }
+    spark.conf.set("spark.sql.pyspark.worker.logging.enabled", "true")
+    try:
+        assert [r.offset for r in spark.read.format(kwire_source).options(**options).load().collect()] == [5, 6, 7, 8, 9]
+        logs = spark.tvf.python_worker_logs().where("logger = 'kwire'").select("level", "msg").collect()
+    finally:
+        spark.conf.unset("spark.sql.pyspark.worker.logging.enabled")
+    mine = [r for r in logs if f"topic partition {name}-0" in r.msg]
+    assert len(mine) == 1, logs
+    assert mine[0].level == "WARNING"
+    assert mine[0].msg.startswith("KAFKA_DATA_LOSS.COULD_NOT_READ_OFFSET_RANGE (failOnDataLoss=false, continuing):")
+    assert "records in [0, 5) will be skipped" in mine[0].msg

@@ -14,6 +14,7 @@ Record batches come from the C++ core through the Arrow C Data Interface
 
 from __future__ import annotations
 
+import atexit
 import json
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
@@ -36,7 +37,14 @@ from .errors import (
 )
 from ._stream import JsonLinesSink, ParquetSink, StreamingQuery, stream
 
-__version__ = "0.1.0"
+__version__: str = _kwire.__version__  # the project() version of the top-level CMakeLists.txt
+
+# The core's warnings (data loss skipped with failOnDataLoss=false, option
+# warnings, retried look-ups) go to logging.getLogger("kwire") at WARNING;
+# with no logging configured Python prints them on stderr. Back to plain
+# stderr while the interpreter shuts down.
+_kwire.set_python_warnings(True)
+atexit.register(_kwire.set_python_warnings, False)
 
 TopicPartition = Tuple[str, int]
 

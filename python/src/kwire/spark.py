@@ -7,13 +7,15 @@
 
 Options and columns are those of ``format("kafka")`` (key, value, topic,
 partition, offset, timestamp, timestampType, and headers with
-includeHeaders). The driver plans offset ranges with kwire's planner (the C++
-source: offset resolution, Spark's rateLimit, minPartitions /
-maxRecordsPerPartition splits, the data-loss rules); each Spark partition is
-one offset range ``[fromOffset, untilOffset)`` of one Kafka partition, read on
-an executor by kwire and handed to Spark as pyarrow RecordBatches.
+includeHeaders). Planning is kwire's C++ source (``_kwire.SourcePlanner``,
+one admin client per query): a batch query gets the Spark partitions Spark's
+``KafkaBatch`` plans, a stream the offsets, rate limits and ranges of Spark's
+``KafkaMicroBatchStream``. Each Spark partition is one offset range
+``[fromOffset, untilOffset)`` of one Kafka partition, read on an executor by
+``_kwire.RangeReadSession`` (one consumer per Python worker and query, kept
+from task to task) and handed to Spark as pyarrow RecordBatches.
 
-Streaming offsets are Spark's Kafka offsets JSON, ``{"topic": {"0": 42}}``.
+Streaming offsets are Spark's Kafka offsets JSON, ``{"topic":{"0":42}}``.
 Rate limits (maxOffsetsPerTrigger) go through Spark's admission control
 (``getDefaultReadLimit`` / ``latestOffset(start, limit)``), available from
 Spark 4.2. Spark 4.0 and 4.1 call ``latestOffset()`` without a start or a
@@ -27,8 +29,9 @@ Requires Spark >= 4.0 and pyarrow; executors must be able to import kwire
 from __future__ import annotations
 
 import json
-import warnings
-from dataclasses import dataclass
+import logging
+import sys
+import types
 from typing import Any, Dict, Iterator, List, Mapping, Optional
 
 import pyarrow as pa
@@ -54,12 +57,7 @@ except ImportError:  # Spark 4.0 / 4.1: AvailableNow runs as a single batch
 
 Offsets = Dict[str, Dict[str, int]]
 
-# Options that select what is read and how to connect; everything else
-# (startingOffsets, rate limits, ...) is decided by the driver's plan.
-_READ_OPTION_PREFIXES = ("kafka.",)
-_READ_OPTIONS = ("failondataloss", "includeheaders", "fetchoffset.numretries", "fetchoffset.retryintervalms")
-_SUBSCRIBE_OPTIONS = ("subscribe", "subscribepattern", "assign")
-_START_OPTIONS = ("startingoffsets", "startingtimestamp", "startingoffsetsbytimestamp", "startingoffsetsbytimestampstrategy")
+_log = logging.getLogger("kwire")
 
 
 def _true(value: Any) -> bool:
@@ -83,58 +81,81 @@ def kafka_spark_schema(include_headers: bool = False) -> StructType:
     return StructType(fields)
 
 
-@dataclass
 class KafkaRange(InputPartition):
-    """One Spark partition: offsets [from_offset, until_offset) of topic-partition."""
+    """One Spark partition: offsets [from_offset, until_offset) of
+    topic-partition; -2 / -1 ends (earliest / latest) are bound when the
+    task reads, as Spark's executors do. ``spec`` is what the executor needs
+    to read it (client properties, failOnDataLoss, poll timeout, headers,
+    group id), decided by the planner."""
 
-    topic: str
-    partition: int
-    from_offset: int
-    until_offset: int
-
-    def __init__(self, topic: str, partition: int, from_offset: int, until_offset: int):
+    def __init__(self, topic: str, partition: int, from_offset: int, until_offset: int, spec: Dict[str, str]):
         super().__init__(None)
         self.topic = topic
         self.partition = partition
         self.from_offset = from_offset
         self.until_offset = until_offset
+        self.spec = spec
+
+    def __repr__(self) -> str:
+        return "KafkaRange(%s-%d [%d, %d))" % (self.topic, self.partition, self.from_offset, self.until_offset)
 
 
 def _options(options: Mapping[str, Any]) -> Dict[str, str]:
     return {str(k).lower(): str(v) for k, v in dict(options).items()}
 
 
-def _pick(options: Mapping[str, str], names, prefixes=()) -> Dict[str, str]:
-    return {k: v for k, v in options.items() if k in names or k.startswith(prefixes)}
-
-
 def _offsets_json(offsets: Mapping[str, Mapping[Any, int]]) -> str:
-    return json.dumps({t: {str(p): int(o) for p, o in parts.items()} for t, parts in offsets.items()})
+    return json.dumps(
+        {str(t): {str(p): int(o) for p, o in parts.items()} for t, parts in offsets.items()}, separators=(",", ":")
+    )
 
 
-def _normalise(offsets: Mapping[str, Mapping[Any, int]]) -> Offsets:
-    return {str(t): {str(p): int(o) for p, o in parts.items()} for t, parts in offsets.items()}
+def _ranges(ranges, spec: Dict[str, str]) -> List[KafkaRange]:
+    return [KafkaRange(t, int(p), int(f), int(u), spec) for t, p, f, u in ranges]
 
 
-def _read_range(options: Mapping[str, str], r: KafkaRange) -> Iterator[pa.RecordBatch]:
-    """Executor side: kwire's batch query over exactly one range."""
-    import kwire
+# ---------------------------------------------------------------- executors
 
-    opts = _pick(options, _READ_OPTIONS, _READ_OPTION_PREFIXES)
-    opts["assign"] = json.dumps({r.topic: [r.partition]})
-    opts["startingOffsets"] = json.dumps({r.topic: {str(r.partition): r.from_offset}})
-    opts["endingOffsets"] = json.dumps({r.topic: {str(r.partition): r.until_offset}})
-    reader = pa.RecordBatchReader.from_stream(kwire.read_arrow(opts))
-    for batch in reader:
+# One RangeReadSession (one consumer) per query and Python worker, kept from
+# task to task while Spark reuses the worker: connections and fetch sessions
+# are paid once, as Spark's executors pool their consumers.
+_SESSIONS: Dict[tuple, Any] = {}
+_MAX_SESSIONS = 4
+
+
+def _session(spec: Dict[str, str]):
+    from . import _kwire
+
+    key = tuple(sorted(spec.items()))
+    session = _SESSIONS.pop(key, None)
+    if session is None:
+        session = _kwire.RangeReadSession(spec)
+    _SESSIONS[key] = session  # most recently used last
+    while len(_SESSIONS) > _MAX_SESSIONS:
+        _SESSIONS.pop(next(iter(_SESSIONS))).close()
+    return key, session
+
+
+def _read_range(r: InputPartition) -> Iterator[pa.RecordBatch]:
+    """Executor side: one range through the query's RangeReadSession.
+    PySpark hands read() a bare InputPartition(None) when the plan has no
+    partition at all: that reads nothing, as Spark's Kafka source."""
+    if not isinstance(r, KafkaRange):
+        return
+    key, session = _session(r.spec)
+    try:
+        stream, _info = session.read(r.topic, r.partition, r.from_offset, r.until_offset)
+    except BaseException:
+        # As Spark after a failed task: the next task gets a new consumer.
+        _SESSIONS.pop(key, None)
+        session.close()
+        raise
+    for batch in pa.RecordBatchReader.from_stream(stream):
         if batch.num_rows:
             yield batch
 
 
-def _ranges(plan: Mapping[str, Any]) -> List[KafkaRange]:
-    return [
-        KafkaRange(r["topic"], int(r["partition"]), int(r["fromOffset"]), int(r["untilOffset"]))
-        for r in plan["ranges"]
-    ]
+# ---------------------------------------------------------------- batch
 
 
 class KwireBatchReader(DataSourceReader):
@@ -142,73 +163,97 @@ class KwireBatchReader(DataSourceReader):
         self.options = options
 
     def partitions(self) -> List[KafkaRange]:
-        import kwire
+        """Spark's KafkaBatch plan: one range per partition of the
+        subscription, empty ones included; earliest / latest left for the
+        executors to bind; split only by what minPartitions and
+        maxRecordsPerPartition ask, on the offsets known now."""
+        from . import _kwire
 
-        return _ranges(kwire.plan(self.options))
+        planner = _kwire.SourcePlanner(self.options, False)
+        try:
+            return _ranges(planner.batch_ranges(), planner.reader_spec)
+        finally:
+            planner.close()
 
-    def read(self, partition: KafkaRange) -> Iterator[pa.RecordBatch]:
-        return _read_range(self.options, partition)
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        return _read_range(partition)
+
+
+# ---------------------------------------------------------------- streaming
+
+
+class _CompactJson(types.SimpleNamespace):
+    """Stands in for the json module in Spark's streaming-source runner:
+    offsets are written as Spark's Kafka source writes them, without blanks."""
+
+
+def _compact_offsets_json() -> None:
+    """PySpark's streaming-source runner (the Python process that hosts the
+    driver side of a Python stream reader) writes the offsets it gets from
+    ``initialOffset`` / ``latestOffset`` with ``json.dumps(offset)``, whose
+    default separators put a blank after every ',' and ':'; that text is what
+    Spark logs in ``offsets/N``. Spark's Kafka source writes compact JSON,
+    ``{"t":{"0":5}}``. The runner module's ``json`` name is pointed at a
+    compact ``dumps`` (the same ``loads``); nothing else in the process
+    changes. Without that runner (Spark's code moved), offsets keep Python's
+    blanks, which Spark reads just as well."""
+    for name in ("pyspark.sql.streaming.python_streaming_source_runner", "__main__"):
+        module = sys.modules.get(name)
+        if module is None or not hasattr(module, "latest_offset_func"):
+            continue
+        current = getattr(module, "json", None)
+        if current is json:
+            module.json = _CompactJson(
+                dumps=lambda obj, **kw: json.dumps(obj, **{"separators": (",", ":"), **kw}), loads=json.loads
+            )
 
 
 class KwireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """Driver side of a micro-batch query; offsets are Spark's Kafka JSON.
 
+    One SourcePlanner (one admin client) serves every trigger of the query.
     Trigger.AvailableNow (Spark >= 4.2): the latest offsets when the query
     starts are its end, as Spark's Kafka source does; later records wait for
     the next run.
     """
 
     def __init__(self, options: Dict[str, str]):
+        from . import _kwire
+
         self.options = options
-        self._subscription = _pick(options, _SUBSCRIBE_OPTIONS + _READ_OPTIONS, _READ_OPTION_PREFIXES)
         limit = options.get("maxoffsetspertrigger")
         self._max_offsets = int(limit) if limit is not None else None
         if self._max_offsets is not None and self._max_offsets <= 0:
-            import kwire
-
-            raise kwire.ConfigError(f"maxOffsetsPerTrigger must be positive, got {limit}")
-        self._warned_no_limit = False
+            raise _kwire_error(f"maxOffsetsPerTrigger must be positive, got {limit}")
         # The streaming options are checked when the query starts, as Spark
         # does (ConfigError, e.g. "ending offset not valid in streaming queries").
-        from . import _kwire
-
         _kwire.plan_micro_batch(options, "{}", "{}", "{}")
+        self._planner = None
+        self._warned_no_limit = False
         self._available_now: Optional[Offsets] = None
+        self._latest: Optional[Offsets] = None
+        _compact_offsets_json()
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["_planner"] = None  # a driver's client never travels
+        return state
+
+    @property
+    def planner(self):
+        if self._planner is None:
+            from . import _kwire
+
+            self._planner = _kwire.SourcePlanner(self.options, True)
+        return self._planner
 
     def prepareForTriggerAvailableNow(self) -> None:
-        self._available_now = self._earliest_latest()["end"]
-
-    # -- offsets from Kafka, resolved by kwire's batch planner --
-    def _resolved(self, **extra: str) -> Dict[str, Offsets]:
-        import kwire
-
-        plan = kwire.plan(dict(self._subscription, **extra))
-        return {"start": _normalise(plan["startOffsets"]), "end": _normalise(plan["endOffsets"])}
-
-    def _earliest_latest(self) -> Dict[str, Offsets]:
-        return self._resolved(startingOffsets="earliest", endingOffsets="latest")
+        self._available_now = json.loads(self.planner.latest_offsets("{}"))
 
     def initialOffset(self) -> Offsets:
-        """Resolves startingOffsets (default latest) or the starting
-        timestamp options, which take precedence as in Spark, with kwire's
-        batch planner (batch mode, so "latest" / -1 are resolved here)."""
-        start = _pick(self.options, _START_OPTIONS)
-        by_time = any(k.startswith("startingoffsetsbytimestamp") or k == "startingtimestamp" for k in start)
-        offsets = start.pop("startingoffsets", "latest").strip()
-        if by_time:
-            return self._resolved(endingOffsets="latest", **start)["start"]
-        if offsets == "latest":
-            return self._earliest_latest()["end"]
-        if offsets.startswith("{"):
-            spec = json.loads(offsets)
-            if any(o == -1 for parts in spec.values() for o in parts.values()):
-                latest = self._earliest_latest()["end"]
-                spec = {
-                    t: {p: (latest.get(t, {}).get(str(p), o) if o == -1 else o) for p, o in parts.items()}
-                    for t, parts in spec.items()
-                }
-            offsets = json.dumps(spec)
-        return self._resolved(endingOffsets="latest", startingOffsets=offsets, **start)["start"]
+        """startingOffsets (default latest) or the starting timestamp options,
+        resolved by the C++ source as its own streaming query does."""
+        return json.loads(self.planner.initial_offsets())
 
     def getDefaultReadLimit(self):
         from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
@@ -218,48 +263,51 @@ class KwireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return ReadMaxRows(self._max_offsets)
 
     def latestOffset(self, start: Optional[Offsets] = None, limit: Any = None) -> Offsets:
-        offsets = self._earliest_latest()
-        latest = offsets["end"]
         if self._available_now is not None:
             latest = self._available_now  # as Spark's Kafka source: the end fixed at start
-        max_rows = getattr(limit, "max_rows", None)
+        else:
+            latest = json.loads(self.planner.latest_offsets(_offsets_json(start or {})))
+        self._latest = latest
         if start is None:
             # Spark 4.0 / 4.1: no admission control.
             if self._max_offsets is not None and not self._warned_no_limit:
-                warnings.warn("maxOffsetsPerTrigger needs Spark >= 4.2 (admission control); reading all available")
+                _log.warning("maxOffsetsPerTrigger needs Spark >= 4.2 (admission control); reading all available")
                 self._warned_no_limit = True
             return latest
+        max_rows = getattr(limit, "max_rows", None)
         if max_rows is None:
             return latest
-        from . import _kwire
-
-        limited = _kwire.rate_limit(
-            int(max_rows), _offsets_json(start), _offsets_json(latest), _offsets_json(offsets["start"])
-        )
-        return _normalise(json.loads(limited))
+        return json.loads(self.planner.rate_limit(int(max_rows), _offsets_json(start), _offsets_json(latest)))
 
     def reportLatestOffset(self) -> Optional[Offsets]:
-        return self._earliest_latest()["end"]
+        """The latest offsets the last ``latestOffset`` planned against (Spark's
+        Kafka source reports the same map): with the batch's end offset it
+        gives Spark's offsetsBehindLatest (see ``offsets_behind_latest``)."""
+        if self._latest is None:
+            self._latest = json.loads(self.planner.latest_offsets("{}"))
+        return self._latest
 
     def partitions(self, start: Offsets, end: Offsets) -> List[KafkaRange]:
-        from . import _kwire
+        # Warnings (failOnDataLoss=false) go to logging "kwire" from the C++ core.
+        ranges, _warnings = self.planner.plan_micro_batch(_offsets_json(start), _offsets_json(end))
+        return _ranges(ranges, self.planner.reader_spec)
 
-        start_n, end_n = _normalise(start), _normalise(end)
-        earliest: Offsets = {}
-        if any(p not in start_n.get(t, {}) for t, parts in end_n.items() for p in parts):
-            earliest = self._earliest_latest()["start"]
-        ranges, plan_warnings = _kwire.plan_micro_batch(
-            self.options, _offsets_json(start_n), _offsets_json(end_n), _offsets_json(earliest)
-        )
-        for w in plan_warnings:
-            warnings.warn(w)
-        return [KafkaRange(t, int(p), int(f), int(u)) for t, p, f, u in ranges]
-
-    def read(self, partition: KafkaRange) -> Iterator[pa.RecordBatch]:
-        return _read_range(self.options, partition)
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        return _read_range(partition)
 
     def commit(self, end: Offsets) -> None:
         pass
+
+    def stop(self) -> None:
+        if self._planner is not None:
+            self._planner.close()
+            self._planner = None
+
+
+def _kwire_error(message: str) -> Exception:
+    from .errors import ConfigError
+
+    return ConfigError(message)
 
 
 class KwireDataSource(DataSource):
@@ -279,9 +327,53 @@ class KwireDataSource(DataSource):
         return KwireStreamReader(_options(self.options))
 
 
+def offsets_behind_latest(source_progress: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
+    """Spark's Kafka source metrics minOffsetsBehindLatest,
+    maxOffsetsBehindLatest and avgOffsetsBehindLatest, computed from one
+    entry of a query progress's ``sources`` (a dict, e.g.
+    ``json.loads(query.lastProgress_json)["sources"][0]`` or
+    ``query.lastProgress["sources"][0]``), as Spark computes them: for each
+    partition of ``latestOffset``, latest minus the batch's ``endOffset``.
+    Values are strings, as in Spark's progress JSON ("0", "9.7"). None when the
+    progress has no latestOffset (a replayed batch) or no end offset.
+
+    Spark 4.2's Python data sources cannot put metrics into the progress
+    themselves (see docs/python.md); ``format("kwire")`` reports the latest
+    offsets (``reportLatestOffset``), which is what these are computed from.
+    """
+
+    def parse(value):
+        if value is None:
+            return None
+        return json.loads(value) if isinstance(value, str) else value
+
+    latest, end = parse(source_progress.get("latestOffset")), parse(source_progress.get("endOffset"))
+    if not latest or not end:
+        return None
+    behind = [
+        int(off) - int(end[t][p]) for t, parts in latest.items() for p, off in parts.items() if p in end.get(t, {})
+    ]
+    if not behind:
+        return None
+    return {
+        "minOffsetsBehindLatest": str(min(behind)),
+        "maxOffsetsBehindLatest": str(max(behind)),
+        "avgOffsetsBehindLatest": _progress_average(sum(behind) / len(behind)),
+    }
+
+
+def _progress_average(value: float) -> str:
+    """avgOffsetsBehindLatest as Spark's progress JSON writes it: Java's
+    Double.toString of the mean, as a BigDecimal rounded HALF_UP to one
+    decimal ("9.7", "26667.0")."""
+    import decimal
+
+    return str(decimal.Decimal(repr(float(value))).quantize(decimal.Decimal("0.1"), rounding=decimal.ROUND_HALF_UP))
+
+
 def register(spark) -> None:
     """Registers ``format("kwire")`` in the session."""
     spark.dataSource.register(KwireDataSource)
 
 
-__all__ = ["KwireDataSource", "KafkaRange", "kafka_spark_schema", "register"]
+__all__ = ["KwireDataSource", "KafkaRange", "kafka_spark_schema", "offsets_behind_latest", "register"]
