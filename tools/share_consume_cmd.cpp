@@ -3,7 +3,7 @@
 // with a deliveryCount field) and acknowledges it once written: --ack's type
 // (accept by default); a record that cannot be written is released (or, with
 // --reject-on-error, rejected). -c N stops after N records, -e after a poll
-// that returned none.
+// that returned none once partitions were assigned.
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -65,7 +65,8 @@ int cmd_consume_share(const CommonOptions& common, const ConsumeArgs& args, cons
   bool output_ok = true;
   while (!args.count || printed < *args.count) {
     auto records = consumer.poll(std::chrono::milliseconds(1000));
-    if (records.empty() && args.exit_at_end) break;
+    // -e: done once a poll with partitions assigned brings nothing.
+    if (records.empty() && args.exit_at_end && !consumer.assignment().empty()) break;
     for (auto& r : records) {
       if (!output_ok || (args.count && printed >= *args.count)) {
         consumer.acknowledge(r, AcknowledgeType::release);  // not written: give it back
