@@ -5,6 +5,7 @@
 // timestamp is fixed, so the output is deterministic.
 //
 //   fuzz_make_seeds <corpus dir>
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
@@ -112,7 +113,8 @@ void message_seeds(const char* target, std::size_t api_index, const char* side) 
   FillVisitor v;
   filled.fields(v);
   const M empty{};
-  std::int16_t versions[] = {M::min_version, std::min<std::int16_t>(M::flexible_since, M::max_version), M::max_version};
+  std::int16_t versions[] = {
+      M::min_version, std::clamp<std::int16_t>(M::flexible_since, M::min_version, M::max_version), M::max_version};
   for (std::int16_t version : versions) {
     int variant = 0;
     for (const M* m : {static_cast<const M*>(&filled), &empty}) {
@@ -164,6 +166,28 @@ void group_seeds() {
     a.insert(a.end(), ea.begin(), ea.end());
     put("fuzz_group_messages", "assignment-v" + std::to_string(v), a);
   }
+}
+
+// fuzz_admin_messages: its API list.
+void admin_seeds() {
+  all_messages<std::pair<DescribeClusterRequest, DescribeClusterResponse>,
+               std::pair<DescribeConfigsRequest, DescribeConfigsResponse>,
+               std::pair<IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse>,
+               std::pair<ListConfigResourcesRequest, ListConfigResourcesResponse>,
+               std::pair<DeleteGroupsRequest, DeleteGroupsResponse>>(std::make_index_sequence<5>{},
+                                                                     "fuzz_admin_messages");
+}
+
+// fuzz_share_messages: its API list.
+void share_seeds() {
+  all_messages<std::pair<ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse>,
+               std::pair<ShareGroupDescribeRequest, ShareGroupDescribeResponse>,
+               std::pair<ShareFetchRequest, ShareFetchResponse>,
+               std::pair<ShareAcknowledgeRequest, ShareAcknowledgeResponse>,
+               std::pair<DescribeShareGroupOffsetsRequest, DescribeShareGroupOffsetsResponse>,
+               std::pair<AlterShareGroupOffsetsRequest, AlterShareGroupOffsetsResponse>,
+               std::pair<DeleteShareGroupOffsetsRequest, DeleteShareGroupOffsetsResponse>>(
+      std::make_index_sequence<7>{}, "fuzz_share_messages");
 }
 
 // Record-batch seeds start with the fuzz_record_batch prefix: flags 0 (no
@@ -254,6 +278,8 @@ int main(int argc, char** argv) {
                std::pair<CreatePartitionsRequest, CreatePartitionsResponse>,
                std::pair<OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse>>(std::make_index_sequence<10>{});
   group_seeds();
+  admin_seeds();
+  share_seeds();
   record_seeds();
   return 0;
 }

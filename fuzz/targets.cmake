@@ -6,6 +6,8 @@
 set(KWIRE_FUZZ_TARGETS
   fuzz_response
   fuzz_group_messages
+  fuzz_admin_messages
+  fuzz_share_messages
   fuzz_record_batch
   fuzz_legacy_messages
   fuzz_decompress

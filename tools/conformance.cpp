@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <stdexcept>
@@ -37,6 +38,8 @@ struct Context {
   std::string topic;  // one partition, `records` records
   Uuid topic_id;
   std::int32_t leader_epoch = -1;  // of the topic's partition, from Metadata
+  std::int32_t node_id = -1;       // the node `conn` talks to (its leader)
+  std::optional<std::string> cluster_id;
   std::int64_t records = 0;
   std::string scratch_prefix;  // for topics created/deleted by the checks
 };
@@ -80,13 +83,38 @@ Bytes one_batch(int n, std::int16_t produce_version, const std::string& tag) {
   return out;
 }
 
-std::string check_api_versions(Context& c, std::int16_t v) {
+// From v5 (KIP-1242) the request may name the node it means to reach: the
+// right node id is accepted, another one answers REBOOTSTRAP_REQUIRED.
+std::string check_api_versions(Context& c, std::int16_t v, std::vector<FeatureLevel>& features) {
   ApiVersionsRequest req;
   req.client_software_name = "kwire-conformance";
   req.client_software_version = KWIRE_VERSION_STRING;
-  return exchange<ApiVersionsResponse>(c, req, v, [](const ApiVersionsResponse& r) -> std::string {
+  auto res = exchange<ApiVersionsResponse>(c, req, v, [&](const ApiVersionsResponse& r) -> std::string {
     if (r.error_code) return fail_code("ApiVersions", r.error_code);
     if (r.api_keys.empty()) return "no API keys listed";
+    if (v < 3) return {};
+    features.clear();
+    for (auto& f : r.supported_features) features.push_back({f.name, f.min_version, f.max_version, -1});
+    for (auto& f : r.finalized_features) {
+      auto it = std::find_if(features.begin(), features.end(), [&](auto& x) { return x.name == f.name; });
+      if (it == features.end()) it = features.insert(features.end(), {f.name, 0, 0, -1});
+      it->finalized = f.max_version_level;
+    }
+    std::sort(features.begin(), features.end(), [](auto& a, auto& b) { return a.name < b.name; });
+    return {};
+  });
+  if (!res.empty() || v < 5) return res;
+  req.cluster_id = c.cluster_id;
+  req.node_id = c.node_id;
+  res = exchange<ApiVersionsResponse>(c, req, v, [&](const ApiVersionsResponse& r) -> std::string {
+    if (r.error_code) return fail_code("ApiVersions naming its own node", r.error_code);
+    return {};
+  });
+  if (!res.empty()) return res;
+  req.node_id = c.node_id + 1000;
+  return exchange<ApiVersionsResponse>(c, req, v, [&](const ApiVersionsResponse& r) -> std::string {
+    if (r.error_code != static_cast<std::int16_t>(ErrorCode::rebootstrap_required))
+      return fmt::format("naming another node gave {} instead of REBOOTSTRAP_REQUIRED", error_name(r.error_code));
     return {};
   });
 }
@@ -326,6 +354,8 @@ std::vector<ConformanceRow> run_conformance(const std::map<std::string, std::str
     auto tmd = client.metadata(std::vector<std::string>{c.topic});
     c.topic_id = tmd.topics.at(0).topic_id;
     c.leader_epoch = tmd.topics.at(0).partitions.at(0).leader_epoch;
+    c.node_id = tmd.topics.at(0).partitions.at(0).leader_id;
+    c.cluster_id = tmd.cluster_id;
     // Seed records through the regular path.
     Bytes b = one_batch(5, 3, "seed");
     auto r = client.produce({{client::TopicPartition{c.topic, 0}, b}});
@@ -366,7 +396,9 @@ std::vector<ConformanceRow> run_conformance(const std::map<std::string, std::str
     }
     rows.push_back(std::move(row));
   };
-  run_api(declared_row<ApiVersionsRequest>(), [&](std::int16_t v) { return check_api_versions(c, v); });
+  std::vector<FeatureLevel> features;
+  run_api(declared_row<ApiVersionsRequest>(), [&](std::int16_t v) { return check_api_versions(c, v, features); });
+  rows.back().features = features;
   run_api(declared_row<MetadataRequest>(), [&](std::int16_t v) { return check_metadata(c, v); });
   run_api(declared_row<ProduceRequest>(), [&](std::int16_t v) { return check_produce(c, v); });
   run_api(declared_row<ListOffsetsRequest>(), [&](std::int16_t v) { return check_list_offsets(c, v); });
@@ -385,10 +417,30 @@ std::vector<ConformanceRow> run_conformance(const std::map<std::string, std::str
   GroupChecks groups;
   groups.client = &client;
   groups.topic = c.topic;
+  groups.topic_id = c.topic_id;
   groups.prefix = c.scratch_prefix;
   groups.kafka4 = removed_old_produce;
   run_group_conformance(groups, [&](ConformanceRow row, const std::function<std::string(std::int16_t)>& check) {
     run_api(std::move(row), check);
+  });
+  groups.cluster_id = md.cluster_id.value_or("");
+  groups.brokers = md.brokers.size();
+  run_admin_conformance(groups, [&](ConformanceRow row, const std::function<std::string(std::int16_t)>& check) {
+    run_api(std::move(row), check);
+  });
+  // Share groups: only where the cluster finalized share.version >= 1 (the
+  // default from Kafka 4.2; 4.1 offers the APIs with the feature off).
+  auto share = std::find_if(features.begin(), features.end(), [](auto& f) { return f.name == "share.version"; });
+  const bool share_on = share != features.end() && share->finalized >= 1;
+  run_share_conformance(groups, [&](ConformanceRow row, const std::function<std::string(std::int16_t)>& check) {
+    if (share_on) return run_api(std::move(row), check);
+    auto it = offered.find(row.api_key);
+    if (it != offered.end()) {
+      row.offered_min = it->second.min;
+      row.offered_max = it->second.max;
+      row.note = "share groups are off on this broker (share.version not finalized): not sent";
+    }
+    rows.push_back(std::move(row));
   });
   try {
     client.delete_topics({c.topic, c.scratch_prefix + "-partitions"});
@@ -411,13 +463,29 @@ int cmd_conformance(const std::map<std::string, std::string>& properties, bool j
       out += fmt::format("{}{{\"api\":\"{}\",\"apiKey\":{},\"declared\":[{},{}],\"offered\":", i ? "," : "", r.api,
                          r.api_key, r.declared_min, r.declared_max);
       out += r.offered_max >= 0 ? fmt::format("[{},{}]", r.offered_min, r.offered_max) : std::string("null");
+      if (!r.note.empty()) {
+        out += ",\"note\":";
+        kwire::source::append_json_string(out, r.note);
+      }
       out += fmt::format(",\"exercised\":[{}],\"skipped\":[{}],\"result\":\"{}\",\"failures\":[",
                          fmt::join(r.exercised, ","), fmt::join(r.skipped, ","), r.failures.empty() ? "ok" : "failed");
       for (std::size_t f = 0; f < r.failures.size(); ++f) {
         if (f) out += ",";
         kwire::source::append_json_string(out, r.failures[f]);
       }
-      out += "]}";
+      out += "]";
+      if (!r.features.empty()) {
+        out += ",\"features\":[";
+        for (std::size_t f = 0; f < r.features.size(); ++f) {
+          auto& fl = r.features[f];
+          out += fmt::format("{}{{\"name\":", f ? "," : "");
+          kwire::source::append_json_string(out, fl.name);
+          out += fmt::format(",\"supported\":[{},{}],\"finalized\":{}}}", fl.supported_min, fl.supported_max,
+                             fl.finalized >= 0 ? std::to_string(fl.finalized) : std::string("null"));
+        }
+        out += "]";
+      }
+      out += "}";
     } else {
       if (i == 0)
         out += fmt::format("{:<24} {:>9} {:>9} {:>10}  {}\n", "API", "declared", "offered", "exercised", "result");
@@ -425,6 +493,10 @@ int cmd_conformance(const std::map<std::string, std::string>& properties, bool j
                          r.offered_max >= 0 ? fmt::format("{}-{}", r.offered_min, r.offered_max) : std::string("-"),
                          exercised, r.failures.empty() ? "ok" : "FAILED");
       for (auto& f : r.failures) out += "    " + f + "\n";
+      if (!r.note.empty()) out += "    " + r.note + "\n";
+      for (auto& f : r.features)
+        out += fmt::format("    feature {} supported {}-{}, finalized {}\n", f.name, f.supported_min, f.supported_max,
+                           f.finalized >= 0 ? std::to_string(f.finalized) : std::string("-"));
       if (!r.skipped.empty())
         out += fmt::format("    v{}-v{} advertised by the broker but removed from it (KIP-896): not sent\n",
                            r.skipped.front(), r.skipped.back());

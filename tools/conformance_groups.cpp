@@ -157,10 +157,12 @@ struct Checker {
     OffsetCommitRequest req;
     req.group_id = group;
     req.topics.push_back({g.topic, {{0, offset, -1, -1, std::string("conformance"), {}}}, {}});
+    if (v >= 10) req.topics[0].topic_id = g.topic_id;  // v10 names topics by id only
     std::string err;
     auto r = call<OffsetCommitResponse>(c, req, v, err);
     if (!err.empty()) return err;
     if (r.topics.size() != 1 || r.topics[0].partitions.size() != 1) return "wrong shape";
+    if (v >= 10 && r.topics[0].topic_id != g.topic_id) return "the answer names another topic id";
     const std::int16_t code = r.topics[0].partitions[0].error_code;
     if (v == 0 && code == static_cast<std::int16_t>(ErrorCode::unsupported_version)) return kZooKeeperOnly;
     if (code) return fmt::format("partition returned {}", error_name(code));
@@ -172,6 +174,7 @@ struct Checker {
     Connection& c = coordinator(group);
     OffsetFetchRequest req;
     std::vector<OffsetFetchRequest::OffsetFetchRequestTopic> topics{{g.topic, {0}, {}}};
+    if (v >= 10) topics[0].topic_id = g.topic_id;  // v10 names topics by id only
     req.group_id = group;
     req.topics = topics;
     req.groups.push_back({group, std::nullopt, -1, topics, {}});
@@ -187,6 +190,7 @@ struct Checker {
       return fmt::format("OffsetFetch returned {}", error_name(r.error_code));
     }
     if (ts->size() != 1 || (*ts)[0].partitions.size() != 1) return "wrong shape";
+    if (v >= 10 && (*ts)[0].topic_id != g.topic_id) return "the answer names another topic id";
     auto& p = (*ts)[0].partitions[0];
     if (v == 0 && p.error_code == static_cast<std::int16_t>(ErrorCode::unsupported_version)) return kZooKeeperOnly;
     if (p.error_code) return fmt::format("partition returned {}", error_name(p.error_code));

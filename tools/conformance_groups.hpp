@@ -8,6 +8,7 @@
 #include "conformance.hpp"
 #include "kwire/client/kafka_client.hpp"
 #include "kwire/protocol/api_keys.hpp"
+#include "kwire/protocol/bytes.hpp"
 
 namespace kwire::tools {
 
@@ -25,14 +26,27 @@ using RunApi = std::function<void(ConformanceRow, const std::function<std::strin
 
 struct GroupChecks {
   client::KafkaClient* client = nullptr;
-  std::string topic;    // one partition with records
-  std::string prefix;   // group ids start with it
-  bool kafka4 = false;  // a 4.x broker (KIP-848 on by default)
+  std::string topic;        // one partition with records
+  protocol::Uuid topic_id;  // its id (OffsetCommit/OffsetFetch v10)
+  std::string prefix;       // group ids start with it
+  bool kafka4 = false;      // a 4.x broker (KIP-848 on by default)
+  std::string cluster_id;   // from Metadata (the admin rows)
+  std::size_t brokers = 0;  // brokers Metadata lists
 };
 
 /// Adds the rows of FindCoordinator, JoinGroup, SyncGroup, Heartbeat,
 /// LeaveGroup, OffsetCommit, OffsetFetch, OffsetDelete, ListGroups,
 /// DescribeGroups, ConsumerGroupHeartbeat and ConsumerGroupDescribe.
 void run_group_conformance(const GroupChecks& g, const RunApi& run_api);
+
+/// Adds the rows of DescribeCluster, IncrementalAlterConfigs, DescribeConfigs,
+/// ListConfigResources and DeleteGroups (conformance_admin.cpp). The topic's
+/// retention.ms is changed.
+void run_admin_conformance(const GroupChecks& g, const RunApi& run_api);
+
+/// Adds the share-group rows (KIP-932: ShareGroupHeartbeat, ShareGroupDescribe,
+/// ShareFetch, ShareAcknowledge, Alter/Describe/DeleteShareGroupOffsets,
+/// conformance_share.cpp); call it only where share.version is finalized >= 1.
+void run_share_conformance(const GroupChecks& g, const RunApi& run_api);
 
 }  // namespace kwire::tools

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include "admin_cmd.hpp"
 #include "commands.hpp"
 #include "conformance.hpp"
 #include "dump_log.hpp"
@@ -138,8 +139,16 @@ int main(int argc, char** argv) {
   auto* group_opt = k->add_option("-G,--group", co.group,
                                   "Balanced consumer: join group.id GROUP and consume its share of TOPIC... "
                                   "(committing offsets; -o beginning|end sets auto.offset.reset)");
-  k->add_option("topics", co.topics, "With -G: the topics to subscribe to");
+  k->add_option("topics", co.topics, "With -G or --share: the topics to subscribe to");
   topic_opt->excludes(group_opt);
+  ShareConsumeArgs sca;
+  auto* share_opt = k->add_option("--share", sca.group,
+                                  "Share group member (KIP-932): join share group GROUP, read TOPIC... with the "
+                                  "others, acknowledge each record once written (-e: exit when a poll is empty)");
+  share_opt->excludes(topic_opt)->excludes(group_opt);
+  k->add_option("--ack", sca.ack, "With --share: accept (default), release or reject each record written");
+  k->add_flag("--reject-on-error", sca.reject_on_error,
+              "With --share: reject a record that could not be written (default: release it)");
   k->add_option("-p,--partition", co.partitions, "Only these partitions (repeatable)")->check(at_least(0));
   k->add_option("-o,--offset", co.offset, "beginning | end | OFFSET | -N (N before end) | s@TIMESTAMP_MS")
       ->default_val("beginning");
@@ -154,7 +163,7 @@ int main(int argc, char** argv) {
 
   // groups
   GroupsArgs ga;
-  auto* groups = app.add_subcommand("groups", "Consumer groups: list, describe, reset offsets");
+  auto* groups = app.add_subcommand("groups", "Consumer groups: list, describe, reset offsets, delete");
   groups->require_subcommand(1);
   auto* gl = groups->add_subcommand("list", "List the groups of every broker");
   add_common(gl);
@@ -178,6 +187,55 @@ int main(int argc, char** argv) {
       ->check(at_least(0));
   gr->add_flag("--dry-run", ga.dry_run, "Print the new offsets without committing them");
   gr->add_flag("--json", ga.json, "Print JSON");
+
+  DeleteGroupsArgs dg;
+  auto* gdel = groups->add_subcommand("delete", "Delete groups (each must have no members)");
+  add_common(gdel);
+  gdel->add_option("group", dg.groups, "Group ids")->required();
+  gdel->add_flag("--json", dg.json, "Print JSON");
+
+  // share-groups
+  ShareGroupsArgs sga;
+  auto* sg = app.add_subcommand("share-groups", "Share groups (KIP-932): list, describe, reset offsets");
+  sg->require_subcommand(1);
+  auto* sgl = sg->add_subcommand("list", "List the share groups");
+  add_common(sgl);
+  sgl->add_flag("--json", sga.json, "Print JSON");
+  auto* sgd = sg->add_subcommand("describe", "Members, assignments, start offset and lag of each partition");
+  add_common(sgd);
+  sgd->add_option("group", sga.group, "Group id")->required();
+  sgd->add_flag("--json", sga.json, "Print JSON");
+  auto* sgr = sg->add_subcommand("reset-offsets", "Set a share group's start offsets (the group must have no members)");
+  add_common(sgr);
+  sgr->add_option("group", sga.group, "Group id")->required();
+  sgr->add_option("--topic", sga.topics, "Topic (every partition; repeatable)");
+  sgr->add_flag("--to-earliest", sga.to_earliest, "To each partition's earliest offset");
+  sgr->add_flag("--to-latest", sga.to_latest, "To each partition's latest offset");
+  sgr->add_option("--to-offset", sga.to_offset, "To this offset (clamped to [earliest, latest])");
+  sgr->add_flag("--dry-run", sga.dry_run, "Print the new offsets without setting them");
+  sgr->add_flag("--json", sga.json, "Print JSON");
+
+  // cluster, configs
+  ClusterArgs ca;
+  auto* cl = app.add_subcommand("cluster", "Cluster id, controller and brokers (DescribeCluster)");
+  add_common(cl);
+  cl->add_flag("--include-fenced", ca.include_fenced, "Also fenced brokers (Kafka 4.0+)");
+  cl->add_flag("--json", ca.json, "Print JSON");
+  ConfigsArgs cfg;
+  auto* cf = app.add_subcommand("configs", "Describe, alter or list configurations, as kafka-configs");
+  add_common(cf);
+  cf->add_flag("--describe", cfg.describe, "Print the configs of the entities");
+  cf->add_flag("--alter", cfg.alter, "Change them (IncrementalAlterConfigs)");
+  cf->add_flag("--list", cfg.list, "List the resources that have configs (ListConfigResources)");
+  cf->add_option("--entity-type", cfg.entity_type, "topics, brokers, broker-loggers, client-metrics, groups");
+  cf->add_option("--entity-name", cfg.entity_names, "Topic or group name, broker id (repeatable)");
+  cf->add_flag("--entity-default", cfg.entity_default, "The cluster-wide broker default");
+  cf->add_option("--key", cfg.keys, "--describe: only this key (repeatable)");
+  cf->add_option("--add-config", cfg.add_config, "KEY=VALUE[,KEY=[V1,V2]...] to set");
+  cf->add_option("--delete-config", cfg.delete_config, "KEY[,KEY...] to return to their defaults");
+  cf->add_flag("--validate-only", cfg.validate_only, "--alter: check the change, do not apply it");
+  cf->add_flag("--all", cfg.all, "--describe: also the keys at their defaults");
+  cf->add_flag("--json", cfg.json, "Print JSON");
 
   // stream
   StreamArgs st;
@@ -265,6 +323,7 @@ int main(int argc, char** argv) {
     if (*cpa) return cmd_create_partitions(common, cp);
     if (*p) return cmd_produce(common, pr);
     if (*k) {
+      if (sca.group) return cmd_consume_share(common, co, sca);
       if (co.group) return cmd_consume_group(common, co);
       if (co.topic.empty()) throw std::invalid_argument("consume needs -t TOPIC, or -G GROUP TOPIC...");
       if (!co.topics.empty()) throw std::invalid_argument("topics after the options need -G GROUP");
@@ -273,6 +332,12 @@ int main(int argc, char** argv) {
     if (*gl) return cmd_groups_list(common, ga);
     if (*gd) return cmd_groups_describe(common, ga);
     if (*gr) return cmd_groups_reset_offsets(common, ga);
+    if (*gdel) return cmd_groups_delete(common, dg);
+    if (*cl) return cmd_cluster(common, ca);
+    if (*sgl) return cmd_share_groups_list(common, sga);
+    if (*sgd) return cmd_share_groups_describe(common, sga);
+    if (*sgr) return cmd_share_groups_reset_offsets(common, sga);
+    if (*cf) return cmd_configs(common, cfg);
     if (*s) return cmd_stream(common, st);
     if (*l) return cmd_lag(common, lg);
     if (*rq) return cmd_read(common, rd);

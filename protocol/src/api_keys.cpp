@@ -48,6 +48,14 @@ std::string_view api_name(ApiKey key) noexcept {
     case ApiKey::list_transactions: return "ListTransactions";
     case ApiKey::consumer_group_heartbeat: return "ConsumerGroupHeartbeat";
     case ApiKey::consumer_group_describe: return "ConsumerGroupDescribe";
+    case ApiKey::list_config_resources: return "ListConfigResources";
+    case ApiKey::share_group_heartbeat: return "ShareGroupHeartbeat";
+    case ApiKey::share_group_describe: return "ShareGroupDescribe";
+    case ApiKey::share_fetch: return "ShareFetch";
+    case ApiKey::share_acknowledge: return "ShareAcknowledge";
+    case ApiKey::describe_share_group_offsets: return "DescribeShareGroupOffsets";
+    case ApiKey::alter_share_group_offsets: return "AlterShareGroupOffsets";
+    case ApiKey::delete_share_group_offsets: return "DeleteShareGroupOffsets";
   }
   return "Unknown";
 }

@@ -114,8 +114,7 @@ M decoded(const Bytes& body, std::int16_t v) {
 }  // namespace
 
 TEST(GroupMessages, DeclaredVersionRanges) {
-  // Kafka 4.1.1 and 3.9.1 kafka-clients specs (OffsetCommit/OffsetFetch v10
-  // are unstable in 4.1 and not declared).
+  // Kafka 4.4.0 and 3.9.1 kafka-clients specs.
   EXPECT_EQ(static_cast<int>(FindCoordinatorRequest::api_key), 10);
   EXPECT_EQ(FindCoordinatorRequest::max_version, 6);
   EXPECT_EQ(FindCoordinatorRequest::flexible_since, 3);
@@ -134,10 +133,10 @@ TEST(GroupMessages, DeclaredVersionRanges) {
   EXPECT_EQ(static_cast<int>(ListGroupsRequest::api_key), 16);
   EXPECT_EQ(ListGroupsRequest::max_version, 5);
   EXPECT_EQ(static_cast<int>(OffsetCommitRequest::api_key), 8);
-  EXPECT_EQ(OffsetCommitRequest::max_version, 9);
+  EXPECT_EQ(OffsetCommitRequest::max_version, 10);
   EXPECT_EQ(OffsetCommitRequest::flexible_since, 8);
   EXPECT_EQ(static_cast<int>(OffsetFetchRequest::api_key), 9);
-  EXPECT_EQ(OffsetFetchRequest::max_version, 9);
+  EXPECT_EQ(OffsetFetchRequest::max_version, 10);
   EXPECT_EQ(OffsetFetchRequest::flexible_since, 6);
   EXPECT_EQ(static_cast<int>(OffsetDeleteRequest::api_key), 47);
   EXPECT_EQ(static_cast<int>(ConsumerGroupHeartbeatRequest::api_key), 68);
@@ -153,8 +152,8 @@ TEST(GroupMessages, RoundTripEveryVersion) {
   EXPECT_EQ((round_trip_every_version<SyncGroupRequest, SyncGroupResponse>()), 6);
   EXPECT_EQ((round_trip_every_version<HeartbeatRequest, HeartbeatResponse>()), 5);
   EXPECT_EQ((round_trip_every_version<LeaveGroupRequest, LeaveGroupResponse>()), 6);
-  EXPECT_EQ((round_trip_every_version<OffsetCommitRequest, OffsetCommitResponse>()), 10);
-  EXPECT_EQ((round_trip_every_version<OffsetFetchRequest, OffsetFetchResponse>()), 10);
+  EXPECT_EQ((round_trip_every_version<OffsetCommitRequest, OffsetCommitResponse>()), 11);
+  EXPECT_EQ((round_trip_every_version<OffsetFetchRequest, OffsetFetchResponse>()), 11);
   EXPECT_EQ((round_trip_every_version<OffsetDeleteRequest, OffsetDeleteResponse>()), 1);
   EXPECT_EQ((round_trip_every_version<ListGroupsRequest, ListGroupsResponse>()), 6);
   EXPECT_EQ((round_trip_every_version<DescribeGroupsRequest, DescribeGroupsResponse>()), 7);

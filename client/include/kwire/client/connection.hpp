@@ -103,9 +103,14 @@ class Connection {
   /// Versions the broker advertised for each API key.
   const std::map<std::int16_t, VersionRange>& broker_versions() const noexcept { return versions_; }
   /// Highest version of M both sides speak; throws UnsupportedVersionError.
+  /// A message whose newest versions need fields a caller must fill in (topic
+  /// ids in OffsetCommit/OffsetFetch v10) declares `default_max_version`, and
+  /// this stops there; ask pick_version for more.
   template <protocol::Message M>
   std::int16_t version_for() const {
-    return pick_version(static_cast<std::int16_t>(M::api_key), M::min_version, M::max_version);
+    if constexpr (requires { M::default_max_version; })
+      return pick_version(static_cast<std::int16_t>(M::api_key), M::min_version, M::default_max_version);
+    else return pick_version(static_cast<std::int16_t>(M::api_key), M::min_version, M::max_version);
   }
   std::int16_t pick_version(std::int16_t api_key, std::int16_t ours_min, std::int16_t ours_max) const;
 

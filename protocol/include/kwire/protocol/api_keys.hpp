@@ -51,6 +51,14 @@ enum class ApiKey : std::int16_t {
   list_transactions = 66,
   consumer_group_heartbeat = 68,
   consumer_group_describe = 69,
+  list_config_resources = 74,  // ListClientMetricsResources before Kafka 4.1 (KIP-1142)
+  share_group_heartbeat = 76,
+  share_group_describe = 77,
+  share_fetch = 78,
+  share_acknowledge = 79,
+  describe_share_group_offsets = 90,
+  alter_share_group_offsets = 91,
+  delete_share_group_offsets = 92,
 };
 
 /// The protocol guide's name for an API key ("Fetch", "ListOffsets"...), or "Unknown".

@@ -5,6 +5,7 @@
 #include "kwire/protocol/errors.hpp"
 #include "kwire/protocol/header.hpp"
 #include "kwire/protocol/message.hpp"
+#include "kwire/protocol/messages/admin.hpp"
 #include "kwire/protocol/messages/api_versions.hpp"
 #include "kwire/protocol/messages/classic_group.hpp"
 #include "kwire/protocol/messages/consumer_group_heartbeat.hpp"
@@ -23,3 +24,4 @@
 #include "kwire/protocol/messages/produce.hpp"
 #include "kwire/protocol/messages/sasl_authenticate.hpp"
 #include "kwire/protocol/messages/sasl_handshake.hpp"
+#include "kwire/protocol/messages/share_group.hpp"

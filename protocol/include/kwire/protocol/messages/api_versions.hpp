@@ -1,9 +1,16 @@
-// ApiVersions (key 18), versions 0-4, flexible from v3.
+// ApiVersions (key 18), versions 0-5, flexible from v3.
 // Source: the protocol guide and Kafka's ApiVersionsRequest/Response.json.
+// v5 (Kafka 4.4, KIP-1242) lets the client name the cluster id and node id it
+// means to reach; a broker that is not that node answers REBOOTSTRAP_REQUIRED
+// (129). Both are optional (null / -1: not checked). v4 only changed what the
+// broker reports (features whose minimum version is 0 are listed).
 // The response header is always v0 (see header.hpp). A broker that does not
 // support the requested version answers UNSUPPORTED_VERSION (35) in a v0-shaped
 // body listing its ApiVersions range, so a client can retry with v0.
 #pragma once
+
+#include <optional>
+#include <string>
 
 #include "kwire/protocol/message.hpp"
 
@@ -11,23 +18,27 @@ namespace kwire::protocol {
 
 struct ApiVersionsRequest {
   static constexpr ApiKey api_key = ApiKey::api_versions;
-  static constexpr std::int16_t min_version = 0, max_version = 4, flexible_since = 3;
+  static constexpr std::int16_t min_version = 0, max_version = 5, flexible_since = 3;
 
-  std::string client_software_name;     // v3+ (KIP-511)
-  std::string client_software_version;  // v3+
+  std::string client_software_name;       // v3+ (KIP-511)
+  std::string client_software_version;    // v3+
+  std::optional<std::string> cluster_id;  // v5+ (KIP-1242); null = not checked
+  std::int32_t node_id = -1;              // v5+; -1 = not checked
   TaggedFields unknown_tagged_fields;
 
   template <class V>
   void fields(V& v) {
     v.since(3, client_software_name);
     v.since(3, client_software_version);
+    v.since(5, cluster_id);
+    v.since(5, node_id);
   }
   friend bool operator==(const ApiVersionsRequest&, const ApiVersionsRequest&) = default;
 };
 
 struct ApiVersionsResponse {
   static constexpr ApiKey api_key = ApiKey::api_versions;
-  static constexpr std::int16_t min_version = 0, max_version = 4, flexible_since = 3;
+  static constexpr std::int16_t min_version = 0, max_version = 5, flexible_since = 3;
 
   struct ApiVersion {
     std::int16_t api_key = 0;

@@ -1,5 +1,5 @@
-// Committed offsets of a group: OffsetCommit (key 8, v0-9, flexible from v8),
-// OffsetFetch (key 9, v0-9, flexible from v6) and OffsetDelete (key 47, v0,
+// Committed offsets of a group: OffsetCommit (key 8, v0-10, flexible from v8),
+// OffsetFetch (key 9, v0-10, flexible from v6) and OffsetDelete (key 47, v0,
 // never flexible). Sent to the group's coordinator (FindCoordinator).
 // Source: Kafka's OffsetCommit*/OffsetFetch*/OffsetDelete* .json specs.
 //
@@ -11,7 +11,11 @@
 // replaces the top-level GroupId/Topics) and v9 adds the KIP-848 member id and
 // epoch; a null topic list asks for every committed partition; an offset of -1
 // means nothing is committed. Kafka 4.x dropped OffsetCommit v0-v1 and
-// OffsetFetch v0; v10 (topic ids) is unstable in 4.1 and not declared here.
+// OffsetFetch v0. v10 (KIP-848; unstable in 4.1, offered from Kafka 4.2)
+// names topics by id only: the topic name is gone from requests and answers
+// (an unknown id is UNKNOWN_TOPIC_ID). Callers that send names stay at v9:
+// `default_max_version` is what Connection::version_for picks.
+
 #pragma once
 
 #include <cstdint>
@@ -25,7 +29,8 @@ namespace kwire::protocol {
 
 struct OffsetCommitRequest {
   static constexpr ApiKey api_key = ApiKey::offset_commit;
-  static constexpr std::int16_t min_version = 0, max_version = 9, flexible_since = 8;
+  static constexpr std::int16_t min_version = 0, max_version = 10, flexible_since = 8;
+  static constexpr std::int16_t default_max_version = 9;  // v10 needs topic ids
 
   struct OffsetCommitRequestPartition {
     std::int32_t partition_index = 0;
@@ -46,12 +51,14 @@ struct OffsetCommitRequest {
   };
 
   struct OffsetCommitRequestTopic {
-    std::string name;
+    std::string name;  // v0-v9
     std::vector<OffsetCommitRequestPartition> partitions;
     TaggedFields unknown_tagged_fields;
+    Uuid topic_id = {};  // v10+, in place of the name on the wire (last here, so {name, partitions, tags} stays)
     template <class V>
     void fields(V& v) {
-      v(name);
+      v.until(9, name);
+      v.since(10, topic_id);
       v(partitions);
     }
     friend bool operator==(const OffsetCommitRequestTopic&, const OffsetCommitRequestTopic&) = default;
@@ -79,7 +86,8 @@ struct OffsetCommitRequest {
 
 struct OffsetCommitResponse {
   static constexpr ApiKey api_key = ApiKey::offset_commit;
-  static constexpr std::int16_t min_version = 0, max_version = 9, flexible_since = 8;
+  static constexpr std::int16_t min_version = 0, max_version = 10, flexible_since = 8;
+  static constexpr std::int16_t default_max_version = 9;  // v10 needs topic ids
 
   struct OffsetCommitResponsePartition {
     std::int32_t partition_index = 0;
@@ -94,12 +102,14 @@ struct OffsetCommitResponse {
   };
 
   struct OffsetCommitResponseTopic {
-    std::string name;
+    std::string name;  // v0-v9
     std::vector<OffsetCommitResponsePartition> partitions;
     TaggedFields unknown_tagged_fields;
+    Uuid topic_id = {};  // v10+, in place of the name on the wire (last here, so {name, partitions, tags} stays)
     template <class V>
     void fields(V& v) {
-      v(name);
+      v.until(9, name);
+      v.since(10, topic_id);
       v(partitions);
     }
     friend bool operator==(const OffsetCommitResponseTopic&, const OffsetCommitResponseTopic&) = default;
@@ -119,15 +129,18 @@ struct OffsetCommitResponse {
 
 struct OffsetFetchRequest {
   static constexpr ApiKey api_key = ApiKey::offset_fetch;
-  static constexpr std::int16_t min_version = 0, max_version = 9, flexible_since = 6;
+  static constexpr std::int16_t min_version = 0, max_version = 10, flexible_since = 6;
+  static constexpr std::int16_t default_max_version = 9;  // v10 needs topic ids
 
   struct OffsetFetchRequestTopic {
-    std::string name;
+    std::string name;  // v0-v9
     std::vector<std::int32_t> partition_indexes;
     TaggedFields unknown_tagged_fields;
+    Uuid topic_id = {};  // v10+, in place of the name on the wire (last here, so {name, partitions, tags} stays)
     template <class V>
     void fields(V& v) {
-      v(name);
+      v.until(9, name);
+      v.since(10, topic_id);
       v(partition_indexes);
     }
     friend bool operator==(const OffsetFetchRequestTopic&, const OffsetFetchRequestTopic&) = default;
@@ -167,7 +180,8 @@ struct OffsetFetchRequest {
 
 struct OffsetFetchResponse {
   static constexpr ApiKey api_key = ApiKey::offset_fetch;
-  static constexpr std::int16_t min_version = 0, max_version = 9, flexible_since = 6;
+  static constexpr std::int16_t min_version = 0, max_version = 10, flexible_since = 6;
+  static constexpr std::int16_t default_max_version = 9;  // v10 needs topic ids
 
   // One partition, in both the v0-v7 and the v8+ layout.
   struct OffsetFetchResponsePartition {
@@ -189,12 +203,14 @@ struct OffsetFetchResponse {
   };
 
   struct OffsetFetchResponseTopic {
-    std::string name;
+    std::string name;  // v0-v9
     std::vector<OffsetFetchResponsePartition> partitions;
     TaggedFields unknown_tagged_fields;
+    Uuid topic_id = {};  // v10+, in place of the name on the wire (last here, so {name, partitions, tags} stays)
     template <class V>
     void fields(V& v) {
-      v(name);
+      v.until(9, name);
+      v.since(10, topic_id);
       v(partitions);
     }
     friend bool operator==(const OffsetFetchResponseTopic&, const OffsetFetchResponseTopic&) = default;

@@ -1,0 +1,163 @@
+// Cluster and configuration administration, as Kafka's Admin client and its
+// kafka-configs / kafka-consumer-groups --delete tools do it: describe the
+// cluster, describe and incrementally alter configurations, list the
+// resources that have configurations, and delete groups.
+//
+// Requests: DescribeCluster (any broker; Kafka 2.8+), DescribeConfigs and
+// IncrementalAlterConfigs (a broker resource goes to that broker, every other
+// resource to any broker, as the Java Admin does), ListConfigResources (any
+// broker; v1, KIP-1142, Kafka 4.1+ lists every type, v0 only client metrics
+// subscriptions), DeleteGroups (each group's coordinator, found with the
+// client's one coordinator lookup; moves and loads are retried with the
+// client's back-off, KIP-580, until default.api.timeout.ms).
+//
+// Errors: a resource or group that failed is reported in its result (error
+// code and message; the call does not throw for it). UnsupportedVersionError
+// when the broker does not offer the API (ListConfigResources before 3.7,
+// DescribeCluster before 2.8); KafkaError for a top-level error code;
+// TimeoutError, ConnectionError as for every request.
+//
+// Uses the KafkaClient it is given (not thread-safe, like it). Free of Boost.Asio.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kwire/client/types.hpp"
+
+namespace kwire::client {
+
+class KafkaClient;
+class Coordinators;
+
+struct ClusterBroker {
+  std::int32_t node_id = -1;
+  std::string host;
+  std::int32_t port = 0;
+  std::optional<std::string> rack;
+  bool fenced = false;  // only when fenced brokers were asked for (DescribeCluster v2, Kafka 4.0+)
+};
+
+struct ClusterDescription {
+  std::string cluster_id;
+  std::int32_t controller_id = -1;     // -1: none known
+  std::vector<ClusterBroker> brokers;  // sorted by node id
+};
+
+/// ConfigResource.Type values (Kafka's ConfigResource.Type).
+enum class ConfigResourceKind : std::int8_t {
+  topic = 2,
+  broker = 4,
+  broker_logger = 8,
+  client_metrics = 16,
+  group = 32,
+};
+
+/// "topic", "broker", "broker-logger", "client-metrics", "group" (the names
+/// kafka-configs --entity-type takes), or nullopt.
+std::optional<ConfigResourceKind> parse_config_resource_kind(const std::string& name);
+std::string config_resource_kind_name(std::int8_t kind);
+
+struct ConfigResourceRef {
+  ConfigResourceKind kind = ConfigResourceKind::topic;
+  std::string name;  // topic or group name, broker node id ("" = cluster-wide default)
+};
+
+struct ConfigEntry {
+  std::string name;
+  std::optional<std::string> value;  // null when sensitive or unset
+  std::string source;                // Kafka's ConfigSource name: DYNAMIC_TOPIC_CONFIG, DEFAULT_CONFIG, ...
+  bool read_only = false;
+  bool sensitive = false;
+  bool is_default = false;  // source is DEFAULT_CONFIG (or IsDefault before v1)
+};
+
+struct ConfigDescription {
+  ConfigResourceRef resource;
+  std::int16_t error_code = 0;
+  std::string error_message;
+  std::vector<ConfigEntry> entries;  // in the broker's order
+};
+
+/// One change of IncrementalAlterConfigs.
+struct ConfigChange {
+  enum class Op : std::int8_t { set = 0, remove = 1, append = 2, subtract = 3 };
+  std::string name;
+  Op op = Op::set;
+  std::optional<std::string> value;  // none for remove
+};
+
+struct ResourceResult {
+  ConfigResourceRef resource;
+  std::int16_t error_code = 0;
+  std::string error_message;
+};
+
+struct GroupDeletion {
+  std::string group_id;
+  std::int16_t error_code = 0;  // NON_EMPTY_GROUP, GROUP_ID_NOT_FOUND, ...
+  std::string error_message;    // the broker's (DeleteGroups v3+), else the code's name
+};
+
+struct ShareGroupMember {
+  std::string member_id;
+  std::string client_id;
+  std::string host;
+  std::int32_t member_epoch = 0;
+  std::vector<TopicPartition> assignment;  // sorted
+};
+
+/// A share group (KIP-932): ShareGroupDescribe and DescribeShareGroupOffsets.
+struct ShareGroupDescription {
+  std::string group_id;
+  std::string state;  // "Empty", "Stable", "Dead" (unknown group)
+  std::int32_t group_epoch = 0;
+  std::string assignor;
+  std::vector<ShareGroupMember> members;
+  /// The share-partition start offset of each partition the group has state
+  /// for (below it every record is acknowledged or archived); lag where the
+  /// broker reports it (DescribeShareGroupOffsets v1, Kafka 4.3+), else -1.
+  std::map<TopicPartition, std::int64_t> start_offsets;
+  std::map<TopicPartition, std::int64_t> lag;
+};
+
+class Admin {
+ public:
+  explicit Admin(KafkaClient& client);
+  ~Admin();
+  Admin(const Admin&) = delete;
+  Admin& operator=(const Admin&) = delete;
+
+  /// DescribeCluster at the highest common version.
+  ClusterDescription describe_cluster(bool include_fenced_brokers = false);
+  /// DescribeConfigs; `keys` empty = every key.
+  std::vector<ConfigDescription> describe_configs(const std::vector<ConfigResourceRef>& resources,
+                                                  const std::vector<std::string>& keys = {});
+  /// IncrementalAlterConfigs of one resource (validate_only: checked, not applied).
+  ResourceResult alter_configs(const ConfigResourceRef& resource, const std::vector<ConfigChange>& changes,
+                               bool validate_only = false);
+  /// ListConfigResources; `kinds` empty = every kind (v1); v0 brokers list
+  /// client metrics resources only.
+  std::vector<ConfigResourceRef> list_config_resources(const std::vector<ConfigResourceKind>& kinds = {});
+  /// DeleteGroups, one request per coordinator.
+  std::vector<GroupDeletion> delete_groups(const std::vector<std::string>& groups);
+
+  /// ShareGroupDescribe and DescribeShareGroupOffsets at the group's
+  /// coordinator (share_admin.cpp). Throws KafkaError for a group-level error
+  /// (GROUP_ID_NOT_FOUND for a group that is not a share group),
+  /// UnsupportedVersionError before Kafka 4.1.
+  ShareGroupDescription describe_share_group(const std::string& group);
+  /// AlterShareGroupOffsets: the group's start offset of each partition
+  /// (the group must have no members: else KafkaError NON_EMPTY_GROUP).
+  void alter_share_group_offsets(const std::string& group, const std::map<TopicPartition, std::int64_t>& offsets);
+
+ private:
+  KafkaClient& client_;
+  std::unique_ptr<Coordinators> coordinators_;
+};
+
+}  // namespace kwire::client

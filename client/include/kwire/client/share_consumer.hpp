@@ -1,0 +1,129 @@
+// A share-group consumer (KIP-932, "queues for Kafka"; Kafka 4.2+), with the
+// names of Java's KafkaShareConsumer: subscribe, poll, acknowledge,
+// commit_sync, commit_async, close.
+//
+// Members of one share group read the same partitions together: each fetch
+// acquires records for the broker's lock duration
+// (group.share.record.lock.duration.ms, 30 s by default; acquisition_lock_ms()
+// reports it) and only the member that acquired a record may acknowledge it:
+//   ACCEPT  processed: never delivered again
+//   RELEASE give it back: delivered again at once (to any member), with its
+//           delivery count one higher
+//   REJECT  unprocessable: never delivered again (archived)
+// A record not acknowledged before its lock ends is released by the broker;
+// after group.share.delivery.count.limit deliveries (5 by default) it is
+// archived instead. Each record carries its delivery count (1 the first time).
+//
+// Acknowledgement modes (share.acknowledgement.mode, as Java):
+//   implicit (default) every record a poll returned is accepted by the next
+//            poll, commit_sync, commit_async or close
+//   explicit the application acknowledges each record with acknowledge();
+//            poll throws ShareAcknowledgementModeError while records of the
+//            previous poll are still unacknowledged
+// Acknowledgements travel on the next ShareFetch to the partition's leader
+// (piggy-backed) or, with commit_sync / commit_async / close, on
+// ShareAcknowledge requests of their own.
+//
+// Membership: a background thread sends ShareGroupHeartbeat to the group's
+// coordinator (found with the client's one coordinator lookup) at the
+// interval the coordinator asks, and takes the partitions it assigns; a fenced
+// or unknown member rejoins with epoch 0. Sessions: one share session per
+// broker (epoch 0 opens it, +1 per request; SHARE_SESSION_NOT_FOUND or
+// INVALID_SHARE_SESSION_EPOCH reopen it, and the acknowledgements of the
+// failed request are reported failed: their records come back after the lock).
+//
+// Configuration: the client's properties (bootstrap.servers, security, ...),
+// group.id (required), share.acknowledgement.mode, max.poll.records,
+// fetch.max.wait.ms, fetch.min.bytes, fetch.max.bytes, client.id.
+// Errors: ConfigError for bad settings; GroupAuthorizationError and
+// KafkaError (from the heartbeat, raised by the next poll) for fatal group
+// errors; ShareAcknowledgementModeError for a misuse of acknowledge();
+// per-partition acknowledgement errors (INVALID_RECORD_STATE: the lock had
+// ended or the record was not acquired by this member) are returned by
+// commit_sync and given to the acknowledgement commit callback.
+// Not thread-safe except close() from another thread while poll runs. Free of
+// Boost.Asio.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kwire/client/errors.hpp"
+#include "kwire/client/types.hpp"
+#include "kwire/protocol/bytes.hpp"
+#include "kwire/protocol/record_batch.hpp"
+
+namespace kwire::client {
+
+enum class AcknowledgeType : std::int8_t { accept = 1, release = 2, reject = 3 };
+
+/// One record of a share fetch; owns its bytes.
+struct ShareRecord {
+  std::string topic;
+  std::int32_t partition = 0;
+  std::int64_t offset = 0;
+  std::int64_t timestamp = -1;
+  std::optional<protocol::Bytes> key;    // nullopt: null key
+  std::optional<protocol::Bytes> value;  // nullopt: null value
+  std::vector<protocol::RecordHeader> headers;
+  std::int16_t delivery_count = 1;  // 1 on the first delivery
+};
+
+/// acknowledge() of a record that no poll handed out (or that is already
+/// acknowledged), or a poll in explicit mode while records of the previous
+/// poll are unacknowledged. Java: IllegalStateException.
+class ShareAcknowledgementModeError : public ClientError {
+ public:
+  using ClientError::ClientError;
+};
+
+/// The outcome of acknowledgements, per partition: 0 or the error code the
+/// broker answered (INVALID_RECORD_STATE, ...), -1 when the request was lost.
+using AcknowledgementResults = std::map<TopicPartition, std::int16_t>;
+
+class ShareConsumer {
+ public:
+  explicit ShareConsumer(const std::map<std::string, std::string>& properties);
+  ~ShareConsumer();  // close() if not closed yet
+  ShareConsumer(const ShareConsumer&) = delete;
+  ShareConsumer& operator=(const ShareConsumer&) = delete;
+
+  /// The topics to read (replaces the previous subscription).
+  void subscribe(const std::vector<std::string>& topics);
+  void unsubscribe();
+  /// Acquired records, waiting up to `timeout` for some (at most
+  /// max.poll.records). In implicit mode, first accepts the previous poll's.
+  std::vector<ShareRecord> poll(std::chrono::milliseconds timeout);
+  /// Marks a record of the last poll; sent with the next poll or commit.
+  void acknowledge(const ShareRecord& record, AcknowledgeType type = AcknowledgeType::accept);
+  /// Sends the acknowledgements not yet sent (ShareAcknowledge) and waits for
+  /// the answers, up to `timeout`.
+  AcknowledgementResults commit_sync(std::chrono::milliseconds timeout = std::chrono::seconds(30));
+  /// Sends them without waiting; the answers reach the callback from a later
+  /// poll, commit or close.
+  void commit_async();
+  /// Called with the results of every acknowledgement request.
+  void set_acknowledgement_commit_callback(std::function<void(const AcknowledgementResults&)> callback);
+  /// Accepts what implicit mode owes, sends the remaining acknowledgements,
+  /// closes the share sessions and leaves the group.
+  void close(std::chrono::milliseconds timeout = std::chrono::seconds(30));
+
+  /// The lock duration the brokers reported (ms; 0 before the first fetch).
+  std::int32_t acquisition_lock_ms() const noexcept;
+  /// The member id this consumer chose (a random UUID, as Java's).
+  const std::string& member_id() const noexcept;
+  /// The partitions the coordinator currently assigns to this member.
+  std::vector<TopicPartition> assignment() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace kwire::client
