@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "conformance_groups.hpp"
+#include "conformance_txn.hpp"
 #include "kwire/client/connection.hpp"
 #include "kwire/client/kafka_client.hpp"
 #include "kwire/protocol/errors.hpp"
@@ -388,6 +389,12 @@ std::vector<ConformanceRow> run_conformance(const std::map<std::string, std::str
   groups.prefix = c.scratch_prefix;
   groups.kafka4 = removed_old_produce;
   run_group_conformance(groups, [&](ConformanceRow row, const std::function<std::string(std::int16_t)>& check) {
+    run_api(std::move(row), check);
+  });
+  TxnChecks txn;
+  txn.client = &client;
+  txn.prefix = c.scratch_prefix;
+  run_txn_conformance(txn, [&](ConformanceRow row, const std::function<std::string(std::int16_t)>& check) {
     run_api(std::move(row), check);
   });
   try {
