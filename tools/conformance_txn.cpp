@@ -181,7 +181,8 @@ struct Checker {
     auto r = call_settled<EndTxnResponse>(txn_coordinator(p.id), req, v, err,
                                           [](const EndTxnResponse& x) { return x.error_code; });
     if (!err.empty()) return err;
-    if (r.error_code) return fmt::format("EndTxn ({}) returned {}", commit ? "commit" : "abort", error_name(r.error_code));
+    if (r.error_code)
+      return fmt::format("EndTxn ({}) returned {}", commit ? "commit" : "abort", error_name(r.error_code));
     if (out) *out = r;
     return {};
   }
@@ -281,7 +282,8 @@ struct Checker {
     Connection& gc = coordinator(0, group);
     std::string err;
     auto r = call_settled<TxnOffsetCommitResponse>(gc, req, v, err, [](const TxnOffsetCommitResponse& x) {
-      return x.topics.empty() || x.topics[0].partitions.empty() ? std::int16_t{0} : x.topics[0].partitions[0].error_code;
+      return x.topics.empty() || x.topics[0].partitions.empty() ? std::int16_t{0}
+                                                                : x.topics[0].partitions[0].error_code;
     });
     if (!err.empty()) return err;
     if (r.topics.size() != 1 || r.topics[0].partitions.size() != 1) return "wrong shape";
@@ -327,8 +329,9 @@ struct Checker {
     if (!tv2) return "transaction.version is not 2: EndTxn v5 is refused";
     // Transactions v2: Produce v12+ adds the partition itself; the end bumps the epoch.
     if (auto e = init(p, coord.version_for<InitProducerIdRequest>()); !e.empty()) return "setup: " + e;
-    if (auto e = produce(p, std::min<std::int16_t>(
-                                t.client->leader_for(client::TopicPartition{topic, 0}).version_for<ProduceRequest>(), 12));
+    if (auto e =
+            produce(p, std::min<std::int16_t>(
+                           t.client->leader_for(client::TopicPartition{topic, 0}).version_for<ProduceRequest>(), 12));
         !e.empty())
       return "Produce v12 without AddPartitionsToTxn: " + e;
     EndTxnResponse r;
@@ -386,8 +389,7 @@ struct Checker {
       if (r.error_code) res = fmt::format("returned {}", error_name(r.error_code));
       else if (r.unknown_state_filters != std::vector<std::string>{"NoSuchState"})
         res = "the unknown state filter was not reported";
-      else if (!found && res.empty())
-        res = fmt::format("the open transaction {} is not listed as Ongoing", p.id);
+      else if (!found && res.empty()) res = fmt::format("the open transaction {} is not listed as Ongoing", p.id);
     }
     if (auto e = abort_classic(p); !e.empty() && res.empty()) res = "cleanup: " + e;
     return res;

@@ -258,9 +258,9 @@ TEST(TransactionMessages, DeclaredVersionRanges) {
 TEST(TransactionMessages, RoundTripEveryVersion) {
   EXPECT_EQ(every_version<InitProducerIdRequest>(init_request, request_round_trip<InitProducerIdRequest>), 6);
   EXPECT_EQ(every_version<InitProducerIdResponse>(init_response, response_round_trip<InitProducerIdResponse>), 6);
-  EXPECT_EQ(every_version<AddPartitionsToTxnRequest>(add_partitions_request,
-                                                     request_round_trip<AddPartitionsToTxnRequest>),
-            6);
+  EXPECT_EQ(
+      every_version<AddPartitionsToTxnRequest>(add_partitions_request, request_round_trip<AddPartitionsToTxnRequest>),
+      6);
   EXPECT_EQ(every_version<AddPartitionsToTxnResponse>(add_partitions_response,
                                                       response_round_trip<AddPartitionsToTxnResponse>),
             6);
@@ -269,15 +269,14 @@ TEST(TransactionMessages, RoundTripEveryVersion) {
             5);
   EXPECT_EQ(every_version<EndTxnRequest>(end_txn_request, request_round_trip<EndTxnRequest>), 6);
   EXPECT_EQ(every_version<EndTxnResponse>(end_txn_response, response_round_trip<EndTxnResponse>), 6);
-  EXPECT_EQ(every_version<TxnOffsetCommitRequest>(txn_offset_commit_request,
-                                                  request_round_trip<TxnOffsetCommitRequest>),
-            6);
-  EXPECT_EQ(every_version<TxnOffsetCommitResponse>(txn_offset_commit_response,
-                                                   response_round_trip<TxnOffsetCommitResponse>),
-            6);
-  EXPECT_EQ(every_version<DescribeProducersRequest>(describe_producers_request,
-                                                    request_round_trip<DescribeProducersRequest>),
-            1);
+  EXPECT_EQ(
+      every_version<TxnOffsetCommitRequest>(txn_offset_commit_request, request_round_trip<TxnOffsetCommitRequest>), 6);
+  EXPECT_EQ(
+      every_version<TxnOffsetCommitResponse>(txn_offset_commit_response, response_round_trip<TxnOffsetCommitResponse>),
+      6);
+  EXPECT_EQ(
+      every_version<DescribeProducersRequest>(describe_producers_request, request_round_trip<DescribeProducersRequest>),
+      1);
   EXPECT_EQ(every_version<DescribeProducersResponse>(describe_producers_response,
                                                      response_round_trip<DescribeProducersResponse>),
             1);
@@ -287,9 +286,9 @@ TEST(TransactionMessages, RoundTripEveryVersion) {
   EXPECT_EQ(every_version<DescribeTransactionsResponse>(describe_transactions_response,
                                                         response_round_trip<DescribeTransactionsResponse>),
             1);
-  EXPECT_EQ(every_version<ListTransactionsRequest>(list_transactions_request,
-                                                   request_round_trip<ListTransactionsRequest>),
-            3);
+  EXPECT_EQ(
+      every_version<ListTransactionsRequest>(list_transactions_request, request_round_trip<ListTransactionsRequest>),
+      3);
   EXPECT_EQ(every_version<ListTransactionsResponse>(list_transactions_response,
                                                     response_round_trip<ListTransactionsResponse>),
             3);
@@ -300,18 +299,18 @@ TEST(TransactionMessages, InitProducerIdV0AndV3Bytes) {
   m.transactional_id = std::nullopt;  // idempotent producer
   m.transaction_timeout_ms = 1000;
   EXPECT_EQ(encode(m, 0), bytes_of({
-                              0xff, 0xff,           // transactional id: null
+                              0xff, 0xff,        // transactional id: null
                               0, 0, 0x03, 0xe8,  // timeout
                           }));
   m.transactional_id = std::string("t");
   m.producer_id = 5;
   m.producer_epoch = 2;
   EXPECT_EQ(encode(m, 3), bytes_of({
-                              2, 't',                    // compact nullable string
-                              0, 0, 0x03, 0xe8,          // timeout
-                              0, 0, 0, 0, 0, 0, 0, 5,    // producer id (v3+)
-                              0, 2,                      // producer epoch (v3+)
-                              0,                         // tag block
+                              2, 't',                  // compact nullable string
+                              0, 0, 0x03, 0xe8,        // timeout
+                              0, 0, 0, 0, 0, 0, 0, 5,  // producer id (v3+)
+                              0, 2,                    // producer epoch (v3+)
+                              0,                       // tag block
                           }));
 }
 
@@ -323,35 +322,35 @@ TEST(TransactionMessages, AddPartitionsToTxnClientAndBrokerShapes) {
   m.v3_and_below_producer_epoch = 0;
   m.v3_and_below_topics = {{"x", {2}, {}}};
   EXPECT_EQ(encode(m, 3), bytes_of({
-                              2, 't',                  // transactional id
-                              0, 0, 0, 0, 0, 0, 0, 1,  // producer id
-                              0, 0,                    // epoch
-                              2, 2, 'x',               // one topic "x"
-                              2, 0, 0, 0, 2,           // partitions [2]
-                              0,                       // topic tags
-                              0,                       // tags
+                              2, 't',                      // transactional id
+                              0, 0,   0,   0, 0, 0, 0, 1,  // producer id
+                              0, 0,                        // epoch
+                              2, 2,   'x',                 // one topic "x"
+                              2, 0,   0,   0, 2,           // partitions [2]
+                              0,                           // topic tags
+                              0,                           // tags
                           }));
   // v4: the same transaction inside the Transactions array, the v3 fields gone.
   AddPartitionsToTxnRequest n;
   n.transactions = {{"t", 1, 0, false, {{"x", {2}, {}}}, {}}};
   EXPECT_EQ(encode(n, 4), bytes_of({
-                              2,                       // one transaction
-                              2, 't', 0, 0, 0, 0, 0, 0, 0, 1, 0, 0,
-                              0,                       // verify only: false
-                              2, 2, 'x', 2, 0, 0, 0, 2, 0,
-                              0,                       // transaction tags
-                              0,                       // tags
+                              2,  // one transaction
+                              2, 't', 0,   0, 0, 0, 0, 0, 0, 1, 0, 0,
+                              0,  // verify only: false
+                              2, 2,   'x', 2, 0, 0, 0, 2, 0,
+                              0,  // transaction tags
+                              0,  // tags
                           }));
 }
 
 TEST(TransactionMessages, EndTxnV5AnswersTheNextEpoch) {
   // A Kafka 4 coordinator's EndTxn v5 answer: error 0, producer 12 epoch 4.
   Bytes body = bytes_of({
-      0, 0, 0, 0,              // throttle
-      0, 0,                    // error
+      0, 0, 0, 0,               // throttle
+      0, 0,                     // error
       0, 0, 0, 0, 0, 0, 0, 12,  // producer id
-      0, 4,                    // producer epoch
-      0,                       // tags
+      0, 4,                     // producer epoch
+      0,                        // tags
   });
   Reader r{ByteSpan(body)};
   EndTxnResponse m;

@@ -182,9 +182,9 @@ struct ListTransactionsRequest {
   static constexpr ApiKey api_key = ApiKey::list_transactions;
   static constexpr std::int16_t min_version = 0, max_version = 2, flexible_since = 0;
 
-  std::vector<std::string> state_filters;         // empty: every state
-  std::vector<std::int64_t> producer_id_filters;  // empty: every producer
-  std::int64_t duration_filter = -1;              // v1+: running at least this long (ms); -1: any
+  std::vector<std::string> state_filters;               // empty: every state
+  std::vector<std::int64_t> producer_id_filters;        // empty: every producer
+  std::int64_t duration_filter = -1;                    // v1+: running at least this long (ms); -1: any
   std::optional<std::string> transactional_id_pattern;  // v2+: a regular expression; null: any
   TaggedFields unknown_tagged_fields;
 

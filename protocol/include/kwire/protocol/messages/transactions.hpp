@@ -39,7 +39,7 @@ struct InitProducerIdRequest {
 
   std::optional<std::string> transactional_id;  // null: an idempotent producer
   std::int32_t transaction_timeout_ms = 0;
-  std::int64_t producer_id = -1;    // v3+: the current id when bumping the epoch (KIP-360)
+  std::int64_t producer_id = -1;     // v3+: the current id when bumping the epoch (KIP-360)
   std::int16_t producer_epoch = -1;  // v3+
   TaggedFields unknown_tagged_fields;
 
@@ -165,8 +165,8 @@ struct AddPartitionsToTxnResponse {
   };
 
   std::int32_t throttle_time_ms = 0;
-  std::int16_t error_code = 0;                           // v4+
-  std::vector<Result> results_by_transaction;            // v4+
+  std::int16_t error_code = 0;                             // v4+
+  std::vector<Result> results_by_transaction;              // v4+
   std::vector<TopicResult> results_by_topic_v3_and_below;  // v0-3
   TaggedFields unknown_tagged_fields;
 
@@ -242,7 +242,7 @@ struct EndTxnResponse {
 
   std::int32_t throttle_time_ms = 0;
   std::int16_t error_code = 0;
-  std::int64_t producer_id = -1;    // v5+: the id for the next transaction
+  std::int64_t producer_id = -1;     // v5+: the id for the next transaction
   std::int16_t producer_epoch = -1;  // v5+: the epoch for the next transaction
   TaggedFields unknown_tagged_fields;
 
@@ -291,9 +291,9 @@ struct TxnOffsetCommitRequest {
   std::string group_id;
   std::int64_t producer_id = -1;
   std::int16_t producer_epoch = -1;
-  std::int32_t generation_id = -1;                // v3+
-  std::string member_id;                          // v3+
-  std::optional<std::string> group_instance_id;   // v3+, nullable
+  std::int32_t generation_id = -1;               // v3+
+  std::string member_id;                         // v3+
+  std::optional<std::string> group_instance_id;  // v3+, nullable
   std::vector<Topic> topics;
   TaggedFields unknown_tagged_fields;
 
