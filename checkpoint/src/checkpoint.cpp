@@ -19,6 +19,7 @@
 
 #include "file_io.hpp"
 #include "kwire/checkpoint/json_escape.hpp"
+#include "kwire/checkpoint/log_files.hpp"
 #include "kwire/protocol/bytes.hpp"
 
 namespace kwire::checkpoint {
@@ -31,8 +32,6 @@ using detail::write_temp;
 namespace {
 
 constexpr std::string_view kOffsetsExample = R"(Expected e.g. {"topicA":{"0":23,"1":-1},"topicB":{"0":-2}}, got )";
-constexpr std::string_view kLogVersion = "v1";
-constexpr std::string_view kCommitBody = R"({"nextBatchWatermarkMs":0})";
 
 [[noreturn]] void malformed_offsets(std::string_view input) {
   std::string msg(kOffsetsExample);
@@ -51,19 +50,6 @@ std::optional<std::int32_t> parse_partition_key(std::string_view key) {
   std::int32_t value = 0;
   auto [ptr, ec] = std::from_chars(key.data(), key.data() + key.size(), value);
   if (ec != std::errc() || ptr != key.data() + key.size()) return std::nullopt;
-  return value;
-}
-
-// Canonical non-negative decimal batch id ("0", "17"; not "007", "+1", ".1.tmp").
-std::optional<std::int64_t> parse_batch_name(std::string_view name) {
-  if (name.empty() || name.size() > 18) return std::nullopt;
-  for (char c : name) {
-    if (c < '0' || c > '9') return std::nullopt;
-  }
-  if (name.size() > 1 && name.front() == '0') return std::nullopt;
-  std::int64_t value = 0;
-  auto [ptr, ec] = std::from_chars(name.data(), name.data() + name.size(), value);
-  if (ec != std::errc() || ptr != name.data() + name.size()) return std::nullopt;
   return value;
 }
 
@@ -127,121 +113,6 @@ bool create_file_once(const fs::path& path, std::string_view content) {
   }
   ::unlink(tmp.c_str());
   io_error("Cannot create", path, err);
-}
-
-std::vector<std::string_view> split_lines(std::string_view s) {
-  std::vector<std::string_view> lines;
-  std::size_t pos = 0;
-  while (pos <= s.size()) {
-    std::size_t nl = s.find('\n', pos);
-    if (nl == std::string_view::npos) {
-      lines.push_back(s.substr(pos));
-      break;
-    }
-    lines.push_back(s.substr(pos, nl - pos));
-    pos = nl + 1;
-  }
-  while (!lines.empty() && lines.back().empty()) lines.pop_back();
-  return lines;
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && static_cast<unsigned char>(s.front()) <= ' ') s.remove_prefix(1);
-  while (!s.empty() && static_cast<unsigned char>(s.back()) <= ' ') s.remove_suffix(1);
-  return s;
-}
-
-// The query id in a checkpoint's `metadata` file: {"id":"<uuid>"}.
-std::string query_id_from(const fs::path& meta, std::string_view content) {
-  simdjson::dom::parser parser;
-  simdjson::dom::element doc;
-  std::string_view id;
-  const std::string_view text = trim(content);
-  if (parser.parse(text.data(), text.size()).get(doc) || doc["id"].get_string().get(id) || id.empty()) {
-    corrupt(meta, "expected {\"id\":\"<uuid>\"}");
-  }
-  return std::string(id);
-}
-
-void check_version(const fs::path& path, std::string_view line) {
-  if (trim(line) != kLogVersion) {
-    corrupt(path, fmt::format("unsupported log version line '{}' (expected '{}')", line, kLogVersion));
-  }
-}
-
-PartitionOffsets parse_offsets_in(const fs::path& path, std::string_view json) {
-  PartitionOffsets out;
-  try {
-    out = offsets_from_json(trim(json));
-  } catch (const CheckpointError& e) {
-    corrupt(path, e.what());
-  }
-  // Spark only knows -2 (earliest) and -1 (latest) as negative offsets.
-  for (const auto& [topic, parts] : out) {
-    for (const auto& [partition, offset] : parts) {
-      if (offset < -2) corrupt(path, fmt::format("invalid offset {} for {}-{}", offset, topic, partition));
-    }
-  }
-  return out;
-}
-
-struct OffsetsFile {
-  std::int64_t batch_timestamp_ms = 0;
-  PartitionOffsets offsets;
-};
-
-OffsetsFile parse_offsets_file(const fs::path& path, std::string_view content) {
-  const auto lines = split_lines(content);
-  if (lines.empty()) corrupt(path, "empty file");
-  check_version(path, lines[0]);
-  if (lines.size() < 3) corrupt(path, "expected a metadata line and one source offsets line");
-  if (lines.size() > 3) {
-    corrupt(path, fmt::format("expected offsets for exactly one source, found {}", lines.size() - 2));
-  }
-  OffsetsFile out;
-  {
-    simdjson::dom::parser parser;
-    simdjson::dom::element doc;
-    simdjson::dom::object obj;
-    const std::string_view meta = trim(lines[1]);
-    if (parser.parse(meta.data(), meta.size()).get(doc) || doc.get_object().get(obj)) {
-      corrupt(path, fmt::format("malformed batch metadata '{}'", meta));
-    }
-    simdjson::dom::element ts;
-    if (!obj.at_key("batchTimestampMs").get(ts)) {
-      std::int64_t v = 0;
-      if (ts.get_int64().get(v)) corrupt(path, "batchTimestampMs is not an integer");
-      out.batch_timestamp_ms = v;
-    }
-  }
-  if (trim(lines[2]) == "-") corrupt(path, "no offsets recorded for the source");
-  out.offsets = parse_offsets_in(path, lines[2]);
-  return out;
-}
-
-std::string offsets_file_content(const PartitionOffsets& end, std::int64_t ts) {
-  std::string conf = "{";
-  for (const auto& [key, value] : spark_offset_log_conf()) {
-    if (conf.size() > 1) conf.push_back(',');
-    append_json_string(conf, key);
-    conf.push_back(':');
-    append_json_string(conf, value);
-  }
-  conf.push_back('}');
-  return fmt::format("{}\n{{\"batchWatermarkMs\":0,\"batchTimestampMs\":{},\"conf\":{}}}\n{}", kLogVersion, ts, conf,
-                     offsets_to_json(end));
-}
-
-PartitionOffsets parse_initial_offsets(const fs::path& path, std::string_view content) {
-  if (!content.empty() && content.front() == '\0') content.remove_prefix(1);
-  if (content.empty()) corrupt(path, "empty file");
-  if (content.front() == 'v') {
-    const std::size_t nl = content.find('\n');
-    if (nl == std::string_view::npos) corrupt(path, "missing newline after the version");
-    check_version(path, content.substr(0, nl));
-    return parse_offsets_in(path, content.substr(nl + 1));
-  }
-  return parse_offsets_in(path, content);
 }
 
 std::optional<std::int64_t> latest_batch_in(const fs::path& dir) {
@@ -369,7 +240,10 @@ int lock_checkpoint(const fs::path& root) {
     std::string owner;
     std::array<char, 32> buf{};
     const ssize_t n = ::pread(fd, buf.data(), buf.size() - 1, 0);
-    if (n > 0) owner = std::string(trim(std::string_view(buf.data(), static_cast<std::size_t>(n))));
+    if (n > 0) {
+      owner.assign(buf.data(), static_cast<std::size_t>(n));
+      while (!owner.empty() && static_cast<unsigned char>(owner.back()) <= ' ') owner.pop_back();
+    }
     ::close(fd);
     throw CheckpointError(fmt::format("checkpoint {} is in use by another running query (pid {})", root.string(),
                                       owner.empty() ? std::string("unknown") : owner));
@@ -394,7 +268,7 @@ Checkpoint::Checkpoint(fs::path root, int min_batches_to_retain, Access access)
   if (access_ == Access::read_only) {
     const fs::path meta = root_ / "metadata";
     if (const auto content = read_file(meta)) {
-      id_ = query_id_from(meta, *content);
+      id_ = parse_metadata(meta.string(), *content);
     }
     return;
   }
@@ -440,11 +314,11 @@ void Checkpoint::open_layout() {
   const fs::path meta = root_ / "metadata";
   auto content = read_file(meta);
   if (!content) {
-    create_file_once(meta, fmt::format("{{\"id\":\"{}\"}}", protocol::Uuid::random().to_string()));
+    create_file_once(meta, metadata_content(protocol::Uuid::random().to_string()));
     content = read_file(meta);
     if (!content) corrupt(meta, "disappeared after creation");
   }
-  id_ = query_id_from(meta, *content);
+  id_ = parse_metadata(meta.string(), *content);
 }
 
 fs::path Checkpoint::offsets_path(std::int64_t batch) const { return root_ / "offsets" / std::to_string(batch); }
@@ -455,18 +329,13 @@ std::optional<PartitionOffsets> Checkpoint::initial_offsets() const {
   const fs::path path = initial_offsets_path();
   const auto content = read_file(path);
   if (!content) return std::nullopt;
-  return parse_initial_offsets(path, *content);
+  return parse_initial_offsets(path.string(), *content);
 }
 
 void Checkpoint::write_initial_offsets(const PartitionOffsets& offsets) {
   check_writable();
   const fs::path path = initial_offsets_path();
-  std::string content;
-  content.push_back('\0');
-  content += kLogVersion;
-  content.push_back('\n');
-  content += offsets_to_json(offsets);
-  if (create_file_once(path, content)) return;
+  if (create_file_once(path, initial_offsets_content(offsets))) return;
   const auto existing = initial_offsets();
   if (!existing || *existing != offsets) {
     throw CheckpointError(fmt::format("Initial offsets {} already exist with different offsets: stored {}, new {}",
@@ -484,7 +353,7 @@ PartitionOffsets Checkpoint::read_offsets(std::int64_t batch) const {
   const fs::path path = offsets_path(batch);
   const auto content = read_file(path);
   if (!content) throw CheckpointError(fmt::format("Missing checkpoint file {}", path.string()));
-  return parse_offsets_file(path, *content).offsets;
+  return parse_offsets_log(path.string(), *content).offsets;
 }
 
 std::int64_t Checkpoint::read_offsets_timestamp(std::int64_t batch) const {
@@ -492,14 +361,14 @@ std::int64_t Checkpoint::read_offsets_timestamp(std::int64_t batch) const {
   const fs::path path = offsets_path(batch);
   const auto content = read_file(path);
   if (!content) throw CheckpointError(fmt::format("Missing checkpoint file {}", path.string()));
-  return parse_offsets_file(path, *content).batch_timestamp_ms;
+  return parse_offsets_log(path.string(), *content).batch_timestamp_ms;
 }
 
 void Checkpoint::write_offsets(std::int64_t batch, const PartitionOffsets& end, std::int64_t batch_timestamp_ms) {
   check_writable();
   check_batch_id(batch);
   const fs::path path = offsets_path(batch);
-  if (!create_file_once(path, offsets_file_content(end, batch_timestamp_ms))) {
+  if (!create_file_once(path, offsets_log_content(end, batch_timestamp_ms))) {
     const auto existing = read_offsets(batch);
     if (existing != end) {
       throw CheckpointError(fmt::format("Checkpoint file {} already exists with different offsets: stored {}, new {}",
@@ -515,28 +384,14 @@ bool Checkpoint::has_commit(std::int64_t batch) const {
   const fs::path path = commit_path(batch);
   const auto content = read_file(path);
   if (!content) return false;
-  const auto lines = split_lines(*content);
-  if (lines.empty()) corrupt(path, "empty file");
-  check_version(path, lines[0]);
-  if (lines.size() > 1) {
-    simdjson::dom::parser parser;
-    simdjson::dom::element doc;
-    simdjson::dom::object obj;
-    const std::string_view meta = trim(lines[1]);
-    if (parser.parse(meta.data(), meta.size()).get(doc) || doc.get_object().get(obj)) {
-      corrupt(path, fmt::format("malformed commit metadata '{}'", meta));
-    }
-  }
+  parse_commit_log(path.string(), *content);
   return true;
 }
 
 void Checkpoint::write_commit(std::int64_t batch) {
   check_writable();
   check_batch_id(batch);
-  std::string content(kLogVersion);
-  content.push_back('\n');
-  content += kCommitBody;
-  create_file_once(commit_path(batch), content);
+  create_file_once(commit_path(batch), commit_log_content());
   purge(batch);
 }
 

@@ -3,11 +3,10 @@
 #include "kwire/client/group_admin.hpp"
 
 #include <algorithm>
-#include <thread>
 
 #include <fmt/format.h>
 
-#include "backoff.hpp"
+#include "coordinators.hpp"
 #include "group_coordinator.hpp"
 #include "kwire/client/connection.hpp"
 #include "kwire/client/kafka_client.hpp"
@@ -22,45 +21,27 @@ namespace {
 
 bool is(std::int16_t code, ErrorCode e) { return code == static_cast<std::int16_t>(e); }
 
-Deadline api_deadline(const KafkaClient& client) {
-  return Clock::now() + std::chrono::milliseconds(client.config().default_api_timeout_ms);
-}
-
-// Runs `attempt` against the group's coordinator until it returns true,
-// retrying coordinator moves and loads (ConnectionError included) until the
-// deadline; `attempt` returns false with `code` set for a retriable code.
+// Runs `attempt` on the group's coordinator until default.api.timeout.ms
+// (coordinators.hpp: the lookup, the "coordinator moved" rule and the
+// back-off); `attempt` replies with a code for each answer.
 template <class F>
-void with_coordinator(KafkaClient& client, const std::string& group, const char* api, F&& attempt) {
-  const auto deadline = api_deadline(client);
-  for (int n = 0;; ++n) {
-    std::int16_t code = -1;
-    try {
-      Connection& any = client.any_connection();
-      const std::int16_t v = any.version_for<FindCoordinatorRequest>();
-      FindCoordinatorRequest req;
-      req.key = group;
-      req.key_type = FindCoordinatorRequest::kKeyTypeGroup;
-      req.coordinator_keys = {group};
-      auto r = any.receive<FindCoordinatorResponse>(any.send(req, v), v, client.default_deadline()).body;
-      code = r.error_code;
-      std::int32_t node = r.node_id;
-      if (v >= 4) {
-        if (r.coordinators.size() != 1) throw MalformedResponseError("FindCoordinator answered no coordinator");
-        code = r.coordinators[0].error_code;
-        node = r.coordinators[0].node_id;
-      }
-      if (code == 0 && attempt(client.broker(node), code)) return;
-      if (code != 0 && !coordinator_retriable(code)) throw_group_error(group, "FindCoordinator", code);
-    } catch (const ConnectionError&) {
-    }
-    if (Clock::now() >= deadline)
-      throw TimeoutError(fmt::format("{} for group {} did not succeed in time (last error {})", api, group,
-                                     code >= 0 ? error_name(code) : std::string_view("a lost connection")));
-    std::this_thread::sleep_until(std::min(deadline, Clock::now() + retry_backoff(client.config(), n)));
-  }
+void with_coordinator(KafkaClient& client, Coordinators& coordinators, const std::string& group, const char* api,
+                      F&& attempt) {
+  RetryLoop loop(client.config(), Clock::now() + std::chrono::milliseconds(client.config().default_api_timeout_ms),
+                 fmt::format("{} for group {}", api, group));
+  call_coordinator(client, coordinators, CoordinatorType::group, group, loop, [&](Connection& c) {
+    const std::int16_t code = attempt(c, loop.request_deadline());
+    if (code == 0) return CoordinatorReply::done();
+    if (!coordinator_retriable(code)) throw_group_error(group, api, code);
+    return CoordinatorReply::retry(code);
+  });
 }
 
 }  // namespace
+
+GroupAdmin::GroupAdmin(KafkaClient& client) : client_(client), coordinators_(std::make_unique<Coordinators>()) {}
+
+GroupAdmin::~GroupAdmin() = default;
 
 std::vector<GroupListing> GroupAdmin::list_groups() {
   auto md = client_.metadata(std::vector<std::string>{});
@@ -81,41 +62,42 @@ std::vector<GroupListing> GroupAdmin::list_groups() {
 GroupDescription GroupAdmin::describe_group(const std::string& group) {
   GroupDescription g;
   g.group_id = group;
-  with_coordinator(client_, group, "DescribeGroups", [&](Connection& c, std::int16_t& code) {
-    DescribeGroupsRequest req;
-    req.groups = {group};
-    const std::int16_t v = c.version_for<DescribeGroupsRequest>();
-    auto d = c.receive<DescribeGroupsResponse>(c.send(req, v), v, client_.default_deadline()).body;
-    if (d.groups.size() != 1) throw MalformedResponseError("DescribeGroups answered no group");
-    auto& dg = d.groups[0];
-    code = dg.error_code;
-    if (coordinator_retriable(code)) return false;
-    g.members.clear();
-    if (is(code, ErrorCode::group_id_not_found)) {
-      g.state = "Dead";
-      return true;
-    }
-    if (code) throw_group_error(group, "DescribeGroups", code);
-    g.state = dg.group_state;
-    g.protocol_type = dg.protocol_type;
-    g.assignor = dg.protocol_data;
-    for (auto& m : dg.members) {
-      GroupMemberDescription mm{m.member_id, m.group_instance_id, m.client_id, m.client_host, {}};
-      if (dg.protocol_type == "consumer" && !m.member_assignment.empty()) {
-        ConsumerProtocolAssignment a;
-        try {
-          decode_consumer_assignment(ByteSpan(m.member_assignment), a);
-        } catch (const ProtocolError&) {
-          a = {};  // an assignment kwire cannot read is shown as none
-        }
-        for (auto& t : a.assigned_partitions)
-          for (auto p : t.partitions) mm.assignment.push_back({t.topic, p});
-        std::sort(mm.assignment.begin(), mm.assignment.end());
-      }
-      g.members.push_back(std::move(mm));
-    }
-    return true;
-  });
+  with_coordinator(client_, *coordinators_, group, "DescribeGroups",
+                   [&](Connection& c, Deadline deadline) -> std::int16_t {
+                     DescribeGroupsRequest req;
+                     req.groups = {group};
+                     const std::int16_t v = c.version_for<DescribeGroupsRequest>();
+                     auto d = c.receive<DescribeGroupsResponse>(c.send(req, v), v, deadline).body;
+                     if (d.groups.size() != 1) throw MalformedResponseError("DescribeGroups answered no group");
+                     auto& dg = d.groups[0];
+                     const std::int16_t code = dg.error_code;
+                     if (coordinator_retriable(code)) return code;
+                     g.members.clear();
+                     if (is(code, ErrorCode::group_id_not_found)) {
+                       g.state = "Dead";
+                       return 0;
+                     }
+                     if (code) throw_group_error(group, "DescribeGroups", code);
+                     g.state = dg.group_state;
+                     g.protocol_type = dg.protocol_type;
+                     g.assignor = dg.protocol_data;
+                     for (auto& m : dg.members) {
+                       GroupMemberDescription mm{m.member_id, m.group_instance_id, m.client_id, m.client_host, {}};
+                       if (dg.protocol_type == "consumer" && !m.member_assignment.empty()) {
+                         ConsumerProtocolAssignment a;
+                         try {
+                           decode_consumer_assignment(ByteSpan(m.member_assignment), a);
+                         } catch (const ProtocolError&) {
+                           a = {};  // an assignment kwire cannot read is shown as none
+                         }
+                         for (auto& t : a.assigned_partitions)
+                           for (auto p : t.partitions) mm.assignment.push_back({t.topic, p});
+                         std::sort(mm.assignment.begin(), mm.assignment.end());
+                       }
+                       g.members.push_back(std::move(mm));
+                     }
+                     return 0;
+                   });
   // A KIP-848 group is unknown to DescribeGroups (GROUP_ID_NOT_FOUND on
   // Kafka 4.x): ask ConsumerGroupDescribe, where the broker has it.
   if (g.state == "Dead") describe_consumer_group(g);
@@ -124,37 +106,38 @@ GroupDescription GroupAdmin::describe_group(const std::string& group) {
 }
 
 void GroupAdmin::describe_consumer_group(GroupDescription& g) {
-  with_coordinator(client_, g.group_id, "ConsumerGroupDescribe", [&](Connection& c, std::int16_t& code) {
-    std::int16_t v = 0;
-    try {
-      v = c.version_for<ConsumerGroupDescribeRequest>();
-    } catch (const UnsupportedVersionError&) {
-      return true;  // a broker without KIP-848: the group is indeed unknown
-    }
-    ConsumerGroupDescribeRequest req;
-    req.group_ids = {g.group_id};
-    auto d = c.receive<ConsumerGroupDescribeResponse>(c.send(req, v), v, client_.default_deadline()).body;
-    if (d.groups.size() != 1) throw MalformedResponseError("ConsumerGroupDescribe answered no group");
-    auto& dg = d.groups[0];
-    code = dg.error_code;
-    if (coordinator_retriable(code)) return false;
-    // Not found, or a broker with the API but without the protocol enabled
-    // (Kafka 3.9 answers UNSUPPORTED_VERSION): the group is indeed unknown.
-    if (is(code, ErrorCode::group_id_not_found) || is(code, ErrorCode::unsupported_version)) return true;
-    if (code) throw_group_error(g.group_id, "ConsumerGroupDescribe", code);
-    g.state = dg.group_state;
-    g.protocol_type = "consumer";
-    g.assignor = dg.assignor_name;
-    g.members.clear();
-    for (auto& m : dg.members) {
-      GroupMemberDescription mm{m.member_id, m.instance_id, m.client_id, m.client_host, {}};
-      for (auto& t : m.assignment.topic_partitions)
-        for (auto p : t.partitions) mm.assignment.push_back({t.topic_name, p});
-      std::sort(mm.assignment.begin(), mm.assignment.end());
-      g.members.push_back(std::move(mm));
-    }
-    return true;
-  });
+  with_coordinator(client_, *coordinators_, g.group_id, "ConsumerGroupDescribe",
+                   [&](Connection& c, Deadline deadline) -> std::int16_t {
+                     std::int16_t v = 0;
+                     try {
+                       v = c.version_for<ConsumerGroupDescribeRequest>();
+                     } catch (const UnsupportedVersionError&) {
+                       return 0;  // a broker without KIP-848: the group is indeed unknown
+                     }
+                     ConsumerGroupDescribeRequest req;
+                     req.group_ids = {g.group_id};
+                     auto d = c.receive<ConsumerGroupDescribeResponse>(c.send(req, v), v, deadline).body;
+                     if (d.groups.size() != 1) throw MalformedResponseError("ConsumerGroupDescribe answered no group");
+                     auto& dg = d.groups[0];
+                     const std::int16_t code = dg.error_code;
+                     if (coordinator_retriable(code)) return code;
+                     // Not found, or a broker with the API but without the protocol enabled
+                     // (Kafka 3.9 answers UNSUPPORTED_VERSION): the group is indeed unknown.
+                     if (is(code, ErrorCode::group_id_not_found) || is(code, ErrorCode::unsupported_version)) return 0;
+                     if (code) throw_group_error(g.group_id, "ConsumerGroupDescribe", code);
+                     g.state = dg.group_state;
+                     g.protocol_type = "consumer";
+                     g.assignor = dg.assignor_name;
+                     g.members.clear();
+                     for (auto& m : dg.members) {
+                       GroupMemberDescription mm{m.member_id, m.instance_id, m.client_id, m.client_host, {}};
+                       for (auto& t : m.assignment.topic_partitions)
+                         for (auto p : t.partitions) mm.assignment.push_back({t.topic_name, p});
+                       std::sort(mm.assignment.begin(), mm.assignment.end());
+                       g.members.push_back(std::move(mm));
+                     }
+                     return 0;
+                   });
 }
 
 std::map<TopicPartition, OffsetAndMetadata> GroupAdmin::committed_offsets(
@@ -170,30 +153,31 @@ std::map<TopicPartition, OffsetAndMetadata> GroupAdmin::committed_offsets(
     }
   }
   std::map<TopicPartition, OffsetAndMetadata> out;
-  with_coordinator(client_, group, "OffsetFetch", [&](Connection& c, std::int16_t& code) {
-    OffsetFetchRequest req;
-    req.group_id = group;
-    req.topics = topics;
-    req.groups.push_back({group, std::nullopt, -1, topics, {}});
-    const std::int16_t v =
-        c.pick_version(static_cast<std::int16_t>(ApiKey::offset_fetch), 2, OffsetFetchRequest::max_version);
-    auto o = c.receive<OffsetFetchResponse>(c.send(req, v), v, client_.default_deadline()).body;
-    code = v >= 8 ? (o.groups.empty() ? 0 : o.groups[0].error_code) : o.error_code;
-    if (coordinator_retriable(code)) return false;
-    if (code && !is(code, ErrorCode::group_id_not_found)) throw_group_error(group, "OffsetFetch", code);
-    out.clear();
-    const auto& rtopics = v >= 8 ? (o.groups.empty() ? o.topics : o.groups[0].topics) : o.topics;
-    for (auto& t : rtopics)
-      for (auto& p : t.partitions) {
-        if (p.error_code)
-          throw KafkaError(p.error_code, fmt::format("OffsetFetch of {}-{} for group {}: {}", t.name, p.partition_index,
-                                                     group, error_name(p.error_code)));
-        if (p.committed_offset >= 0)
-          out[{t.name, p.partition_index}] =
-              OffsetAndMetadata{p.committed_offset, p.committed_leader_epoch, p.metadata.value_or("")};
-      }
-    return true;
-  });
+  with_coordinator(
+      client_, *coordinators_, group, "OffsetFetch", [&](Connection& c, Deadline deadline) -> std::int16_t {
+        OffsetFetchRequest req;
+        req.group_id = group;
+        req.topics = topics;
+        req.groups.push_back({group, std::nullopt, -1, topics, {}});
+        const std::int16_t v =
+            c.pick_version(static_cast<std::int16_t>(ApiKey::offset_fetch), 2, OffsetFetchRequest::max_version);
+        auto o = c.receive<OffsetFetchResponse>(c.send(req, v), v, deadline).body;
+        const std::int16_t code = v >= 8 ? (o.groups.empty() ? 0 : o.groups[0].error_code) : o.error_code;
+        if (coordinator_retriable(code)) return code;
+        if (code && !is(code, ErrorCode::group_id_not_found)) throw_group_error(group, "OffsetFetch", code);
+        out.clear();
+        const auto& rtopics = v >= 8 ? (o.groups.empty() ? o.topics : o.groups[0].topics) : o.topics;
+        for (auto& t : rtopics)
+          for (auto& p : t.partitions) {
+            if (p.error_code)
+              throw KafkaError(p.error_code, fmt::format("OffsetFetch of {}-{} for group {}: {}", t.name,
+                                                         p.partition_index, group, error_name(p.error_code)));
+            if (p.committed_offset >= 0)
+              out[{t.name, p.partition_index}] =
+                  OffsetAndMetadata{p.committed_offset, p.committed_leader_epoch, p.metadata.value_or("")};
+          }
+        return 0;
+      });
   return out;
 }
 
@@ -206,21 +190,19 @@ void GroupAdmin::alter_offsets(const std::string& group, const std::map<TopicPar
     if (req.topics.empty() || req.topics.back().name != tp.topic) req.topics.push_back({tp.topic, {}, {}});
     req.topics.back().partitions.push_back({tp.partition, off, -1, -1, std::string(), {}});
   }
-  with_coordinator(client_, group, "OffsetCommit", [&](Connection& c, std::int16_t& code) {
-    const std::int16_t v = c.version_for<OffsetCommitRequest>();
-    auto r = c.receive<OffsetCommitResponse>(c.send(req, v), v, client_.default_deadline()).body;
-    for (auto& t : r.topics)
-      for (auto& p : t.partitions) {
-        if (coordinator_retriable(p.error_code)) {
-          code = p.error_code;
-          return false;
-        }
-        if (p.error_code)
-          throw KafkaError(p.error_code, fmt::format("OffsetCommit of {}-{} for group {}: {}", t.name,
-                                                     p.partition_index, group, error_name(p.error_code)));
-      }
-    return true;
-  });
+  with_coordinator(
+      client_, *coordinators_, group, "OffsetCommit", [&](Connection& c, Deadline deadline) -> std::int16_t {
+        const std::int16_t v = c.version_for<OffsetCommitRequest>();
+        auto r = c.receive<OffsetCommitResponse>(c.send(req, v), v, deadline).body;
+        for (auto& t : r.topics)
+          for (auto& p : t.partitions) {
+            if (coordinator_retriable(p.error_code)) return p.error_code;
+            if (p.error_code)
+              throw KafkaError(p.error_code, fmt::format("OffsetCommit of {}-{} for group {}: {}", t.name,
+                                                         p.partition_index, group, error_name(p.error_code)));
+          }
+        return 0;
+      });
 }
 
 }  // namespace kwire::client

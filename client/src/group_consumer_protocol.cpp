@@ -171,9 +171,10 @@ void GroupCoordinator::reconcile(const std::vector<TopicPartition>& target) {
 }
 
 void GroupCoordinator::consumer_leave(Deadline deadline) {
-  if (!member_id_.empty() && generation_ >= 0 && coordinator_ >= 0 && Clock::now() < deadline) {
+  const auto node = cached_coordinator();
+  if (!member_id_.empty() && generation_ >= 0 && node && Clock::now() < deadline) {
     try {
-      Connection& c = client_.broker(coordinator_);
+      Connection& c = client_.broker(*node);
       ConsumerGroupHeartbeatRequest req;
       req.group_id = config_.group_id;
       req.member_id = member_id_;

@@ -24,10 +24,6 @@ namespace {
 
 bool is(std::int16_t code, ErrorCode e) { return code == static_cast<std::int16_t>(e); }
 
-bool coordinator_moved(std::int16_t code) {
-  return is(code, ErrorCode::not_coordinator) || is(code, ErrorCode::coordinator_not_available);
-}
-
 std::vector<TopicPartition> sorted(std::vector<TopicPartition> v) {
   std::sort(v.begin(), v.end());
   v.erase(std::unique(v.begin(), v.end()), v.end());
@@ -126,51 +122,12 @@ std::vector<std::string> GroupCoordinator::current_topics() {
   return out;
 }
 
-std::int32_t GroupCoordinator::find_coordinator_once(KafkaClient& via, Deadline deadline, std::int16_t& code) {
-  code = -1;
-  try {
-    Connection& c = via.any_connection();
-    const std::int16_t v = c.version_for<FindCoordinatorRequest>();
-    FindCoordinatorRequest req;
-    req.key = config_.group_id;
-    req.key_type = FindCoordinatorRequest::kKeyTypeGroup;
-    req.coordinator_keys = {config_.group_id};
-    auto r = c.receive<FindCoordinatorResponse>(c.send(req, v), v, std::min(deadline, via.default_deadline())).body;
-    std::int32_t node = r.node_id;
-    code = r.error_code;
-    if (v >= 4) {
-      if (r.coordinators.size() != 1) throw MalformedResponseError("FindCoordinator answered no coordinator");
-      node = r.coordinators[0].node_id;
-      code = r.coordinators[0].error_code;
-    }
-    if (code == 0) return node;
-    if (!coordinator_moved(code) && !is(code, ErrorCode::coordinator_load_in_progress))
-      throw_group_error(config_.group_id, "FindCoordinator", code);
-  } catch (const ConnectionError&) {
-  } catch (const TimeoutError&) {
-  }
-  return -1;
-}
-
 std::int32_t GroupCoordinator::coordinator(Deadline deadline) {
-  for (int attempt = 0; coordinator_ < 0; ++attempt) {
-    std::int16_t code = -1;
-    const std::int32_t node = find_coordinator_once(client_, deadline, code);
-    if (node >= 0) {
-      coordinator_ = node;
-      break;
-    }
-    if (Clock::now() >= deadline)
-      throw TimeoutError(fmt::format("no coordinator found for group {} in time (last error {})", config_.group_id,
-                                     code >= 0 ? error_name(code) : std::string_view("a lost connection")));
-    const auto pause = std::chrono::milliseconds(std::min(1000, config_.heartbeat_interval_ms / 3 + 50) *
-                                                 std::min(attempt + 1, 4) / 4);
-    std::this_thread::sleep_until(std::min(deadline, Clock::now() + pause));
-  }
-  return coordinator_;
+  RetryLoop loop(client_.config(), deadline, fmt::format("FindCoordinator for group {}", config_.group_id));
+  return coordinators_.lookup(client_, CoordinatorType::group, config_.group_id, loop);
 }
 
-void GroupCoordinator::coordinator_lost() { coordinator_ = -1; }
+void GroupCoordinator::coordinator_lost() { coordinators_.forget(CoordinatorType::group, config_.group_id); }
 
 bool GroupCoordinator::cooperative() const {
   return protocol_ == assignor_name(Assignor::cooperative_sticky) ||
@@ -434,9 +391,10 @@ void GroupCoordinator::leave(const char* reason, Deadline deadline) {
   }
   // Static members do not leave (KIP-345): a restart within the session
   // timeout takes the assignment back without a rebalance.
-  if (!config_.group_instance_id && !member_id_.empty() && coordinator_ >= 0 && Clock::now() < deadline) {
+  const auto node = cached_coordinator();
+  if (!config_.group_instance_id && !member_id_.empty() && node && Clock::now() < deadline) {
     try {
-      Connection& c = client_.broker(coordinator_);
+      Connection& c = client_.broker(*node);
       LeaveGroupRequest req;
       req.group_id = config_.group_id;
       req.member_id = member_id_;

@@ -33,6 +33,7 @@
 #include <thread>
 #include <vector>
 
+#include "coordinators.hpp"
 #include "kwire/client/group.hpp"
 #include "kwire/client/kafka_client.hpp"
 #include "kwire/protocol/errors.hpp"
@@ -43,15 +44,6 @@ namespace kwire::client {
 
 /// Throws the typed error for a group-level error code of `api`.
 [[noreturn]] void throw_group_error(const std::string& group, const char* api, std::int16_t code);
-
-/// NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE or COORDINATOR_LOAD_IN_PROGRESS:
-/// find the coordinator again (or wait for it to load) and retry.
-inline bool coordinator_retriable(std::int16_t code) {
-  using protocol::ErrorCode;
-  return code == static_cast<std::int16_t>(ErrorCode::not_coordinator) ||
-         code == static_cast<std::int16_t>(ErrorCode::coordinator_not_available) ||
-         code == static_cast<std::int16_t>(ErrorCode::coordinator_load_in_progress);
-}
 
 class GroupCoordinator {
  public:
@@ -139,8 +131,9 @@ class GroupCoordinator {
   };
 
   std::int32_t coordinator(Deadline deadline);
-  /// One FindCoordinator over `via`: the node, or -1 with `code` set (-1: no answer).
-  std::int32_t find_coordinator_once(KafkaClient& via, Deadline deadline, std::int16_t& code);
+  std::optional<std::int32_t> cached_coordinator() const {
+    return coordinators_.cached(CoordinatorType::group, config_.group_id);
+  }
   void coordinator_lost();
   void join(Deadline deadline);
   bool join_round(Deadline deadline);  // false: retry
@@ -192,7 +185,7 @@ class GroupCoordinator {
   std::optional<std::regex> pattern_;
   Clock::time_point pattern_checked_{};
 
-  std::int32_t coordinator_ = -1;
+  Coordinators coordinators_;  // shared with the background thread
   std::string member_id_;
   std::int32_t generation_ = -1;  // classic: generation; consumer protocol: member epoch
   std::string protocol_;          // assignor chosen by the group

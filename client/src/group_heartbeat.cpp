@@ -71,7 +71,7 @@ void GroupCoordinator::background_heartbeat(std::unique_lock<std::recursive_mute
   const std::string member = member_id_;
   const std::int32_t generation = generation_;
   const auto topics = topics_;
-  std::int32_t node = coordinator_;
+  std::int32_t node = cached_coordinator().value_or(-1);
   KafkaClient& via = *background_client_;
   // The same member at the same generation: an answer still applies.
   auto same = [&] { return !stopping_ && subscribed_ && member_id_ == member && generation_ == generation; };
@@ -85,7 +85,8 @@ void GroupCoordinator::background_heartbeat(std::unique_lock<std::recursive_mute
   try {
     if (node < 0) {
       std::int16_t find_code = -1;
-      node = find_coordinator_once(via, via.default_deadline(), find_code);
+      node = coordinators_.try_lookup(via, CoordinatorType::group, config_.group_id, via.default_deadline(), find_code)
+                 .value_or(-1);
     }
     if (node >= 0) {
       Connection& c = via.broker(node);
@@ -125,7 +126,6 @@ void GroupCoordinator::background_heartbeat(std::unique_lock<std::recursive_mute
     next_heartbeat_ = Clock::now() + std::chrono::milliseconds(client_.config().retry_backoff_ms);
     return;
   }
-  if (coordinator_ < 0) coordinator_ = node;
   try {
     if (kip848) {
       consumer_heartbeat_answered(answer, version);
@@ -158,7 +158,7 @@ void GroupCoordinator::background_leave(std::unique_lock<std::recursive_mutex>& 
   const bool kip848 = consumer_protocol();
   const bool is_static = config_.group_instance_id.has_value();
   const std::string member = member_id_;
-  const std::int32_t node = coordinator_;
+  const std::int32_t node = cached_coordinator().value_or(-1);
   // Out of the group whatever the coordinator answers: the next poll()
   // gives the partitions up as lost and rejoins.
   generation_ = -1;

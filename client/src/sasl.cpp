@@ -77,8 +77,12 @@ class OAuthBearer final : public SaslMechanism {
 
 class Scram final : public SaslMechanism {
  public:
-  Scram(std::string mech, std::string user, std::string pass, std::string nonce)
-      : name_(std::move(mech)), user_(std::move(user)), pass_(std::move(pass)), nonce_(std::move(nonce)) {
+  Scram(std::string mech, std::string user, std::string pass, std::string nonce, ScramKeyDerivation derive)
+      : name_(std::move(mech)),
+        user_(std::move(user)),
+        pass_(std::move(pass)),
+        nonce_(std::move(nonce)),
+        derive_(std::move(derive)) {
     md_ = name_ == "SCRAM-SHA-512" ? EVP_sha512() : EVP_sha256();
   }
   const std::string& name() const override { return name_; }
@@ -161,12 +165,19 @@ class Scram final : public SaslMechanism {
     if (iterations > 16384) fail(fmt::format("iteration count {} is above Kafka's maximum of 16384", iterations));
     std::string salt = base64_decode(salt_b64);
 
-    std::string salted(static_cast<std::size_t>(EVP_MD_size(md_)), '\0');
-    if (PKCS5_PBKDF2_HMAC(pass_.data(), static_cast<int>(pass_.size()),
-                          reinterpret_cast<const unsigned char*>(salt.data()), static_cast<int>(salt.size()),
-                          static_cast<int>(iterations), md_, static_cast<int>(salted.size()),
-                          reinterpret_cast<unsigned char*>(salted.data())) != 1)
-      fail("key derivation failed");
+    const auto length = static_cast<std::size_t>(EVP_MD_size(md_));
+    std::string salted;
+    if (derive_) {
+      salted = derive_(pass_, salt, static_cast<int>(iterations), length);
+      if (salted.size() != length) fail("key derivation failed");
+    } else {
+      salted.assign(length, '\0');
+      if (PKCS5_PBKDF2_HMAC(pass_.data(), static_cast<int>(pass_.size()),
+                            reinterpret_cast<const unsigned char*>(salt.data()), static_cast<int>(salt.size()),
+                            static_cast<int>(iterations), md_, static_cast<int>(salted.size()),
+                            reinterpret_cast<unsigned char*>(salted.data())) != 1)
+        fail("key derivation failed");
+    }
     std::string client_key = hmac(salted, "Client Key");
     std::string stored_key = hash(client_key);
     std::string without_proof = "c=biws,r=" + nonce;
@@ -186,6 +197,7 @@ class Scram final : public SaslMechanism {
   }
 
   std::string name_, user_, pass_, nonce_;
+  ScramKeyDerivation derive_;
   const EVP_MD* md_ = nullptr;
   std::string client_first_bare_, expected_server_signature_;
   int state_ = 0;
@@ -202,8 +214,9 @@ std::string random_nonce() {
 }  // namespace
 
 std::unique_ptr<SaslMechanism> make_scram(const std::string& mechanism, const std::string& username,
-                                          const std::string& password, const std::string& client_nonce) {
-  return std::make_unique<Scram>(mechanism, username, password, client_nonce);
+                                          const std::string& password, const std::string& client_nonce,
+                                          ScramKeyDerivation derive) {
+  return std::make_unique<Scram>(mechanism, username, password, client_nonce, std::move(derive));
 }
 
 std::unique_ptr<SaslMechanism> make_sasl_mechanism(const SaslCredentials& c) {

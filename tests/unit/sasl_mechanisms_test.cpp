@@ -38,6 +38,42 @@ TEST(SaslMechanisms, ScramSha256Rfc7677) {
   EXPECT_FALSE(m->step("v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4="));
 }
 
+// The key derivation hook gets the password, the decoded salt and the
+// iteration count; given RFC 7677's SaltedPassword (PBKDF2 computed with
+// Python's hashlib) it yields the RFC's proof, and a wrong-sized key fails.
+TEST(SaslMechanisms, ScramKeyDerivationHook) {
+  const std::string salted_hex = "c4a49510323ab4f952cac1fa99441939e78ea74d6be81ddf7096e87513dc615d";
+  std::string salted;
+  for (std::size_t i = 0; i < salted_hex.size(); i += 2)
+    salted.push_back(static_cast<char>(std::stoi(salted_hex.substr(i, 2), nullptr, 16)));
+  std::string seen_password, seen_salt;
+  int seen_iterations = 0;
+  std::size_t seen_length = 0;
+  auto m = make_scram("SCRAM-SHA-256", "user", "pencil", kNonce,
+                      [&](const std::string& password, const std::string& salt, int iterations, std::size_t length) {
+                        seen_password = password;
+                        seen_salt = salt;
+                        seen_iterations = iterations;
+                        seen_length = length;
+                        return salted;
+                      });
+  m->initial();
+  auto final_msg = m->step(kServerFirst);
+  ASSERT_TRUE(final_msg);
+  EXPECT_EQ(*final_msg,
+            "c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,"
+            "p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ=");
+  EXPECT_EQ(seen_password, "pencil");
+  EXPECT_EQ(base64_encode(seen_salt), "W22ZaJ0SNY7soEsUEjb6gQ==");
+  EXPECT_EQ(seen_iterations, 4096);
+  EXPECT_EQ(seen_length, 32u);
+
+  auto short_key = make_scram("SCRAM-SHA-256", "user", "pencil", kNonce,
+                              [](const std::string&, const std::string&, int, std::size_t) { return std::string(); });
+  short_key->initial();
+  EXPECT_NE(error_of(*short_key, kServerFirst).find("key derivation failed"), std::string::npos);
+}
+
 TEST(SaslMechanisms, ScramSha512SameInputs) {
   auto m = make_scram("SCRAM-SHA-512", "user", "pencil", kNonce);
   m->initial();

@@ -8,8 +8,10 @@
 // (ConsumerGroupDescribe for KIP-848 groups, which DescribeGroups does not
 // know), OffsetFetch, OffsetCommit (outside any generation: member id empty,
 // generation -1). Coordinator moves and loads (NOT_COORDINATOR,
-// COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS) are retried until
-// default.api.timeout.ms. Other error codes raise KafkaError naming the group
+// COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS) and lost
+// connections are retried with the client's back-off (retry.backoff.ms,
+// doubling up to retry.backoff.max.ms, KIP-580) until default.api.timeout.ms,
+// then TimeoutError. Other error codes raise KafkaError naming the group
 // (and partition); GROUP_AUTHORIZATION_FAILED raises GroupAuthorizationError.
 //
 // Uses the KafkaClient it is given (not thread-safe, like it). Free of Boost.Asio.
@@ -17,6 +19,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -27,6 +30,7 @@
 namespace kwire::client {
 
 class KafkaClient;
+class Coordinators;
 
 /// One group as ListGroups reports it (state and type are empty when the
 /// broker is too old to say: ListGroups v4 / v5).
@@ -57,7 +61,8 @@ struct GroupDescription {
 
 class GroupAdmin {
  public:
-  explicit GroupAdmin(KafkaClient& client) : client_(client) {}
+  explicit GroupAdmin(KafkaClient& client);
+  ~GroupAdmin();
 
   /// The groups of every broker, sorted by id.
   std::vector<GroupListing> list_groups();
@@ -76,6 +81,7 @@ class GroupAdmin {
  private:
   void describe_consumer_group(GroupDescription& g);
   KafkaClient& client_;
+  std::unique_ptr<Coordinators> coordinators_;  // each group's coordinator, cached
 };
 
 }  // namespace kwire::client

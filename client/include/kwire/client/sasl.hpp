@@ -8,7 +8,9 @@
 // Error texts never contain the password, the salted password or the token.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -61,9 +63,17 @@ struct SaslCredentials {
 /// Throws ConfigError for an unknown mechanism.
 std::unique_ptr<SaslMechanism> make_sasl_mechanism(const SaslCredentials& creds);
 
-/// SCRAM with a fixed client nonce (tests); make_sasl_mechanism draws a random one.
+/// SCRAM's salted password, RFC 5802's Hi(password, salt, iterations):
+/// PBKDF2-HMAC with the mechanism's hash, `length` bytes (32 or 64).
+using ScramKeyDerivation = std::function<std::string(const std::string& password, const std::string& salt,
+                                                     int iterations, std::size_t length)>;
+
+/// SCRAM with a fixed client nonce (tests); make_sasl_mechanism draws a random
+/// one. `derive` replaces PBKDF2 when set: fuzzing and tests use a cheap
+/// stand-in, since 4096+ PBKDF2 iterations per exchange would dominate them.
 std::unique_ptr<SaslMechanism> make_scram(const std::string& mechanism, const std::string& username,
-                                          const std::string& password, const std::string& client_nonce);
+                                          const std::string& password, const std::string& client_nonce,
+                                          ScramKeyDerivation derive = {});
 
 /// Username and password from a Java JAAS line (PlainLoginModule / ScramLoginModule).
 /// Throws ConfigError (without the value) when they are missing.
