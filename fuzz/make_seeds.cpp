@@ -190,6 +190,18 @@ void share_seeds() {
       std::make_index_sequence<7>{}, "fuzz_share_messages");
 }
 
+// fuzz_txn_messages: its API list.
+void txn_seeds() {
+  all_messages<std::pair<InitProducerIdRequest, InitProducerIdResponse>,
+               std::pair<AddPartitionsToTxnRequest, AddPartitionsToTxnResponse>,
+               std::pair<AddOffsetsToTxnRequest, AddOffsetsToTxnResponse>, std::pair<EndTxnRequest, EndTxnResponse>,
+               std::pair<TxnOffsetCommitRequest, TxnOffsetCommitResponse>,
+               std::pair<DescribeProducersRequest, DescribeProducersResponse>,
+               std::pair<DescribeTransactionsRequest, DescribeTransactionsResponse>,
+               std::pair<ListTransactionsRequest, ListTransactionsResponse>>(std::make_index_sequence<8>{},
+                                                                             "fuzz_txn_messages");
+}
+
 // Record-batch seeds start with the fuzz_record_batch prefix: flags 0 (no
 // aborted list, CRC-valid bytes) and a fetch offset byte of 2 (offset 0).
 Bytes record_prefix() { return Bytes{0x00, 0x02}; }
@@ -280,6 +292,7 @@ int main(int argc, char** argv) {
   group_seeds();
   admin_seeds();
   share_seeds();
+  txn_seeds();
   record_seeds();
   return 0;
 }

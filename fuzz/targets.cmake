@@ -8,6 +8,7 @@ set(KWIRE_FUZZ_TARGETS
   fuzz_group_messages
   fuzz_admin_messages
   fuzz_share_messages
+  fuzz_txn_messages
   fuzz_record_batch
   fuzz_legacy_messages
   fuzz_decompress

@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "conformance_groups.hpp"
+#include "conformance_txn.hpp"
 #include "kwire/client/connection.hpp"
 #include "kwire/client/kafka_client.hpp"
 #include "kwire/protocol/errors.hpp"
@@ -441,6 +442,12 @@ std::vector<ConformanceRow> run_conformance(const std::map<std::string, std::str
       row.note = "share groups are off on this broker (share.version not finalized): not sent";
     }
     rows.push_back(std::move(row));
+  });
+  TxnChecks txn;
+  txn.client = &client;
+  txn.prefix = c.scratch_prefix;
+  run_txn_conformance(txn, [&](ConformanceRow row, const std::function<std::string(std::int16_t)>& check) {
+    run_api(std::move(row), check);
   });
   try {
     client.delete_topics({c.topic, c.scratch_prefix + "-partitions"});

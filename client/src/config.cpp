@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <limits>
 #include <set>
 
 #include <fmt/format.h>
@@ -143,11 +144,9 @@ const std::set<std::string_view>& java_consumer_properties() {
 const std::set<std::string_view>& known_unused_keys() {
   static const std::set<std::string_view> keys = {
       // Java producer
-      "buffer.memory", "enable.idempotence", "key.serializer", "max.block.ms", "max.in.flight.requests.per.connection",
-      "metadata.max.idle.ms", "partitioner.class", "partitioner.ignore.keys",
-      "partitioner.adaptive.partitioning.enable", "partitioner.availability.timeout.ms", "transaction.timeout.ms",
-      "transactional.id", "value.serializer", "compression.gzip.level", "compression.lz4.level",
-      "compression.zstd.level",
+      "key.serializer", "metadata.max.idle.ms", "partitioner.class", "partitioner.ignore.keys",
+      "partitioner.adaptive.partitioning.enable", "partitioner.availability.timeout.ms", "value.serializer",
+      "compression.gzip.level", "compression.lz4.level", "compression.zstd.level",
       // Java TLS / SASL settings kwire leaves to OpenSSL / its own mechanisms
       "ssl.protocol", "ssl.enabled.protocols", "ssl.cipher.suites", "ssl.keymanager.algorithm",
       "ssl.trustmanager.algorithm", "ssl.secure.random.implementation", "ssl.provider", "ssl.engine.factory.class",
@@ -159,14 +158,13 @@ const std::set<std::string_view>& known_unused_keys() {
       "broker.version.fallback", "statistics.interval.ms", "socket.keepalive.enable", "socket.nagle.disable",
       "topic.metadata.refresh.interval.ms", "enable.partition.eof", "enable.auto.offset.store", "queued.min.messages",
       "queued.max.messages.kbytes", "enable.ssl.certificate.verification", "queue.buffering.max.messages",
-      "queue.buffering.max.kbytes", "batch.num.messages", "message.send.max.retries", "partitioner",
-      "sticky.partitioning.linger.ms", "builtin.features", "client.software.name", "client.software.version",
-      "broker.address.family", "enable.sasl.oauthbearer.unsecure.jwt", "sasl.oauthbearer.config",
-      "sasl.oauthbearer.method", "sasl.oauthbearer.client.id", "sasl.oauthbearer.client.secret",
-      "sasl.oauthbearer.scope", "sasl.oauthbearer.extensions", "sasl.oauthbearer.token.endpoint.url",
-      "sasl.oauthbearer.jwks.endpoint.url", "sasl.oauthbearer.scope.claim.name", "sasl.oauthbearer.sub.claim.name",
-      "sasl.oauthbearer.expected.audience", "sasl.oauthbearer.expected.issuer", "reconnect.backoff.jitter.ms",
-      "topic.metadata.refresh.sparse", "internal.termination.signal"};
+      "batch.num.messages", "partitioner", "sticky.partitioning.linger.ms", "builtin.features", "client.software.name",
+      "client.software.version", "broker.address.family", "enable.sasl.oauthbearer.unsecure.jwt",
+      "sasl.oauthbearer.config", "sasl.oauthbearer.method", "sasl.oauthbearer.client.id",
+      "sasl.oauthbearer.client.secret", "sasl.oauthbearer.scope", "sasl.oauthbearer.extensions",
+      "sasl.oauthbearer.token.endpoint.url", "sasl.oauthbearer.jwks.endpoint.url", "sasl.oauthbearer.scope.claim.name",
+      "sasl.oauthbearer.sub.claim.name", "sasl.oauthbearer.expected.audience", "sasl.oauthbearer.expected.issuer",
+      "reconnect.backoff.jitter.ms", "topic.metadata.refresh.sparse", "internal.termination.signal"};
   return keys;
 }
 
@@ -276,8 +274,9 @@ ClientConfig ClientConfig::from_properties(const std::map<std::string, std::stri
       c.socket_connection_setup_timeout_ms = static_cast<std::int32_t>(parse_int(key, value, 1, kMaxInt));
     } else if (key == "metadata.max.age.ms") {
       c.metadata_max_age_ms = static_cast<std::int32_t>(parse_int(key, value, 0, kMaxInt));
-    } else if (key == "retries") {
+    } else if (key == "retries" || key == "message.send.max.retries") {
       c.retries = static_cast<std::int32_t>(parse_int(key, value, 0, kMaxInt));
+      c.producer_retries = c.retries;
     } else if (key == "retry.backoff.ms") {
       c.retry_backoff_ms = static_cast<std::int32_t>(parse_int(key, value, 0, kMaxInt));
     } else if (key == "retry.backoff.max.ms") {
@@ -325,6 +324,21 @@ ClientConfig ClientConfig::from_properties(const std::map<std::string, std::stri
       c.max_request_size = static_cast<std::int32_t>(parse_int(key, value, 1, kMaxInt));
     } else if (key == "delivery.timeout.ms" || key == "message.timeout.ms") {
       c.delivery_timeout_ms = static_cast<std::int32_t>(parse_int(key, value, 1, kMaxInt));
+    } else if (key == "buffer.memory") {
+      c.buffer_memory = parse_int(key, value, 1, std::numeric_limits<std::int64_t>::max());
+    } else if (key == "queue.buffering.max.kbytes") {
+      c.buffer_memory = parse_int(key, value, 1, std::numeric_limits<std::int64_t>::max() / 1024) * 1024;
+    } else if (key == "max.block.ms") {
+      c.max_block_ms = static_cast<std::int32_t>(parse_int(key, value, 0, kMaxInt));
+    } else if (key == "max.in.flight.requests.per.connection" || key == "max.in.flight") {
+      c.max_in_flight_requests_per_connection = static_cast<std::int32_t>(parse_int(key, value, 1, kMaxInt));
+    } else if (key == "enable.idempotence") {
+      c.enable_idempotence = parse_bool(key, value);
+    } else if (key == "transactional.id") {
+      if (value.empty()) throw ConfigError("transactional.id must not be empty (leave it unset instead)");
+      c.transactional_id = value;
+    } else if (key == "transaction.timeout.ms") {
+      c.transaction_timeout_ms = static_cast<std::int32_t>(parse_int(key, value, 1, kMaxInt));
     } else {
       c.ignored_keys.push_back(key);
       if (!is_known_client_config(key)) {

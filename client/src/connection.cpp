@@ -448,6 +448,8 @@ void Connection::negotiate(Deadline deadline) {
                      fmt::format("ApiVersions to {} failed with error code {}", endpoint(), resp.body.error_code));
   versions_.clear();
   for (auto& k : resp.body.api_keys) versions_[k.api_key] = VersionRange{k.min_version, k.max_version};
+  finalized_features_.clear();
+  for (auto& f : resp.body.finalized_features) finalized_features_[f.name] = f.max_version_level;
 }
 
 std::int16_t Connection::pick_version(std::int16_t api_key, std::int16_t ours_min, std::int16_t ours_max) const {

@@ -1,8 +1,18 @@
+// The producer's caller side: configuration checks (Java's idempotence
+// rules), partitioning (murmur2 for keys, sticky for the rest), send() into
+// the accumulator, flush() and close(), and the transaction calls handed to
+// the sender thread.
 #include "kwire/client/producer.hpp"
+
+#include <condition_variable>
+#include <random>
 
 #include <fmt/format.h>
 
 #include "kwire/protocol/errors.hpp"
+#include "producer_accumulator.hpp"
+#include "producer_sender.hpp"
+#include "producer_state.hpp"
 
 namespace kwire::client {
 
@@ -38,84 +48,319 @@ std::int32_t murmur2(ByteSpan data) noexcept {
   return static_cast<std::int32_t>(h);
 }
 
+namespace {
+
+// Java's ProducerConfig rule: idempotence is on unless turned off; when not
+// given, settings it cannot work with turn it off; when given as true, they
+// are an error.
+bool decide_idempotence(const ClientConfig& c) {
+  std::string conflict;
+  if (c.acks != -1) conflict = fmt::format("acks={} (idempotence needs acks=all)", c.acks);
+  else if (c.producer_retries == 0) conflict = "retries=0 (idempotence needs retries)";
+  else if (c.max_in_flight_requests_per_connection > 5)
+    conflict = fmt::format("max.in.flight.requests.per.connection={} (idempotence allows at most 5)",
+                           c.max_in_flight_requests_per_connection);
+  const bool wanted = c.enable_idempotence.value_or(true) || !c.transactional_id.empty();
+  if (!wanted) return false;
+  if (!conflict.empty()) {
+    if (!c.transactional_id.empty())
+      throw ConfigError("transactional.id needs the idempotent producer, which cannot be used with " + conflict);
+    if (c.enable_idempotence.value_or(false))
+      throw ConfigError("enable.idempotence=true cannot be used with " + conflict);
+    return false;
+  }
+  if (!c.enable_idempotence.value_or(true) && !c.transactional_id.empty())
+    throw ConfigError("transactional.id needs enable.idempotence=true");
+  return true;
+}
+
+std::optional<ByteSpan> view(const std::optional<Bytes>& b) {
+  return b ? std::optional<ByteSpan>(ByteSpan(*b)) : std::nullopt;
+}
+
+std::int64_t wall_ms() {
+  using namespace std::chrono;
+  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+class Producer::Impl {
+ public:
+  explicit Impl(ClientConfig config)
+      : config_(std::move(config)),
+        idempotent_(decide_idempotence(config_)),
+        state_(idempotent_, config_.transactional_id),
+        acc_(config_, [this] { wake(); }),
+        rng_(std::random_device{}()) {
+    Sender::Hooks hooks;
+    hooks.publish_topics = [this](const auto& topics) { publish(topics); };
+    hooks.silent_error = [this](std::exception_ptr e) {
+      std::lock_guard lock(err_mu_);
+      if (!silent_) silent_ = std::move(e);
+    };
+    sender_ = std::make_unique<Sender>(config_, acc_, state_, std::move(hooks));
+    sender_->start();
+  }
+
+  ~Impl() {
+    try {
+      close(std::chrono::milliseconds::max());
+    } catch (...) {
+    }
+  }
+
+  void wake() {
+    if (sender_) sender_->wake();
+  }
+
+  void publish(const std::map<std::string, std::pair<std::int32_t, std::int16_t>>& topics) {
+    {
+      std::lock_guard lock(part_mu_);
+      for (auto& [t, v] : topics) {
+        auto& info = topics_[t];
+        info.count = v.first;
+        info.error = v.second;
+        ++info.answers;
+      }
+    }
+    part_cv_.notify_all();
+  }
+
+  // The partition count of `topic`, asking the sender for its metadata when
+  // unknown (waiting up to max.block.ms).
+  std::int32_t partitions(const std::string& topic, std::unique_lock<std::mutex>& lock) {
+    auto it = topics_.find(topic);
+    if (it != topics_.end() && it->second.count > 0) return it->second.count;
+    const auto until = Clock::now() + std::chrono::milliseconds(config_.max_block_ms);
+    int asked = 0;
+    for (;;) {
+      const std::uint64_t seen = topics_[topic].answers;
+      lock.unlock();
+      sender_->want_topic(topic);
+      lock.lock();
+      const bool answered = part_cv_.wait_until(lock, until, [&] { return topics_[topic].answers > seen; });
+      auto& info = topics_[topic];
+      if (info.count > 0) return info.count;
+      ++asked;
+      const auto code = info.error;
+      if (answered && code != 0 && code != static_cast<std::int16_t>(ErrorCode::network_exception) &&
+          (asked >= 2 || !is_retriable(code)))
+        throw KafkaError(code, fmt::format("topic '{}' is not available: {}", topic, error_name(code)));
+      if (Clock::now() >= until)
+        throw TimeoutError(fmt::format("topic '{}' not present in metadata after max.block.ms ({} ms){}", topic,
+                                       config_.max_block_ms,
+                                       code ? fmt::format(": {}", error_name(code)) : std::string()));
+    }
+  }
+
+  void send(const ProducerRecordView& r, SendCallback callback) {
+    if (closed_) throw ClientError("the producer is closed: send() after close()");
+    if (state_.transactional()) {
+      const auto s = state_.state();
+      if (s != TxnState::in_transaction) {
+        state_.check(true);
+        throw TransactionStateError(fmt::format(
+            "send() outside a transaction (state {}): call {} first", to_string(s),
+            s == TxnState::uninitialized ? "init_transactions() and begin_transaction()" : "begin_transaction()"));
+      }
+    } else {
+      state_.check(false);
+    }
+    const std::int64_t ts = r.timestamp == -1 ? wall_ms() : r.timestamp;
+    std::unique_lock lock(part_mu_);
+    const std::string topic(r.topic);
+    const std::int32_t count = partitions(topic, lock);
+    std::int32_t partition;
+    Sticky* sticky = nullptr;
+    if (r.partition) {
+      if (*r.partition < 0 || *r.partition >= count)
+        throw ClientError(
+            fmt::format("partition {} does not exist in topic '{}' ({} partitions)", *r.partition, topic, count));
+      partition = *r.partition;
+    } else if (r.key) {
+      partition = static_cast<std::int32_t>((murmur2(*r.key) & 0x7fffffff) % count);
+    } else {
+      sticky = &sticky_[topic];
+      if (sticky->partition < 0 || sticky->partition >= count) {
+        sticky->partition = static_cast<std::int32_t>(rng_() % static_cast<std::uint32_t>(count));
+        sticky->bytes = 0;
+      }
+      partition = sticky->partition;
+    }
+    lock.unlock();
+    const auto appended =
+        acc_.append(TopicPartition{topic, partition}, ts, r.key, r.value, r.headers, std::move(callback));
+    if (sticky) {
+      // KIP-794: move on once batch.size bytes went to the partition.
+      lock.lock();
+      sticky->bytes += appended.bytes;
+      if (sticky->bytes >= static_cast<std::size_t>(std::max(config_.batch_size, 1)) && count > 1) {
+        sticky->partition =
+            static_cast<std::int32_t>((sticky->partition + 1 + rng_() % static_cast<std::uint32_t>(count - 1)) %
+                                      static_cast<std::uint32_t>(count));
+        sticky->bytes = 0;
+      }
+    }
+  }
+
+  void flush() {
+    const auto mark = acc_.begin_flush();
+    acc_.wait_flushed(mark);
+    std::exception_ptr e;
+    {
+      std::lock_guard lock(err_mu_);
+      e = std::exchange(silent_, nullptr);
+    }
+    if (e) std::rethrow_exception(e);
+  }
+
+  void close(std::chrono::milliseconds timeout) {
+    if (closed_.exchange(true)) return;
+    const auto deadline =
+        timeout == std::chrono::milliseconds::max() ? Clock::time_point::max() : Clock::now() + timeout;
+    if (sender_) sender_->close(deadline);
+  }
+
+  void run(std::unique_ptr<TxnTask> task, const char* call, Clock::time_point until) {
+    if (closed_) throw ClientError(fmt::format("{}: the producer is closed", call));
+    auto f = sender_->submit(std::move(task));
+    if (until != Clock::time_point::max() && f.wait_until(until) == std::future_status::timeout)
+      throw TimeoutError(fmt::format("{} did not complete within max.block.ms ({} ms)", call, config_.max_block_ms));
+    f.get();
+  }
+
+  void require_transactional(const char* call) const {
+    if (!state_.transactional()) throw TransactionStateError(fmt::format("{} needs transactional.id to be set", call));
+  }
+
+  ClientConfig config_;
+  const bool idempotent_;
+  ProducerState state_;
+  RecordAccumulator acc_;
+  std::unique_ptr<Sender> sender_;
+
+  struct TopicInfo {
+    std::int32_t count = 0;
+    std::int16_t error = 0;
+    std::uint64_t answers = 0;
+  };
+  struct Sticky {
+    std::int32_t partition = -1;
+    std::size_t bytes = 0;
+  };
+  std::mutex part_mu_;
+  std::condition_variable part_cv_;
+  std::map<std::string, TopicInfo> topics_;
+  std::map<std::string, Sticky> sticky_;
+  std::minstd_rand rng_;
+
+  std::mutex err_mu_;
+  std::exception_ptr silent_;
+  std::atomic<bool> closed_{false};
+};
+
 Producer::Producer(const std::map<std::string, std::string>& properties)
     : Producer(ClientConfig::from_properties(properties)) {}
-Producer::Producer(ClientConfig config) : client_(std::make_unique<KafkaClient>(std::move(config))) {}
+Producer::Producer(ClientConfig config) : impl_(std::make_unique<Impl>(std::move(config))) {}
 Producer::~Producer() = default;
 
-void Producer::send(ProducerMessage msg) {
-  std::int32_t partition;
-  std::int32_t count = client_->partition_count(msg.topic);
-  if (msg.partition) {
-    if (*msg.partition < 0 || *msg.partition >= count)
-      throw ClientError(
-          fmt::format("partition {} does not exist in topic '{}' ({} partitions)", *msg.partition, msg.topic, count));
-    partition = *msg.partition;
-  } else if (msg.key) {
-    partition = static_cast<std::int32_t>((murmur2(ByteSpan(*msg.key)) & 0x7fffffff) % count);
-  } else {
-    auto it = sticky_partition_.find(msg.topic);
-    if (it == sticky_partition_.end()) it = sticky_partition_.emplace(msg.topic, round_robin_++ % count).first;
-    partition = it->second;
-  }
-  TopicPartition tp{msg.topic, partition};
-  std::size_t size = 24 + (msg.key ? msg.key->size() : 0) + (msg.value ? msg.value->size() : 0);
-  for (auto& h : msg.headers) size += h.key.size() + (h.value ? h.value->size() : 0) + 4;
-  auto& batch = pending_[tp];
-  batch.push_back(ProducerRecord{std::move(msg.key), std::move(msg.value), std::move(msg.headers), msg.timestamp});
-  auto& bytes = pending_bytes_[tp];
-  bytes += size;
-  if (bytes >= static_cast<std::size_t>(std::max(client_->config().batch_size, 1))) {
-    if (!msg.partition && !batch.empty()) {
-      // move the sticky partition on for unkeyed records
-      auto sit = sticky_partition_.find(tp.topic);
-      if (sit != sticky_partition_.end() && sit->second == partition) sit->second = (partition + 1) % count;
-    }
-    send_batches(true);
-  }
+void Producer::send(const ProducerRecordView& record, SendCallback callback) {
+  impl_->send(record, std::move(callback));
 }
 
-void Producer::flush() { send_batches(false); }
-
-void Producer::send_batches(bool only_full) {
-  std::map<TopicPartition, Bytes> batches;
-  std::map<TopicPartition, std::size_t> counts;
-  const auto batch_size = static_cast<std::size_t>(std::max(client_->config().batch_size, 1));
-  BatchOptions opts;
-  opts.compression = client_->config().compression_type;
-  for (auto it = pending_.begin(); it != pending_.end();) {
-    if (it->second.empty() || (only_full && pending_bytes_[it->first] < batch_size)) {
-      ++it;
-      continue;
-    }
-    Bytes out;
-    encode_record_batch(it->second, opts, out);
-    counts[it->first] = it->second.size();
-    batches.emplace(it->first, std::move(out));
-    pending_bytes_.erase(it->first);
-    it = pending_.erase(it);
-  }
-  if (batches.empty()) return;
-  auto results = client_->produce(batches);
-  std::optional<std::pair<TopicPartition, std::int16_t>> failed;
-  for (auto& [tp, res] : results) {
-    if (res.error_code == 0) records_sent_ += counts[tp];
-    else if (!failed) failed.emplace(tp, res.error_code);
-  }
-  if (!failed) return;
-  const auto& tp = failed->first;
-  const std::int16_t code = failed->second;
-  const bool retriable = is_retriable(code);
-  const std::string tries = retriable ? fmt::format(" after {} attempts", client_->config().retries + 1) : "";
-  if (code == static_cast<std::int16_t>(ErrorCode::not_enough_replicas) ||
-      code == static_cast<std::int16_t>(ErrorCode::not_enough_replicas_after_append))
-    throw NotEnoughReplicasError(
-        tp, code, true,
-        fmt::format("produce to {} failed{}: {} (acks={}: fewer in-sync replicas than the topic's "
-                    "min.insync.replicas)",
-                    to_string(tp), tries, error_name(code), client_->config().acks == -1 ? "all" : "1"));
-  throw ProduceError(tp, code, retriable,
-                     fmt::format("produce to {} failed{}: {}", to_string(tp), tries, error_name(code)));
+void Producer::send(const ProducerMessage& m, SendCallback callback) {
+  ProducerRecordView v;
+  v.topic = m.topic;
+  v.partition = m.partition;
+  v.key = view(m.key);
+  v.value = view(m.value);
+  v.headers = m.headers;
+  v.timestamp = m.timestamp;
+  impl_->send(v, std::move(callback));
 }
+
+std::future<RecordMetadata> Producer::send_future(const ProducerRecordView& record) {
+  auto promise = std::make_shared<std::promise<RecordMetadata>>();
+  auto f = promise->get_future();
+  impl_->send(record, [promise](const RecordMetadata& md, std::exception_ptr e) {
+    if (e) promise->set_exception(e);
+    else promise->set_value(md);
+  });
+  return f;
+}
+
+std::future<RecordMetadata> Producer::send_future(const ProducerMessage& m) {
+  ProducerRecordView v;
+  v.topic = m.topic;
+  v.partition = m.partition;
+  v.key = view(m.key);
+  v.value = view(m.value);
+  v.headers = m.headers;
+  v.timestamp = m.timestamp;
+  return send_future(v);
+}
+
+void Producer::flush() { impl_->flush(); }
+
+void Producer::close(std::chrono::milliseconds timeout) { impl_->close(timeout); }
+
+void Producer::init_transactions() {
+  impl_->require_transactional("init_transactions()");
+  impl_->state_.transition({TxnState::uninitialized}, TxnState::uninitialized, "init_transactions()");
+  auto t = std::make_unique<TxnTask>();
+  t->kind = TxnTask::Kind::init;
+  impl_->run(std::move(t), "init_transactions()",
+             Clock::now() + std::chrono::milliseconds(impl_->config_.max_block_ms));
+}
+
+void Producer::begin_transaction() {
+  impl_->require_transactional("begin_transaction()");
+  impl_->state_.transition({TxnState::ready}, TxnState::in_transaction, "begin_transaction()");
+}
+
+void Producer::send_offsets_to_transaction(const std::map<TopicPartition, OffsetAndMetadata>& offsets,
+                                           const ConsumerGroupMetadata& group) {
+  impl_->require_transactional("send_offsets_to_transaction()");
+  if (group.group_id.empty()) throw TransactionStateError("send_offsets_to_transaction() needs a group id");
+  impl_->state_.transition({TxnState::in_transaction}, TxnState::in_transaction, "send_offsets_to_transaction()");
+  if (offsets.empty()) return;
+  auto t = std::make_unique<TxnTask>();
+  t->kind = TxnTask::Kind::send_offsets;
+  t->offsets = offsets;
+  t->group = group;
+  impl_->run(std::move(t), "send_offsets_to_transaction()", Clock::time_point::max());
+}
+
+void Producer::commit_transaction() {
+  impl_->require_transactional("commit_transaction()");
+  impl_->state_.transition({TxnState::in_transaction, TxnState::committing}, TxnState::committing,
+                           "commit_transaction()");
+  auto t = std::make_unique<TxnTask>();
+  t->kind = TxnTask::Kind::commit;
+  impl_->run(std::move(t), "commit_transaction()",
+             Clock::now() + std::chrono::milliseconds(impl_->config_.max_block_ms));
+}
+
+void Producer::abort_transaction() {
+  impl_->require_transactional("abort_transaction()");
+  impl_->state_.transition(
+      {TxnState::in_transaction, TxnState::abortable_error, TxnState::aborting, TxnState::committing},
+      TxnState::aborting, "abort_transaction()");
+  auto t = std::make_unique<TxnTask>();
+  t->kind = TxnTask::Kind::abort;
+  impl_->run(std::move(t), "abort_transaction()",
+             Clock::now() + std::chrono::milliseconds(impl_->config_.max_block_ms));
+}
+
+ProducerStats Producer::stats() const { return impl_->sender_->stats(); }
+KafkaClient::ConnectionStats Producer::connection_stats() const { return impl_->sender_->connection_stats(); }
+bool Producer::idempotent() const noexcept { return impl_->idempotent_; }
+bool Producer::transactions_v2() const { return impl_->state_.v2(); }
+std::pair<std::int64_t, std::int16_t> Producer::producer_id_and_epoch() const {
+  const auto id = impl_->state_.id();
+  return {id.id, id.epoch};
+}
+const ClientConfig& Producer::config() const noexcept { return impl_->config_; }
 
 }  // namespace kwire::client

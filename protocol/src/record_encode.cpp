@@ -2,7 +2,9 @@
 // record_batch.cpp).
 #include "kwire/protocol/record_batch.hpp"
 
+#include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <limits>
 
 #include "batch_layout.hpp"
@@ -22,84 +24,185 @@ std::int64_t now_ms() {
   return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
 }
 
-void write_varint_bytes(Writer& w, const std::optional<Bytes>& b) {
-  if (!b) {
-    w.varint(-1);
-    return;
+inline std::size_t zigzag_size(std::int64_t v) noexcept { return varint_size(v); }
+
+inline std::uint8_t* put_uvarint(std::uint8_t* p, std::uint64_t v) noexcept {
+  while (v >= 0x80) {
+    *p++ = static_cast<std::uint8_t>(v | 0x80);
+    v >>= 7;
   }
-  w.varint(static_cast<std::int32_t>(b->size()));
-  w.raw(ByteSpan(*b));
+  *p++ = static_cast<std::uint8_t>(v);
+  return p;
+}
+inline std::uint8_t* put_varint(std::uint8_t* p, std::int64_t v) noexcept {
+  return put_uvarint(p, (static_cast<std::uint64_t>(v) << 1) ^ static_cast<std::uint64_t>(v >> 63));
+}
+inline std::uint8_t* put_bytes(std::uint8_t* p, const std::optional<ByteSpan>& b) noexcept {
+  if (!b) return put_varint(p, -1);
+  p = put_varint(p, static_cast<std::int64_t>(b->size()));
+  if (!b->empty()) std::memcpy(p, b->data(), b->size());
+  return p + b->size();
+}
+inline std::size_t bytes_size(const std::optional<ByteSpan>& b) noexcept {
+  return b ? zigzag_size(static_cast<std::int64_t>(b->size())) + b->size() : 1;
+}
+inline std::optional<ByteSpan> span_of(const std::optional<Bytes>& b) noexcept {
+  return b ? std::optional<ByteSpan>(ByteSpan(*b)) : std::nullopt;
 }
 
-void write_record_body(Writer& w, const ProducerRecord& rec, std::int64_t timestamp_delta, std::int32_t offset_delta) {
-  w.i8(0);
-  w.varlong(timestamp_delta);
-  w.varint(offset_delta);
-  write_varint_bytes(w, rec.key);
-  write_varint_bytes(w, rec.value);
-  w.varint(static_cast<std::int32_t>(rec.headers.size()));
-  for (const auto& h : rec.headers) {
-    w.varint(static_cast<std::int32_t>(h.key.size()));
-    w.raw(h.key.data(), h.key.size());
-    write_varint_bytes(w, h.value);
-  }
+// The body of a record (after its length): attributes, timestamp and offset
+// deltas, key, value, headers.
+std::size_t body_size(std::int64_t ts_delta, std::int32_t offset_delta, const std::optional<ByteSpan>& key,
+                      const std::optional<ByteSpan>& value, std::span<const RecordHeader> headers) noexcept {
+  std::size_t n = 1 + zigzag_size(ts_delta) + zigzag_size(offset_delta) + bytes_size(key) + bytes_size(value) +
+                  zigzag_size(static_cast<std::int64_t>(headers.size()));
+  for (const auto& h : headers)
+    n += zigzag_size(static_cast<std::int64_t>(h.key.size())) + h.key.size() + bytes_size(span_of(h.value));
+  return n;
 }
 
-void write_records(Writer& w, std::span<const ProducerRecord> records, std::int64_t now, std::int64_t base_ts) {
-  for (std::size_t i = 0; i < records.size(); ++i) {
-    const auto& rec = records[i];
-    const std::int64_t ts = rec.timestamp == -1 ? now : rec.timestamp;
-    Writer counter;
-    write_record_body(counter, rec, ts - base_ts, static_cast<std::int32_t>(i));
-    w.varint(static_cast<std::int32_t>(counter.size()));
-    write_record_body(w, rec, ts - base_ts, static_cast<std::int32_t>(i));
-  }
+void put_be16(std::uint8_t* p, std::uint16_t v) noexcept {
+  p[0] = std::uint8_t(v >> 8);
+  p[1] = std::uint8_t(v);
+}
+void put_be32(std::uint8_t* p, std::uint32_t v) noexcept {
+  p[0] = std::uint8_t(v >> 24);
+  p[1] = std::uint8_t(v >> 16);
+  p[2] = std::uint8_t(v >> 8);
+  p[3] = std::uint8_t(v);
+}
+void put_be64(std::uint8_t* p, std::uint64_t v) noexcept {
+  put_be32(p, static_cast<std::uint32_t>(v >> 32));
+  put_be32(p + 4, static_cast<std::uint32_t>(v));
+}
+
+// Fills a batch header in (every field but the CRC) for `count` records in
+// `length` bytes (the header's 61 included), then the CRC.
+void write_header(std::uint8_t* b, std::size_t length, const BatchOptions& o, int attributes, std::int32_t count,
+                  std::int64_t base_ts, std::int64_t max_ts) {
+  put_be64(b + layout::kOffset, static_cast<std::uint64_t>(o.base_offset));
+  put_be32(b + layout::kLength, static_cast<std::uint32_t>(length - kLogOverhead));
+  put_be32(b + layout::kPartitionLeaderEpoch, static_cast<std::uint32_t>(o.partition_leader_epoch));
+  b[layout::kMagic] = 2;
+  put_be16(b + layout::kBatchAttributes, static_cast<std::uint16_t>(attributes));
+  put_be32(b + layout::kLastOffsetDelta, static_cast<std::uint32_t>(count - 1));
+  put_be64(b + layout::kBaseTimestamp, static_cast<std::uint64_t>(base_ts));
+  put_be64(b + layout::kMaxTimestamp, static_cast<std::uint64_t>(max_ts));
+  put_be64(b + layout::kProducerId, static_cast<std::uint64_t>(o.producer_id));
+  put_be16(b + layout::kProducerEpoch, static_cast<std::uint16_t>(o.producer_epoch));
+  put_be32(b + layout::kBaseSequence, static_cast<std::uint32_t>(o.base_sequence));
+  put_be32(b + layout::kRecordsCount, static_cast<std::uint32_t>(count));
+  put_be32(b + layout::kBatchCrc, crc32c(ByteSpan(b + layout::kBatchAttributes, length - layout::kBatchAttributes)));
 }
 
 }  // namespace
+
+void RecordBatchBuilder::clear() noexcept {
+  size_ = 0;
+  count_ = 0;
+  base_ts_ = -1;
+  max_ts_ = -1;
+}
+
+void RecordBatchBuilder::grow(std::size_t need) {
+  if (need <= cap_) return;
+  std::size_t cap = std::max<std::size_t>({need, cap_ * 2, 256});
+  auto next = std::make_unique<std::uint8_t[]>(cap);
+  if (size_) std::memcpy(next.get(), buf_.get(), size_);
+  buf_ = std::move(next);
+  cap_ = cap;
+}
+
+void RecordBatchBuilder::reserve(std::size_t bytes) { grow(std::max(bytes, kRecordBatchHeaderSize)); }
+
+std::size_t RecordBatchBuilder::record_size(std::int64_t timestamp, const std::optional<ByteSpan>& key,
+                                            const std::optional<ByteSpan>& value,
+                                            std::span<const RecordHeader> headers) const noexcept {
+  const std::int64_t ts_delta = count_ == 0 ? 0 : timestamp - base_ts_;
+  const std::size_t body = body_size(ts_delta, count_, key, value, headers);
+  return zigzag_size(static_cast<std::int64_t>(body)) + body;
+}
+
+std::int64_t RecordBatchBuilder::append(std::int64_t timestamp, const std::optional<ByteSpan>& key,
+                                        const std::optional<ByteSpan>& value, std::span<const RecordHeader> headers) {
+  if (count_ == std::numeric_limits<std::int32_t>::max()) throw ProtocolError("too many records for one batch");
+  if (timestamp == -1) timestamp = now_ms();
+  if (count_ == 0) {
+    if (size_ < kRecordBatchHeaderSize) {
+      grow(kRecordBatchHeaderSize);
+      size_ = kRecordBatchHeaderSize;
+    }
+    base_ts_ = max_ts_ = timestamp;
+  }
+  const std::int64_t ts_delta = timestamp - base_ts_;
+  const std::size_t body = body_size(ts_delta, count_, key, value, headers);
+  grow(size_ + body + 5);
+  std::uint8_t* p = buf_.get() + size_;
+  p = put_varint(p, static_cast<std::int64_t>(body));
+  *p++ = 0;  // attributes
+  p = put_varint(p, ts_delta);
+  p = put_varint(p, count_);
+  p = put_bytes(p, key);
+  p = put_bytes(p, value);
+  p = put_varint(p, static_cast<std::int64_t>(headers.size()));
+  for (const auto& h : headers) {
+    p = put_bytes(p, ByteSpan(reinterpret_cast<const std::uint8_t*>(h.key.data()), h.key.size()));
+    p = put_bytes(p, span_of(h.value));
+  }
+  size_ = static_cast<std::size_t>(p - buf_.get());
+  ++count_;
+  max_ts_ = std::max(max_ts_, timestamp);
+  return timestamp;
+}
+
+std::span<std::uint8_t> RecordBatchBuilder::finish(const BatchOptions& options) {
+  if (count_ == 0) throw ProtocolError("cannot encode an empty record batch");
+  int attributes = static_cast<int>(options.compression) & kAttrCompressionMask;
+  if (options.transactional) attributes |= kAttrTransactional;
+  if (options.compression == Compression::none) {
+    if (size_ - kLogOverhead > static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max()))
+      throw ProtocolError("record batch too large");
+    write_header(buf_.get(), size_, options, attributes, count_, base_ts_, max_ts_);
+    return {buf_.get(), size_};
+  }
+  compress(options.compression, ByteSpan(buf_.get() + kRecordBatchHeaderSize, size_ - kRecordBatchHeaderSize), packed_);
+  const std::size_t length = kRecordBatchHeaderSize + packed_.size();
+  if (length - kLogOverhead > static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max()))
+    throw ProtocolError("record batch too large");
+  out_.resize(length);
+  std::memcpy(out_.data() + kRecordBatchHeaderSize, packed_.data(), packed_.size());
+  write_header(out_.data(), length, options, attributes, count_, base_ts_, max_ts_);
+  return {out_.data(), out_.size()};
+}
+
+void set_batch_producer_state(std::span<std::uint8_t> batch, std::int64_t producer_id, std::int16_t producer_epoch,
+                              std::int32_t base_sequence, bool transactional) {
+  if (batch.size() < kRecordBatchHeaderSize || batch[layout::kMagic] != 2 ||
+      load_be32(batch.data() + layout::kLength) + kLogOverhead != batch.size())
+    throw ProtocolError("not one whole magic-2 record batch");
+  std::uint8_t* b = batch.data();
+  int attributes = load_be16(b + layout::kBatchAttributes);
+  attributes = transactional ? (attributes | kAttrTransactional) : (attributes & ~kAttrTransactional);
+  put_be16(b + layout::kBatchAttributes, static_cast<std::uint16_t>(attributes));
+  put_be64(b + layout::kProducerId, static_cast<std::uint64_t>(producer_id));
+  put_be16(b + layout::kProducerEpoch, static_cast<std::uint16_t>(producer_epoch));
+  put_be32(b + layout::kBaseSequence, static_cast<std::uint32_t>(base_sequence));
+  put_be32(b + layout::kBatchCrc,
+           crc32c(ByteSpan(b + layout::kBatchAttributes, batch.size() - layout::kBatchAttributes)));
+}
 
 void encode_record_batch(std::span<const ProducerRecord> records, const BatchOptions& options, Bytes& out) {
   if (records.empty()) throw ProtocolError("cannot encode an empty record batch");
   if (records.size() > static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max()))
     throw ProtocolError("too many records for one batch");
+  thread_local RecordBatchBuilder builder;
+  builder.clear();
+  // Records without a timestamp get the same "now" (the batch's base timestamp).
   const std::int64_t now = now_ms();
-  const std::int64_t base_ts = records.front().timestamp == -1 ? now : records.front().timestamp;
-  std::int64_t max_ts = base_ts;
-  for (const auto& r : records) max_ts = std::max(max_ts, r.timestamp == -1 ? now : r.timestamp);
-
-  const std::size_t start = out.size();
-  Writer w(out);
-  w.i64(options.base_offset);
-  w.i32(0);  // batch length, patched below
-  w.i32(options.partition_leader_epoch);
-  w.i8(2);
-  w.u32(0);  // CRC, patched below
-  int attributes = static_cast<int>(options.compression) & kAttrCompressionMask;
-  if (options.transactional) attributes |= kAttrTransactional;
-  w.i16(static_cast<std::int16_t>(attributes));
-  w.i32(static_cast<std::int32_t>(records.size() - 1));
-  w.i64(base_ts);
-  w.i64(max_ts);
-  w.i64(options.producer_id);
-  w.i16(options.producer_epoch);
-  w.i32(options.base_sequence);
-  w.i32(static_cast<std::int32_t>(records.size()));
-  if (options.compression == Compression::none) {
-    write_records(w, records, now, base_ts);
-  } else {
-    thread_local Bytes plain;
-    thread_local Bytes packed;
-    plain.clear();
-    Writer pw(plain);
-    write_records(pw, records, now, base_ts);
-    compress(options.compression, ByteSpan(plain), packed);
-    w.raw(ByteSpan(packed));
-  }
-  const std::size_t batch_length = out.size() - start - kLogOverhead;
-  if (batch_length > static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max()))
-    throw ProtocolError("record batch too large");
-  w.patch_i32(start + layout::kLength, static_cast<std::int32_t>(batch_length));
-  w.patch_u32(start + layout::kBatchCrc, crc32c(ByteSpan(out).subspan(start + layout::kBatchAttributes)));
+  for (const auto& r : records)
+    builder.append(r.timestamp == -1 ? now : r.timestamp, span_of(r.key), span_of(r.value), r.headers);
+  const auto batch = builder.finish(options);
+  out.insert(out.end(), batch.begin(), batch.end());
 }
 
 void encode_legacy_message(Bytes& out, std::int64_t offset, std::int8_t magic, std::int8_t attributes,

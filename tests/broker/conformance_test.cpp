@@ -104,6 +104,17 @@ TEST_F(Conformance, EveryDeclaredVersionTheCurrentBrokerOffersWorks) {
   EXPECT_TRUE(contains_range(rows["DescribeGroups"].exercised, 0, 6));
   EXPECT_TRUE(contains_range(rows["ConsumerGroupHeartbeat"].exercised, 0, 1));
   EXPECT_TRUE(contains_range(rows["ConsumerGroupDescribe"].exercised, 0, 1));
+  // Idempotence and transactions (4.1: transactions v2 on, so EndTxn v5 and
+  // TxnOffsetCommit v5 run the KIP-890 flow; AddPartitionsToTxn v4-5 are the
+  // brokers' own versions, accepted without an authorizer).
+  const std::pair<const char*, int> txn[] = {
+      {"InitProducerId", 5}, {"AddPartitionsToTxn", 5},   {"AddOffsetsToTxn", 4},  {"TxnOffsetCommit", 5},
+      {"EndTxn", 5},         {"DescribeTransactions", 0}, {"ListTransactions", 2}, {"DescribeProducers", 0}};
+  for (auto& [api, max] : txn) {
+    ASSERT_TRUE(rows.count(api)) << api;
+    EXPECT_EQ(rows[api].result, "ok") << api << "\n" << joined(rows[api].failures);
+    EXPECT_TRUE(contains_range(rows[api].exercised, 0, max)) << api;
+  }
 }
 
 TEST_F(Conformance, PreviousMajorStillSpeaksTheOldVersions) {
@@ -128,6 +139,11 @@ TEST_F(Conformance, PreviousMajorStillSpeaksTheOldVersions) {
   EXPECT_TRUE(contains_range(rows["JoinGroup"].exercised, 0, 9));
   EXPECT_TRUE(contains_range(rows["DescribeGroups"].exercised, 0, 5));
   EXPECT_TRUE(contains_range(rows["ConsumerGroupHeartbeat"].exercised, 0, 0));
+  // 3.9 has no transactions v2: EndTxn and TxnOffsetCommit stop at v4.
+  EXPECT_TRUE(contains_range(rows["EndTxn"].exercised, 0, 4));
+  EXPECT_TRUE(contains_range(rows["TxnOffsetCommit"].exercised, 0, 4));
+  EXPECT_TRUE(contains_range(rows["ListTransactions"].exercised, 0, 1));
+  EXPECT_TRUE(contains_range(rows["InitProducerId"].exercised, 0, 5));
 }
 
 class DumpLog : public BrokerTest {};

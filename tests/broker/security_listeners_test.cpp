@@ -349,7 +349,7 @@ TEST_F(SecureListenersTest, ReauthenticationKeepsTheConnection) {
         m.value = kwire::protocol::Bytes(v.begin(), v.end());
         producer.send(std::move(m));
         producer.flush();
-        if (sent.empty()) producer_connects = producer.client().connection_stats().connects;
+        if (sent.empty()) producer_connects = producer.connection_stats().connects;
         sent.push_back(v);
         next_send += std::chrono::milliseconds(150);
       }
@@ -362,7 +362,7 @@ TEST_F(SecureListenersTest, ReauthenticationKeepsTheConnection) {
     EXPECT_GE(sent.size(), 40u);
     EXPECT_EQ(got, sent);
     const auto& cs = consumer.client().connection_stats();
-    const auto& ps = producer.client().connection_stats();
+    const auto& ps = producer.connection_stats();
     EXPECT_GE(cs.reauthentications, 2u);
     EXPECT_GE(ps.reauthentications, 2u);
     EXPECT_EQ(cs.connects, consumer_connects) << "the consumer reconnected";

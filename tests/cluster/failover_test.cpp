@@ -133,6 +133,8 @@ class Failover : public ClusterTest {
       else if (it->second > 1) ++in_log_twice;  // written twice by a producer retry, read once per copy
     }
     EXPECT_EQ(missing, 0u);
+    // The producer is idempotent (the default): a retry never writes a record twice.
+    EXPECT_EQ(in_log_twice, 0u);
     for (auto& [t, p] : s.progress()) {
       EXPECT_EQ(p.data_loss, 0) << "batch " << p.batch_id;
       EXPECT_TRUE(p.warnings.empty()) << "batch " << p.batch_id << ": " << p.warnings.front();

@@ -43,7 +43,7 @@ TEST(ClientConfigTest, KnownButUnusedKeysAreIgnoredWithoutWarning) {
                   {"auto.offset.reset", "earliest"},
                   {"key.deserializer", "org.apache.kafka.common.serialization.ByteArrayDeserializer"},
                   {"session.timeout.ms", "45000"},
-                  {"enable.idempotence", "true"},
+                  {"partitioner.ignore.keys", "false"},
                   {"metrics.num.samples", "2"}});
   EXPECT_TRUE(c.unknown_keys.empty());
   EXPECT_TRUE(c.warnings.empty());

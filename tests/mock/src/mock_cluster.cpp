@@ -148,6 +148,7 @@ struct Effects {
   milliseconds delay{0};
   std::int32_t throttle_ms = 0;
   bool drop = false;
+  bool append_anyway = false;  // Produce: append, then answer the error
   bool any = false;
 
   std::int16_t error_for(const std::string& t, std::int32_t p) const {
@@ -194,6 +195,8 @@ struct MockCluster::State {
   std::map<std::string, std::string> retired_ids;  // base64 id of a deleted topic -> name (for the log)
   std::map<std::int16_t, std::pair<std::int16_t, std::int16_t>> versions;
   std::map<std::int16_t, MockCluster::Handler> handlers;  // scripted APIs (set_handler)
+  MockCluster::ProduceCheck produce_check;                // set_produce_check
+  std::map<std::string, std::int16_t> finalized_features;
   std::vector<Fault> faults;
   std::vector<RequestRecord> log;
   int accepted = 0;
@@ -309,6 +312,7 @@ struct MockCluster::State {
       e.delay = std::max(e.delay, f.delay);
       e.throttle_ms = std::max(e.throttle_ms, f.throttle_ms);
       e.drop = e.drop || f.drop_connection;
+      e.append_anyway = e.append_anyway || f.append_anyway;
     }
     std::erase_if(faults, [](const Fault& f) { return f.times <= 0; });
     return e;
@@ -400,6 +404,14 @@ struct MockCluster::State {
       resp.api_keys.push_back(av);
     }
     resp.throttle_time_ms = e.throttle_ms;
+    for (auto& [name, level] : finalized_features) {
+      ApiVersionsResponse::FinalizedFeatureKey f;
+      f.name = name;
+      f.min_version_level = level;
+      f.max_version_level = level;
+      resp.finalized_features.push_back(f);
+    }
+    if (!finalized_features.empty()) resp.finalized_features_epoch = 1;
     return finish(response_frame(resp, version, corr), e);
   }
 
@@ -791,15 +803,31 @@ struct MockCluster::State {
           rp.error_code = err(version >= 13 ? ErrorCode::unknown_topic_id : ErrorCode::unknown_topic_or_partition);
         if (!rp.error_code && pl->leader != node) rp.error_code = err(ErrorCode::not_leader_or_follower);
         std::vector<Bytes> batches;
+        const std::int16_t injected = rp.error_code;
+        if (injected && e.append_anyway) rp.error_code = 0;
         if (!rp.error_code && (!p.records.data || !split_batches(*p.records.data, batches)))
           rp.error_code = err(ErrorCode::corrupt_message);
         if (!rp.error_code) {
           rp.base_offset = -1;
           for (auto& b : batches) {
-            auto base = append_batch(*pl, std::move(b));
+            std::int64_t duplicate_of = -1;
+            if (produce_check) {
+              const std::int16_t code = produce_check(node, version, req.transactional_id, name, p.index, ByteSpan(b),
+                                                      pl->hwm, &duplicate_of);
+              if (code) {
+                rp.error_code = code;
+                break;
+              }
+            }
+            auto base = duplicate_of >= 0 ? duplicate_of : append_batch(*pl, std::move(b));
             if (rp.base_offset < 0) rp.base_offset = base;
           }
           rp.log_start_offset = pl->log_start;
+          if (rp.error_code) rp.base_offset = -1;
+          if (injected) {
+            rp.error_code = injected;
+            rp.base_offset = -1;
+          }
         } else {
           rp.base_offset = -1;
         }
@@ -971,6 +999,17 @@ MockCluster::MockCluster(int brokers) : state_(std::make_unique<State>()) {
   add(ApiKey::create_topics, 2, CreateTopicsRequest::max_version);
   add(ApiKey::delete_topics, 1, DeleteTopicsRequest::max_version);
   add(ApiKey::offset_for_leader_epoch, 2, OffsetForLeaderEpochRequest::max_version);
+  // An idempotent producer's id (MockTransactions adds transactional ids
+  // and the brokers' sequence checks).
+  auto next_producer_id = std::make_shared<std::int64_t>(1);
+  st.versions[static_cast<std::int16_t>(ApiKey::init_producer_id)] = {0, InitProducerIdRequest::max_version};
+  st.handlers[static_cast<std::int16_t>(ApiKey::init_producer_id)] =
+      [next_producer_id](std::int32_t, std::int16_t v, std::int32_t corr, const Bytes&) -> std::optional<Bytes> {
+    InitProducerIdResponse r;
+    r.producer_id = (*next_producer_id)++;
+    r.producer_epoch = 0;
+    return encode_response_frame(r, v, corr);
+  };
   for (int i = 0; i < brokers; ++i) {
     State::BrokerSocket b;
     b.node = i + 1;
@@ -1174,6 +1213,16 @@ void MockCluster::set_handler(ApiKey api, std::int16_t min_version, std::int16_t
   std::lock_guard lock(state_->mu);
   state_->versions[static_cast<std::int16_t>(api)] = {min_version, max_version};
   state_->handlers[static_cast<std::int16_t>(api)] = std::move(handler);
+}
+
+void MockCluster::set_produce_check(ProduceCheck check) {
+  std::lock_guard lock(state_->mu);
+  state_->produce_check = std::move(check);
+}
+
+void MockCluster::set_finalized_feature(const std::string& name, std::int16_t level) {
+  std::lock_guard lock(state_->mu);
+  state_->finalized_features[name] = level;
 }
 
 void MockCluster::remove_api(ApiKey api) {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -88,6 +89,19 @@ struct ClientConfig {
   std::int32_t linger_ms = 5;                                            // linger.ms
   std::int32_t max_request_size = 1048576;                               // max.request.size
   std::int32_t delivery_timeout_ms = 120000;                             // delivery.timeout.ms
+  std::int64_t buffer_memory = 33554432;  // buffer.memory (queue.buffering.max.kbytes * 1024)
+  std::int32_t max_block_ms = 60000;      // max.block.ms
+  // max.in.flight.requests.per.connection (max.in.flight): Produce requests
+  // in flight per broker.
+  std::int32_t max_in_flight_requests_per_connection = 5;
+  // The producer's retries: as `retries` when that is given (message.send.max.retries),
+  // else unbounded, as in Java's producer (delivery.timeout.ms ends retrying).
+  std::int32_t producer_retries = 2147483647;
+  // enable.idempotence: nullopt when not given, and then on unless acks,
+  // retries or max.in.flight.requests.per.connection conflict (Java's rule).
+  std::optional<bool> enable_idempotence;
+  std::string transactional_id;                 // transactional.id (empty: not transactional)
+  std::int32_t transaction_timeout_ms = 60000;  // transaction.timeout.ms
 
   /// Keys that were given but are not used by kwire (reported, not fatal, as
   /// the Java client logs unknown configs): the unknown_keys plus known Java /

@@ -102,6 +102,10 @@ class Connection {
 
   /// Versions the broker advertised for each API key.
   const std::map<std::int16_t, VersionRange>& broker_versions() const noexcept { return versions_; }
+  /// The cluster's finalized feature levels the broker reported in ApiVersions
+  /// (v3+, KIP-584): name -> max version level, e.g. "transaction.version" -> 2
+  /// when transactions v2 (KIP-890) are on. Empty for older brokers.
+  const std::map<std::string, std::int16_t>& finalized_features() const noexcept { return finalized_features_; }
   /// Highest version of M both sides speak; throws UnsupportedVersionError.
   /// A message whose newest versions need fields a caller must fill in (topic
   /// ids in OffsetCommit/OffsetFetch v10) declares `default_max_version`, and
@@ -237,6 +241,7 @@ class Connection {
   std::shared_ptr<protocol::Bytes> read_buf_;
   std::optional<std::string> error_;
   std::map<std::int16_t, VersionRange> versions_;
+  std::map<std::string, std::int16_t> finalized_features_;
   std::shared_ptr<bool> alive_;
   Clock::time_point throttled_until_{};
   std::unique_ptr<boost::asio::steady_timer> throttle_timer_;

@@ -220,6 +220,7 @@ class KafkaClient {
   std::map<std::int32_t, std::uint64_t> broker_generation_;
   class FetchAdapter;
   friend class FetchAdapter;
+  friend class ProducerCluster;  // the producer's sender thread (producer_cluster.cpp)
   std::unique_ptr<FetchAdapter> fetch_adapter_;
 };
 

@@ -182,6 +182,61 @@ struct BatchOptions {
   std::int32_t partition_leader_epoch = -1;
 };
 
+/// Builds one magic-2 batch (CreateTime) record by record: the one record
+/// writer (encode_record_batch() and the producer use it). Records are written
+/// as they are appended, after room for the 61-byte batch header; finish()
+/// fills the header in (compressing the records first when asked) and the
+/// CRC-32C. The buffer is kept across clear() for the next batch.
+class RecordBatchBuilder {
+ public:
+  RecordBatchBuilder() = default;
+  RecordBatchBuilder(RecordBatchBuilder&&) noexcept = default;
+  RecordBatchBuilder& operator=(RecordBatchBuilder&&) noexcept = default;
+
+  /// Starts an empty batch, keeping the buffers.
+  void clear() noexcept;
+  /// Reserves room for `bytes` of header and records.
+  void reserve(std::size_t bytes);
+  bool empty() const noexcept { return count_ == 0; }
+  std::int32_t count() const noexcept { return count_; }
+  /// Bytes of header and uncompressed records so far.
+  std::size_t size() const noexcept { return size_; }
+  std::int64_t base_timestamp() const noexcept { return base_ts_; }
+  std::int64_t max_timestamp() const noexcept { return max_ts_; }
+
+  /// The bytes append() would add for this record after `count()` others
+  /// (its length prefix included); `timestamp` as append() resolves it.
+  std::size_t record_size(std::int64_t timestamp, const std::optional<ByteSpan>& key,
+                          const std::optional<ByteSpan>& value, std::span<const RecordHeader> headers) const noexcept;
+  /// Appends one record with a timestamp in ms (-1: the wall clock now);
+  /// returns the timestamp written. Throws ProtocolError past 2^31-1 records.
+  std::int64_t append(std::int64_t timestamp, const std::optional<ByteSpan>& key, const std::optional<ByteSpan>& value,
+                      std::span<const RecordHeader> headers);
+  /// The finished batch: header from `options` (producer id, epoch, base
+  /// sequence, transactional flag, base offset), records compressed with
+  /// options.compression, CRC-32C. The span stays valid until the next
+  /// append(), clear() or finish(). Throws ProtocolError for an empty batch.
+  std::span<std::uint8_t> finish(const BatchOptions& options);
+
+ private:
+  void grow(std::size_t need);
+  std::unique_ptr<std::uint8_t[]> buf_;
+  std::size_t size_ = 0;
+  std::size_t cap_ = 0;
+  std::int32_t count_ = 0;
+  std::int64_t base_ts_ = -1;
+  std::int64_t max_ts_ = -1;
+  Bytes packed_;  // compressed records
+  Bytes out_;     // a compressed batch
+};
+
+/// Rewrites the producer fields of one finished magic-2 batch in place
+/// (producer id, epoch, base sequence, transactional flag) and its CRC-32C,
+/// as a producer does when it resends a batch under a new epoch (KIP-360).
+/// Throws ProtocolError when `batch` is not one whole magic-2 batch.
+void set_batch_producer_state(std::span<std::uint8_t> batch, std::int64_t producer_id, std::int16_t producer_epoch,
+                              std::int32_t base_sequence, bool transactional);
+
 /// Encodes one magic-2 batch (CreateTime) and appends it to `out`. Timestamps
 /// of -1 become the current wall clock in milliseconds. Throws ProtocolError
 /// for an empty record list.

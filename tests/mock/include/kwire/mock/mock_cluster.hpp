@@ -87,6 +87,9 @@ struct Fault {
   bool corrupt_last_batch = false;
   /// Fetch: list the matching partitions twice in the answer.
   bool duplicate_partition = false;
+  /// Produce: append the batches, then answer `error_code` (as a leader that
+  /// wrote a batch but answers NOT_ENOUGH_REPLICAS_AFTER_APPEND or times out).
+  bool append_anyway = false;
 };
 
 struct MockRecord {
@@ -164,6 +167,20 @@ class MockCluster {
   using Handler = std::function<std::optional<protocol::Bytes>(
       std::int32_t node, std::int16_t version, std::int32_t correlation_id, const protocol::Bytes& payload)>;
   void set_handler(protocol::ApiKey api, std::int16_t min_version, std::int16_t max_version, Handler handler);
+
+  /// Called for each record batch of a Produce request before it is
+  /// appended (on the cluster's thread, its lock held: it must not call back
+  /// into the MockCluster): returns an error code for the partition (0:
+  /// append at `log_end`), or sets *duplicate_of to the offset an earlier
+  /// copy of the batch was written at (answered with it, not appended).
+  using ProduceCheck = std::function<std::int16_t(
+      std::int32_t node, std::int16_t version, const std::optional<std::string>& transactional_id,
+      const std::string& topic, std::int32_t partition, protocol::ByteSpan batch, std::int64_t log_end,
+      std::int64_t* duplicate_of)>;
+  void set_produce_check(ProduceCheck check);
+  /// A finalized feature level ApiVersions reports (KIP-584), e.g.
+  /// "transaction.version" 2 for transactions v2.
+  void set_finalized_feature(const std::string& name, std::int16_t level);
 
   /// Highest version advertised (and accepted) for an API.
   void set_max_version(protocol::ApiKey api, std::int16_t max_version);

@@ -1,0 +1,256 @@
+#include "producer_accumulator.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+namespace kwire::client {
+
+using namespace kwire::protocol;
+
+namespace {
+constexpr std::size_t kBatchHeader = protocol::kRecordBatchHeaderSize;
+}  // namespace
+
+RecordAccumulator::RecordAccumulator(const ClientConfig& config, std::function<void()> wake_sender)
+    : config_(config),
+      wake_sender_(std::move(wake_sender)),
+      batch_size_(static_cast<std::size_t>(std::max(config.batch_size, 1))),
+      buffer_memory_(static_cast<std::size_t>(std::max<std::int64_t>(config.buffer_memory, 1))),
+      linger_(config.linger_ms),
+      delivery_timeout_(config.delivery_timeout_ms),
+      max_block_(config.max_block_ms) {}
+
+BatchPtr RecordAccumulator::open_batch(const TopicPartition& tp, std::size_t first_record,
+                                       std::unique_lock<std::mutex>& lock) {
+  const std::size_t reserve = std::max(batch_size_, kBatchHeader + first_record);
+  if (reserve > buffer_memory_)
+    throw ClientError(fmt::format("a record of {} bytes for {} is larger than buffer.memory ({} bytes)", first_record,
+                                  to_string(tp), buffer_memory_));
+  const auto until = Clock::now() + max_block_;
+  while (used_ + reserve > buffer_memory_) {
+    if (closed_) throw ClientError("the producer is closed");
+    if (space_cv_.wait_until(lock, until) == std::cv_status::timeout && used_ + reserve > buffer_memory_)
+      throw BufferExhaustedError(fmt::format(
+          "no room in buffer.memory ({} bytes) for a batch of {} within max.block.ms ({} ms): records are given "
+          "faster than they can be sent",
+          buffer_memory_, to_string(tp), max_block_.count()));
+  }
+  if (closed_) throw ClientError("the producer is closed");
+  auto b = std::make_unique<ProducerBatch>();
+  b->id = next_id_++;
+  b->tp = tp;
+  if (!spare_.empty()) {
+    b->builder = std::move(spare_.back());
+    spare_.pop_back();
+    b->builder.clear();
+  }
+  b->builder.reserve(reserve);
+  b->reserved = reserve;
+  b->created = Clock::now();
+  b->delivery_deadline = b->created + delivery_timeout_;
+  used_ += reserve;
+  incomplete_.insert(b->id);
+  return b;
+}
+
+RecordAccumulator::Appended RecordAccumulator::append(const TopicPartition& tp, std::int64_t timestamp,
+                                                      const std::optional<ByteSpan>& key,
+                                                      const std::optional<ByteSpan>& value,
+                                                      std::span<const RecordHeader> headers, SendCallback callback) {
+  std::unique_lock lock(mu_);
+  if (closed_) throw ClientError("the producer is closed: send() after close()");
+  Appended out;
+  auto& q = queues_[tp];
+  ProducerBatch* last = q.batches.empty() ? nullptr : q.batches.back().get();
+  // The size a record takes after others (its deltas are at most 10 bytes
+  // longer than in an empty batch): checked against batch.size.
+  std::size_t size = 0;
+  if (last && !last->full) {
+    size = last->builder.record_size(timestamp, key, value, headers);
+    if (last->builder.size() + size > last->reserved) {
+      last->full = true;
+      last = nullptr;
+    }
+  } else {
+    last = nullptr;
+  }
+  if (!last) {
+    RecordBatchBuilder probe;
+    size = probe.record_size(timestamp, key, value, headers);
+    if (kBatchHeader + size > static_cast<std::size_t>(config_.max_request_size))
+      throw ClientError(fmt::format(
+          "a record of {} bytes for {} is larger than max.request.size ({} bytes): record too large",
+          kBatchHeader + size, to_string(tp), config_.max_request_size));
+    auto batch = open_batch(tp, size, lock);
+    // open_batch may have waited (the lock released): append to the queue as it is now.
+    auto& queue = queues_[tp];
+    if (!queue.batches.empty()) queue.batches.back()->full = true;
+    queue.batches.push_back(std::move(batch));
+    last = queue.batches.back().get();
+    out.new_batch = true;
+  }
+  const std::int32_t index = last->builder.count();
+  const std::int64_t ts = last->builder.append(timestamp, key, value, headers);
+  if (callback) last->callbacks.push_back({index, ts, std::move(callback)});
+  else last->silent = true;
+  out.bytes = size;
+  const bool now_full = last->builder.size() >= last->reserved;
+  if (now_full) last->full = true;
+  lock.unlock();
+  if (out.new_batch || now_full) wake_sender_();
+  return out;
+}
+
+std::uint64_t RecordAccumulator::begin_flush() {
+  std::uint64_t mark;
+  {
+    std::lock_guard lock(mu_);
+    mark = next_id_;
+    flush_mark_ = std::max(flush_mark_, mark);
+  }
+  wake_sender_();
+  return mark;
+}
+
+bool RecordAccumulator::wait_flushed(std::uint64_t mark, Clock::time_point until) {
+  std::unique_lock lock(mu_);
+  auto done = [&] { return incomplete_.empty() || *incomplete_.begin() >= mark; };
+  if (until == Clock::time_point::max()) {
+    done_cv_.wait(lock, done);
+    return true;
+  }
+  return done_cv_.wait_until(lock, until, done);
+}
+
+void RecordAccumulator::close() {
+  {
+    std::lock_guard lock(mu_);
+    closed_ = true;
+  }
+  space_cv_.notify_all();
+  wake_sender_();
+}
+
+bool RecordAccumulator::closed() const {
+  std::lock_guard lock(mu_);
+  return closed_;
+}
+
+Clock::time_point RecordAccumulator::drain(
+    Clock::time_point now, const std::function<bool(const TopicPartition&, const ProducerBatch&)>& take,
+    std::vector<BatchPtr>& out) {
+  std::lock_guard lock(mu_);
+  Clock::time_point next = Clock::time_point::max();
+  for (auto& [tp, q] : queues_) {
+    if (q.batches.empty()) continue;
+    ProducerBatch& head = *q.batches.front();
+    if (head.retry_at > now) {
+      next = std::min(next, head.retry_at);
+      continue;
+    }
+    const bool ready = head.full || q.batches.size() > 1 || closed_ || head.id < flush_mark_ ||
+                       head.attempts > 0 || now >= head.created + linger_;
+    if (!ready) {
+      next = std::min(next, head.created + linger_);
+      continue;
+    }
+    if (!take(tp, head)) continue;
+    head.full = true;
+    out.push_back(std::move(q.batches.front()));
+    q.batches.pop_front();
+  }
+  return next;
+}
+
+void RecordAccumulator::shift_sequences(const TopicPartition& tp, std::int32_t from, std::int32_t by) {
+  std::lock_guard lock(mu_);
+  auto it = queues_.find(tp);
+  if (it == queues_.end()) return;
+  for (auto& b : it->second.batches)
+    if (b->sequenced() && b->base_sequence > from) b->base_sequence -= by;
+}
+
+bool RecordAccumulator::any_fate_unknown() const {
+  std::lock_guard lock(mu_);
+  for (auto& [tp, q] : queues_)
+    for (auto& b : q.batches)
+      if (b->fate_unknown) return true;
+  return false;
+}
+
+std::vector<TopicPartition> RecordAccumulator::queued_partitions() const {
+  std::lock_guard lock(mu_);
+  std::vector<TopicPartition> out;
+  for (auto& [tp, q] : queues_)
+    if (!q.batches.empty()) out.push_back(tp);
+  return out;
+}
+
+Clock::time_point RecordAccumulator::expire(Clock::time_point now, std::vector<BatchPtr>& out) {
+  std::lock_guard lock(mu_);
+  Clock::time_point next = Clock::time_point::max();
+  for (auto& [tp, q] : queues_) {
+    while (!q.batches.empty() && q.batches.front()->delivery_deadline <= now) {
+      q.batches.front()->full = true;
+      out.push_back(std::move(q.batches.front()));
+      q.batches.pop_front();
+    }
+    for (auto& b : q.batches) next = std::min(next, b->delivery_deadline);
+  }
+  return next;
+}
+
+void RecordAccumulator::take_all(std::vector<BatchPtr>& out) {
+  std::lock_guard lock(mu_);
+  for (auto& [tp, q] : queues_) {
+    for (auto& b : q.batches) {
+      b->full = true;
+      out.push_back(std::move(b));
+    }
+    q.batches.clear();
+  }
+}
+
+void RecordAccumulator::reenqueue(BatchPtr batch) {
+  std::lock_guard lock(mu_);
+  auto& q = queues_[batch->tp].batches;
+  auto pos = q.begin();
+  while (pos != q.end() && (*pos)->sequenced() && (*pos)->base_sequence < batch->base_sequence) ++pos;
+  q.insert(pos, std::move(batch));
+}
+
+void RecordAccumulator::release(BatchPtr batch) {
+  {
+    std::lock_guard lock(mu_);
+    used_ -= std::min(used_, batch->reserved);
+    incomplete_.erase(batch->id);
+    // Keep the buffer for a later batch, up to what buffer.memory could use.
+    if (spare_.size() < 64 && spare_.size() * batch_size_ < buffer_memory_) spare_.push_back(std::move(batch->builder));
+  }
+  batch.reset();
+  space_cv_.notify_all();
+  done_cv_.notify_all();
+}
+
+bool RecordAccumulator::empty() const {
+  std::lock_guard lock(mu_);
+  for (auto& [tp, q] : queues_)
+    if (!q.batches.empty()) return false;
+  return true;
+}
+
+std::size_t RecordAccumulator::queued_batches() const {
+  std::lock_guard lock(mu_);
+  std::size_t n = 0;
+  for (auto& [tp, q] : queues_) n += q.batches.size();
+  return n;
+}
+
+void RecordAccumulator::reset_sequences() {
+  std::lock_guard lock(mu_);
+  for (auto& [tp, q] : queues_)
+    for (auto& b : q.batches) b->base_sequence = -1;
+}
+
+}  // namespace kwire::client

@@ -1,0 +1,102 @@
+// KafkaClient as the producer's sender thread sees it (internal): leaders
+// and topic ids from the metadata cache, pipelined requests to brokers over
+// the client's connections (each remembers the connection it went out on, so
+// an answer on a replaced connection is known to be lost), and one wait for
+// any answer, a time, or a wake-up from another thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kwire/client/connection.hpp"
+#include "kwire/client/kafka_client.hpp"
+
+namespace kwire::client {
+
+class ProducerCluster {
+ public:
+  explicit ProducerCluster(KafkaClient& client);
+  ~ProducerCluster();
+  ProducerCluster(const ProducerCluster&) = delete;
+  ProducerCluster& operator=(const ProducerCluster&) = delete;
+
+  KafkaClient& client() noexcept { return c_; }
+
+  struct Leader {
+    std::int32_t node = -1;  // -1: none known
+    std::int32_t epoch = -1;
+  };
+  /// The partition's leader from the metadata cache (no request).
+  Leader leader(const TopicPartition& tp) const;
+  /// The partition count of a topic from the cache (0: unknown), and the
+  /// topic's error code in the last metadata.
+  std::int32_t partition_count(const std::string& topic, std::int16_t* error = nullptr) const;
+  std::optional<protocol::Uuid> topic_id(const std::string& topic) const;
+  const std::string* topic_name(const protocol::Uuid& id) const;
+
+  /// The connection to a broker (connecting when needed). Throws ConnectionError.
+  Connection& connection(std::int32_t node);
+  /// Forgets a broker's connection (its requests in flight are lost).
+  void drop(std::int32_t node);
+
+  /// A request in flight.
+  struct Sent {
+    std::int32_t node = -1;
+    std::int32_t corr = 0;
+    std::int16_t version = 0;
+    std::uint64_t generation = 0;  // of the connection it went out on
+    Deadline deadline{};           // late after this
+  };
+  template <protocol::Message M>
+  Sent send(std::int32_t node, const M& request, std::int16_t version, bool expect_response, Deadline deadline) {
+    Connection& conn = connection(node);
+    Sent s;
+    s.node = node;
+    s.version = version;
+    s.generation = generation(node);
+    s.deadline = deadline;
+    s.corr = conn.send(request, version, expect_response);
+    return s;
+  }
+  /// True when receive() would not wait: answered, connection gone or replaced, or late.
+  bool ready(const Sent& s) const;
+  /// The answer. Throws ConnectionError (lost or replaced connection),
+  /// TimeoutError (late: the connection is closed), MalformedResponseError.
+  template <protocol::Message R>
+  Response<R> receive(const Sent& s) {
+    Connection* conn = alive(s);
+    if (!conn)
+      throw ConnectionError(fmt_lost(s));
+    try {
+      return conn->receive<R>(s.corr, s.version, s.deadline);
+    } catch (const ConnectionError&) {
+      drop(s.node);
+      throw;
+    } catch (const TimeoutError&) {
+      drop(s.node);
+      throw;
+    }
+  }
+  /// Requests not answered on the broker's connection.
+  std::size_t in_flight(std::int32_t node) const;
+
+  /// Runs the client's I/O until something happened (an answer read, a
+  /// wake()) or `until` passed.
+  void wait(Deadline until);
+  /// Makes a wait() on the sender thread return. Thread-safe.
+  void wake();
+
+ private:
+  std::uint64_t generation(std::int32_t node) const;
+  Connection* alive(const Sent& s) const;
+  static std::string fmt_lost(const Sent& s);
+
+  KafkaClient& c_;
+  struct Guard;
+  std::unique_ptr<Guard> guard_;  // keeps the I/O context waiting for work
+};
+
+}  // namespace kwire::client
