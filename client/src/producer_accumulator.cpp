@@ -79,9 +79,9 @@ RecordAccumulator::Appended RecordAccumulator::append(const TopicPartition& tp, 
     RecordBatchBuilder probe;
     size = probe.record_size(timestamp, key, value, headers);
     if (kBatchHeader + size > static_cast<std::size_t>(config_.max_request_size))
-      throw ClientError(fmt::format(
-          "a record of {} bytes for {} is larger than max.request.size ({} bytes): record too large",
-          kBatchHeader + size, to_string(tp), config_.max_request_size));
+      throw ClientError(
+          fmt::format("a record of {} bytes for {} is larger than max.request.size ({} bytes): record too large",
+                      kBatchHeader + size, to_string(tp), config_.max_request_size));
     auto batch = open_batch(tp, size, lock);
     // open_batch may have waited (the lock released): append to the queue as it is now.
     auto& queue = queues_[tp];
@@ -137,9 +137,9 @@ bool RecordAccumulator::closed() const {
   return closed_;
 }
 
-Clock::time_point RecordAccumulator::drain(
-    Clock::time_point now, const std::function<bool(const TopicPartition&, const ProducerBatch&)>& take,
-    std::vector<BatchPtr>& out) {
+Clock::time_point RecordAccumulator::drain(Clock::time_point now,
+                                           const std::function<bool(const TopicPartition&, const ProducerBatch&)>& take,
+                                           std::vector<BatchPtr>& out) {
   std::lock_guard lock(mu_);
   Clock::time_point next = Clock::time_point::max();
   for (auto& [tp, q] : queues_) {
@@ -149,8 +149,8 @@ Clock::time_point RecordAccumulator::drain(
       next = std::min(next, head.retry_at);
       continue;
     }
-    const bool ready = head.full || q.batches.size() > 1 || closed_ || head.id < flush_mark_ ||
-                       head.attempts > 0 || now >= head.created + linger_;
+    const bool ready = head.full || q.batches.size() > 1 || closed_ || head.id < flush_mark_ || head.attempts > 0 ||
+                       now >= head.created + linger_;
     if (!ready) {
       next = std::min(next, head.created + linger_);
       continue;

@@ -35,8 +35,8 @@ class RecordAccumulator {
   // ---- callers' threads ----
 
   struct Appended {
-    bool new_batch = false;   // the record opened a batch
-    std::size_t bytes = 0;    // the record's size in the batch
+    bool new_batch = false;  // the record opened a batch
+    std::size_t bytes = 0;   // the record's size in the batch
   };
   /// Appends one record to `tp`'s batch. Throws BufferExhaustedError after
   /// max.block.ms without room, ClientError when the record alone is larger
@@ -108,10 +108,10 @@ class RecordAccumulator {
   std::condition_variable space_cv_;  // buffer.memory freed
   std::condition_variable done_cv_;   // a batch completed
   std::map<TopicPartition, Queue> queues_;
-  std::size_t used_ = 0;                // buffer.memory held by batches
+  std::size_t used_ = 0;  // buffer.memory held by batches
   std::uint64_t next_id_ = 1;
-  std::uint64_t flush_mark_ = 0;        // batches with a lower id are ready
-  std::set<std::uint64_t> incomplete_;  // ids of batches not yet released
+  std::uint64_t flush_mark_ = 0;                     // batches with a lower id are ready
+  std::set<std::uint64_t> incomplete_;               // ids of batches not yet released
   std::vector<protocol::RecordBatchBuilder> spare_;  // builders of completed batches
   bool closed_ = false;
 };

@@ -16,8 +16,7 @@ struct ProducerCluster::Guard {
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work;
 };
 
-ProducerCluster::ProducerCluster(KafkaClient& client)
-    : c_(client), guard_(std::make_unique<Guard>(*client.io_)) {}
+ProducerCluster::ProducerCluster(KafkaClient& client) : c_(client), guard_(std::make_unique<Guard>(*client.io_)) {}
 
 ProducerCluster::~ProducerCluster() = default;
 

@@ -68,8 +68,7 @@ class ProducerCluster {
   template <protocol::Message R>
   Response<R> receive(const Sent& s) {
     Connection* conn = alive(s);
-    if (!conn)
-      throw ConnectionError(fmt_lost(s));
+    if (!conn) throw ConnectionError(fmt_lost(s));
     try {
       return conn->receive<R>(s.corr, s.version, s.deadline);
     } catch (const ConnectionError&) {

@@ -229,9 +229,10 @@ void Sender::ensure_producer_id(Clock::time_point now) {
   }
   if (code == static_cast<std::int16_t>(ErrorCode::cluster_authorization_failed))
     throw IdempotenceDeniedError(
-        code, "the cluster denied InitProducerId (CLUSTER_AUTHORIZATION_FAILED): the principal may not write "
-              "idempotently (ACL operation IDEMPOTENT_WRITE on the cluster). Grant it, or set "
-              "enable.idempotence=false to produce without idempotence");
+        code,
+        "the cluster denied InitProducerId (CLUSTER_AUTHORIZATION_FAILED): the principal may not write "
+        "idempotently (ACL operation IDEMPOTENT_WRITE on the cluster). Grant it, or set "
+        "enable.idempotence=false to produce without idempotence");
   if (!is_retriable(code) && code != static_cast<std::int16_t>(ErrorCode::coordinator_not_available) &&
       code != static_cast<std::int16_t>(ErrorCode::not_coordinator))
     throw ProducerFatalError(code, fmt::format("InitProducerId failed: {}", error_name(code)));
@@ -304,9 +305,9 @@ std::int16_t Sender::produce_version(Connection& conn, const std::vector<BatchPt
     // only with transactions v2; the classic protocol stays at v11.
     if (!state_.v2()) v = std::min<std::int16_t>(v, 11);
     else if (v < 12)
-      throw ProducerFatalError(static_cast<std::int16_t>(ErrorCode::unsupported_version),
-                               fmt::format("broker {} does not speak Produce v12, which transactions v2 need",
-                                           conn.endpoint()));
+      throw ProducerFatalError(
+          static_cast<std::int16_t>(ErrorCode::unsupported_version),
+          fmt::format("broker {} does not speak Produce v12, which transactions v2 need", conn.endpoint()));
   }
   if (v >= 13)
     for (auto& b : batches)

@@ -133,7 +133,7 @@ class Sender {
   mutable std::mutex mu_;
   bool closing_ = false;
   Clock::time_point close_deadline_ = Clock::time_point::max();
-  std::set<std::string> wanted_topics_;     // asked for, not yet published
+  std::set<std::string> wanted_topics_;  // asked for, not yet published
   std::deque<std::unique_ptr<TxnTask>> tasks_;
   ProducerStats stats_;
   KafkaClient::ConnectionStats connection_stats_;
@@ -144,7 +144,7 @@ class Sender {
   std::map<std::int32_t, int> node_in_flight_;
   std::set<std::string> topics_;  // every topic sent to
   bool metadata_due_ = false;
-  Clock::time_point metadata_at_{};       // last refresh
+  Clock::time_point metadata_at_{};  // last refresh
   Clock::time_point metadata_not_before_{};
   int metadata_failures_ = 0;
   int init_failures_ = 0;

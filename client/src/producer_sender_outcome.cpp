@@ -86,9 +86,9 @@ void Sender::on_partition(BatchPtr b, std::int16_t code, std::int64_t base_offse
     state_.fatal(e);
     return fail(std::move(b), e);
   }
-  if (txn && (code == code_of(ErrorCode::invalid_producer_epoch) || code == code_of(ErrorCode::transaction_abortable) ||
-              code == code_of(ErrorCode::out_of_order_sequence_number) ||
-              code == code_of(ErrorCode::unknown_producer_id))) {
+  if (txn &&
+      (code == code_of(ErrorCode::invalid_producer_epoch) || code == code_of(ErrorCode::transaction_abortable) ||
+       code == code_of(ErrorCode::out_of_order_sequence_number) || code == code_of(ErrorCode::unknown_producer_id))) {
     // The transaction cannot commit; after the abort the epoch is bumped
     // (the broker's sequence for the partition no longer matches ours).
     return fail(std::move(b), batch_error(*b, code, false));
@@ -98,7 +98,8 @@ void Sender::on_partition(BatchPtr b, std::int16_t code, std::int64_t base_offse
     // An earlier batch of the partition still pending explains the gap: wait
     // for it. Otherwise the broker's state and ours differ for good: start
     // the sequences over under a bumped epoch (KIP-360), then resend.
-    if (!(code == code_of(ErrorCode::out_of_order_sequence_number) && state_.earlier_pending(*b))) state_.request_bump();
+    if (!(code == code_of(ErrorCode::out_of_order_sequence_number) && state_.earlier_pending(*b)))
+      state_.request_bump();
     return retry(std::move(b), code, false);
   }
   if (refresh_worthy(code)) metadata_due_ = true;
@@ -217,9 +218,8 @@ std::exception_ptr Sender::batch_error(const ProducerBatch& b, std::int16_t code
         fmt::format("produce to {} failed{}: {} (acks={}: fewer in-sync replicas than the topic's "
                     "min.insync.replicas)",
                     to_string(b.tp), tries, error_name(code), config_.acks == -1 ? "all" : "1")));
-  return std::make_exception_ptr(
-      ProduceError(b.tp, code, retriable, fmt::format("produce to {} failed{}: {}", to_string(b.tp), tries,
-                                                      error_name(code))));
+  return std::make_exception_ptr(ProduceError(
+      b.tp, code, retriable, fmt::format("produce to {} failed{}: {}", to_string(b.tp), tries, error_name(code))));
 }
 
 }  // namespace kwire::client

@@ -25,8 +25,6 @@ void Sender::run_tasks() {
 
 bool Sender::task_ready(const TxnTask&) const { return true; }
 
-void Sender::run_task(TxnTask&) {
-  throw TransactionStateError("transactions are not available in this build");
-}
+void Sender::run_task(TxnTask&) { throw TransactionStateError("transactions are not available in this build"); }
 
 }  // namespace kwire::client

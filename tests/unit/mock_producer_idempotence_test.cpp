@@ -113,9 +113,7 @@ TEST(MockIdempotence, AnAnswerLostAfterTheWriteIsResentAndWrittenOnce) {
   f.drop_connection = true;
   c.inject(f);
   std::atomic<std::int64_t> offset{-2};
-  p.send(message("t", 0, "m1"), [&](const RecordMetadata& md, std::exception_ptr e) {
-    offset = e ? -3 : md.offset;
-  });
+  p.send(message("t", 0, "m1"), [&](const RecordMetadata& md, std::exception_ptr e) { offset = e ? -3 : md.offset; });
   p.flush();
   EXPECT_EQ(txn.duplicates(), 1);
   EXPECT_EQ(offset.load(), 1);  // the offset it was first written at

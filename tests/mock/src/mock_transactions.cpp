@@ -84,8 +84,7 @@ struct MockTransactions::State {
   }
 
   // The checks every coordinator call of a transaction makes; 0 or the error.
-  std::int16_t check_txn(std::int32_t node, const std::string& id, std::int64_t pid, std::int16_t epoch,
-                         Txn*& out) {
+  std::int16_t check_txn(std::int32_t node, const std::string& id, std::int64_t pid, std::int16_t epoch, Txn*& out) {
     if (node != coordinator) return code(ErrorCode::not_coordinator);
     auto it = txns.find(id);
     if (it == txns.end() || it->second.producer_id != pid) return code(ErrorCode::invalid_producer_id_mapping);
@@ -166,7 +165,8 @@ struct MockTransactions::State {
             *duplicate_of = c.base;
             return 0;
           }
-        const bool next = e.last_sequence == 0x7fffffff ? h.first_sequence == 0 : h.first_sequence == e.last_sequence + 1;
+        const bool next =
+            e.last_sequence == 0x7fffffff ? h.first_sequence == 0 : h.first_sequence == e.last_sequence + 1;
         if (!next) {
           ++out_of_order;
           return code(ErrorCode::out_of_order_sequence_number);
@@ -189,27 +189,27 @@ MockTransactions::MockTransactions(MockCluster& cluster, bool v2) : st_(std::mak
   if (v2) cluster.set_finalized_feature("transaction.version", 2);
   std::shared_ptr<State> st = st_;
   cluster.set_produce_check([st](std::int32_t, std::int16_t version, const std::optional<std::string>&,
-                                 const std::string& topic, std::int32_t partition, ByteSpan batch,
-                                 std::int64_t log_end, std::int64_t* duplicate_of) {
+                                 const std::string& topic, std::int32_t partition, ByteSpan batch, std::int64_t log_end,
+                                 std::int64_t* duplicate_of) {
     std::lock_guard lock(st->mu);
     return st->check_produce(version, topic, partition, batch, log_end, duplicate_of);
   });
-  cluster.set_handler(
-      ApiKey::find_coordinator, 0, 6,
-      [st](std::int32_t, std::int16_t v, std::int32_t corr, const Bytes& p) -> std::optional<Bytes> {
-        std::lock_guard lock(st->mu);
-        auto req = request_of<FindCoordinatorRequest>(p, v);
-        FindCoordinatorResponse r;
-        const auto e = st->next_error(ApiKey::find_coordinator);
-        const auto node = st->coordinator;
-        const auto port = static_cast<std::int32_t>(st->ports[node]);
-        r.error_code = e;
-        r.node_id = node;
-        r.host = "127.0.0.1";
-        r.port = port;
-        for (auto& k : req.coordinator_keys) r.coordinators.push_back({k, node, "127.0.0.1", port, e, std::nullopt, {}});
-        return encode_response_frame(r, v, corr);
-      });
+  cluster.set_handler(ApiKey::find_coordinator, 0, 6,
+                      [st](std::int32_t, std::int16_t v, std::int32_t corr, const Bytes& p) -> std::optional<Bytes> {
+                        std::lock_guard lock(st->mu);
+                        auto req = request_of<FindCoordinatorRequest>(p, v);
+                        FindCoordinatorResponse r;
+                        const auto e = st->next_error(ApiKey::find_coordinator);
+                        const auto node = st->coordinator;
+                        const auto port = static_cast<std::int32_t>(st->ports[node]);
+                        r.error_code = e;
+                        r.node_id = node;
+                        r.host = "127.0.0.1";
+                        r.port = port;
+                        for (auto& k : req.coordinator_keys)
+                          r.coordinators.push_back({k, node, "127.0.0.1", port, e, std::nullopt, {}});
+                        return encode_response_frame(r, v, corr);
+                      });
   cluster.set_handler(
       ApiKey::init_producer_id, 0, 5,
       [st](std::int32_t node, std::int16_t v, std::int32_t corr, const Bytes& p) -> std::optional<Bytes> {
@@ -288,7 +288,8 @@ MockTransactions::MockTransactions(MockCluster& cluster, bool v2) : st_(std::mak
         AddOffsetsToTxnResponse r;
         r.error_code = st->next_error(ApiKey::add_offsets_to_txn);
         State::Txn* t = nullptr;
-        if (!r.error_code) r.error_code = st->check_txn(node, req.transactional_id, req.producer_id, req.producer_epoch, t);
+        if (!r.error_code)
+          r.error_code = st->check_txn(node, req.transactional_id, req.producer_id, req.producer_epoch, t);
         if (!r.error_code && t) {
           st->begin(*t);
           t->groups.insert(req.group_id);
@@ -331,7 +332,8 @@ MockTransactions::MockTransactions(MockCluster& cluster, bool v2) : st_(std::mak
         EndTxnResponse r;
         r.error_code = st->next_error(ApiKey::end_txn);
         State::Txn* t = nullptr;
-        if (!r.error_code) r.error_code = st->check_txn(node, req.transactional_id, req.producer_id, req.producer_epoch, t);
+        if (!r.error_code)
+          r.error_code = st->check_txn(node, req.transactional_id, req.producer_id, req.producer_epoch, t);
         if (!r.error_code && t) {
           const std::string done = req.committed ? "CompleteCommit" : "CompleteAbort";
           if (t->state == "Ongoing") st->end(*t, req.committed);
