@@ -75,10 +75,10 @@ client::KafkaClient& SourcePlanner::admin() {
 std::vector<TopicPartition> SourcePlanner::partitions() { return detail::discover_partitions(admin(), options_); }
 
 std::vector<OffsetRange> SourcePlanner::batch_ranges() {
-  const auto tps = partitions();
+  auto tps = partitions();
   // Each end as Spark keeps it before a task starts: earliest / latest as
   // -2 / -1, specific offsets as given, timestamps resolved.
-  auto unresolved = [&](const OffsetSpec& spec, bool ending, std::string_view option) {
+  auto unresolved = [&](const OffsetSpec& spec, bool ending) {
     PartitionOffsets out;
     if (std::holds_alternative<EarliestOffsets>(spec) || std::holds_alternative<LatestOffsets>(spec)) {
       const std::int64_t mark = std::holds_alternative<EarliestOffsets>(spec) ? kEarliestOffset : kLatestOffset;
@@ -87,7 +87,7 @@ std::vector<OffsetRange> SourcePlanner::batch_ranges() {
     }
     // JSON offsets and timestamps: checked against the partitions (Spark's
     // texts) and resolved; JSON's -2 / -1 then go back to unresolved.
-    out = detail::resolve_offsets(admin(), options_, tps, spec, ending, option);
+    out = detail::resolve_offsets(admin(), options_, tps, spec, ending);
     if (const auto* specific = std::get_if<SpecificOffsets>(&spec)) {
       for (const auto& [t, parts] : specific->offsets)
         for (const auto& [p, off] : parts)
@@ -95,8 +95,8 @@ std::vector<OffsetRange> SourcePlanner::batch_ranges() {
     }
     return out;
   };
-  const PartitionOffsets from = unresolved(options_.starting, false, "startingOffsets");
-  const PartitionOffsets until = unresolved(options_.ending, true, "endingOffsets");
+  const PartitionOffsets from = unresolved(options_.starting, false);
+  const PartitionOffsets until = unresolved(options_.ending, true);
 
   std::vector<OffsetRange> base;
   base.reserve(tps.size());
@@ -141,7 +141,8 @@ std::vector<OffsetRange> SourcePlanner::batch_ranges() {
 }
 
 PartitionOffsets SourcePlanner::initial_offsets() {
-  return detail::resolve_offsets(admin(), options_, partitions(), options_.starting, false, "startingOffsets");
+  auto tps = partitions();
+  return detail::resolve_offsets(admin(), options_, tps, options_.starting, false);
 }
 
 PartitionOffsets SourcePlanner::latest_offsets(const PartitionOffsets& known) {

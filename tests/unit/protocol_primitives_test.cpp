@@ -106,7 +106,10 @@ TEST(Primitives, HostileArrayLengthRejectedBeforeAllocation) {
 }
 
 TEST(Header, RequestHeaderV2KeepsClassicClientId) {
-  Bytes frame = encode_request_frame(ApiVersionsRequest{"kwire", "0.1", {}}, 3, 7, std::string("c"));
+  ApiVersionsRequest req;
+  req.client_software_name = "kwire";
+  req.client_software_version = "0.1";
+  Bytes frame = encode_request_frame(req, 3, 7, std::string("c"));
   // size, key 18, version 3, corr 7, client id int16 len 1 'c', header tags 0,
   // body: compact "kwire", compact "0.1", tags 0
   Bytes expect =
