@@ -12,6 +12,7 @@
 #include "backoff.hpp"
 #include "fetcher_state.hpp"
 #include "kwire/protocol/errors.hpp"
+#include "retriable.hpp"
 
 namespace kwire::client {
 
@@ -196,6 +197,29 @@ void Fetcher::back_off(const TopicPartition& tp, PartitionState& s, std::int16_t
   s.not_before = Clock::now() + retry_backoff(config_, s.attempts - 1);
 }
 
+bool Fetcher::topic_recreated(const TopicPartition& tp, PartitionState& s) {
+  const auto id = cluster_.topic_id(tp.topic);
+  if (!id || id->is_zero()) return false;
+  if (s.topic_id.is_zero() || s.topic_id == *id) {
+    s.topic_id = *id;
+    return false;
+  }
+  // The topic was deleted and created again under the same name (KIP-516):
+  // nothing fetched from the old one is handed out, the session lists the
+  // partition under its new id, and the old topic's leader epochs (which
+  // mean nothing for the new log) are dropped, so the position is fetched
+  // as it is: past the new log's end the answer is OFFSET_OUT_OF_RANGE,
+  // handled with auto.offset.reset.
+  s.topic_id = *id;
+  s.answers.clear();
+  s.max_bytes = 0;
+  s.read_replica = -1;
+  s.leader_epoch = -1;
+  s.position_epoch = -1;
+  s.validate = false;
+  return true;
+}
+
 void Fetcher::validate_positions() {
   std::map<std::int32_t, std::map<TopicPartition, FetchCluster::EpochQuery>> by_node;
   const auto now = Clock::now();
@@ -230,7 +254,7 @@ void Fetcher::validate_positions() {
       auto a = answers.find(tp);
       if (a == answers.end()) continue;  // not answered: asked again next time
       if (a->second.error_code != 0) {
-        back_off(tp, s, a->second.error_code, true);
+        back_off(tp, s, a->second.error_code, !fetch_waits_out(a->second.error_code));
         refresh.push_back(tp.topic);
         continue;
       }
@@ -283,7 +307,13 @@ ConsumerRecords Fetcher::poll(std::chrono::milliseconds timeout, std::size_t max
     const auto now = Clock::now();
     const auto retry_at = next_retry(now);
     if (in_flight_.empty()) {
-      if (!retry_at || *retry_at >= deadline) return {};
+      if (!retry_at) return {};  // nothing to fetch
+      if (*retry_at >= deadline) {
+        // Backing off past the deadline: wait it out rather than return at
+        // once, so that a caller polling in a loop does not spin.
+        std::this_thread::sleep_until(deadline);
+        return {};
+      }
       std::this_thread::sleep_until(*retry_at);
       continue;
     }

@@ -39,16 +39,19 @@ void Fetcher::send_fetches() {
     auto& s = *sp;
     // At most two answers per partition: the one being handed out and the next.
     if (s.paused || s.validate || now < s.not_before || s.answers.size() >= 2) continue;
-    const auto offset = fetch_offset(s);
+    auto offset = fetch_offset(s);
     if (!offset) continue;
     const auto leader = cluster_.leader(tp);
     if (leader.node < 0) {
+      // No leader known: waited out like a leadership error.
       back_off(tp, s,
                leader.error_code ? leader.error_code : static_cast<std::int16_t>(ErrorCode::leader_not_available),
-               true);
+               false);
       refresh.push_back(tp.topic);
       continue;
     }
+    // The topic id as metadata knows it now (the lookup above loaded it).
+    if (topic_recreated(tp, s)) offset = fetch_offset(s);
     // A follower the leader named (KIP-392) serves the partition until that
     // choice is metadata.max.age.ms old, as in Java's SubscriptionState.
     std::int32_t node = leader.node;
@@ -70,6 +73,7 @@ void Fetcher::send_fetches() {
     sent.current_leader_epoch = leader.epoch;
     sent.last_fetched_epoch =
         !s.answers.empty() && s.answers.back().last_epoch >= 0 ? s.answers.back().last_epoch : s.position_epoch;
+    sent.topic_id = s.topic_id;
     by_leader[node].push_back({tp, sent});
   }
   // A broker that cannot be reached: its partitions back off (not counted
@@ -93,8 +97,7 @@ void Fetcher::send_fetches() {
       continue;
     }
     // Topic ids are required from v13; stay at v12 while one is unknown.
-    if (v >= 13 && std::any_of(wants.begin(), wants.end(), [&](auto& w) { return !cluster_.topic_id(w.tp.topic); }))
-      v = 12;
+    if (v >= 13 && std::any_of(wants.begin(), wants.end(), [](auto& w) { return w.sent.topic_id.is_zero(); })) v = 12;
     auto& session_slot = sessions_[node];
     if (!session_slot) session_slot = std::make_unique<Session>();
     auto& session = *session_slot;
@@ -120,22 +123,25 @@ void Fetcher::send_fetches() {
       req.session_id = session.id;
       req.session_epoch = session.epoch;
     }
-    auto add_topic = [&](auto& topics, const std::string& name) {
-      if (topics.empty() || topics.back().topic != name) {
+    // A topic entry per (name, id): v13+ names topics by id only, and a
+    // recreated topic is forgotten under its old id.
+    auto add_topic = [&](auto& topics, const std::string& name, const Uuid& id) {
+      if (topics.empty() || topics.back().topic != name || topics.back().topic_id != id) {
         topics.emplace_back();
         topics.back().topic = name;
-        if (auto id = cluster_.topic_id(name)) topics.back().topic_id = *id;
+        topics.back().topic_id = id;
       }
     };
     for (auto& w : wants) {
       if (v < 9) w.sent.current_leader_epoch = -1;
       if (v < 12) w.sent.last_fetched_epoch = -1;
+      if (v < 13) w.sent.topic_id = Uuid{};
       f->sent[w.tp] = w.sent;
       if (f->incremental) {
         auto it = session.sent.find(w.tp);
         if (it != session.sent.end() && it->second == w.sent) continue;  // the broker has it already
       }
-      add_topic(req.topics, w.tp.topic);
+      add_topic(req.topics, w.tp.topic, w.sent.topic_id);
       FetchRequest::FetchPartition fp;
       fp.partition = w.tp.partition;
       fp.fetch_offset = w.sent.offset;
@@ -145,9 +151,12 @@ void Fetcher::send_fetches() {
       req.topics.back().partitions.push_back(fp);
     }
     if (f->incremental) {
-      for (auto& [tp, _] : session.sent) {
-        if (f->sent.count(tp)) continue;
-        add_topic(req.forgotten_topics_data, tp.topic);
+      // Dropped partitions, and (v13+) ones whose topic id changed: the
+      // session holds them under the old id.
+      for (auto& [tp, was] : session.sent) {
+        auto now_sent = f->sent.find(tp);
+        if (now_sent != f->sent.end() && now_sent->second.topic_id == was.topic_id) continue;
+        add_topic(req.forgotten_topics_data, tp.topic, was.topic_id);
         req.forgotten_topics_data.back().partitions.push_back(tp.partition);
       }
     }
@@ -240,10 +249,13 @@ bool Fetcher::take_answer(Deadline until) {
     }
     for (auto& p : t.partitions) {
       TopicPartition tp{*name, p.partition_index};
-      if (f->sent.count(tp)) entries[tp] = &p;
+      auto sent = f->sent.find(tp);
+      if (sent == f->sent.end()) continue;
+      if (resp.version >= 13 && sent->second.topic_id != t.topic_id) continue;  // another incarnation of the topic
+      entries[tp] = &p;
     }
   }
-  for (auto& [tp, p] : entries) take_partition(tp, *f, *p, resp.frame, refresh);
+  for (auto& [tp, p] : entries) take_partition(tp, *f, *p, resp.frame, resp.body.node_endpoints, refresh);
   if (!refresh.empty()) {
     try {
       cluster_.refresh_metadata(refresh);
@@ -254,14 +266,18 @@ bool Fetcher::take_answer(Deadline until) {
 }
 
 void Fetcher::take_partition(const TopicPartition& tp, const InFlight& f, FetchResponse::PartitionData& p,
-                             const std::shared_ptr<const Bytes>& frame, std::vector<std::string>& refresh) {
+                             const std::shared_ptr<const Bytes>& frame,
+                             const std::vector<FetchResponse::NodeEndpoint>& endpoints,
+                             std::vector<std::string>& refresh) {
   auto it = partitions_.find(tp);
   if (it == partitions_.end()) return;  // no longer assigned
   auto& s = *it->second;
   const std::int64_t sent = f.sent.at(tp).offset;
   // Only an answer for where the partition is now counts: one sought,
-  // paused or reset meanwhile is fetched again from its position.
+  // paused or reset meanwhile, or sent to a topic since recreated, is
+  // fetched again from its position.
   if (s.paused || fetch_offset(s) != sent) return;
+  if (!f.sent.at(tp).topic_id.is_zero() && f.sent.at(tp).topic_id != s.topic_id) return;
   const std::int16_t code = p.error_code;
   const std::int32_t node = f.pending.node;
   const bool from_follower = s.read_replica >= 0 && s.read_replica == node;
@@ -316,8 +332,12 @@ void Fetcher::take_partition(const TopicPartition& tp, const InFlight& f, FetchR
   if (from_follower) s.read_replica = -1;
   if (code == static_cast<std::int16_t>(ErrorCode::offset_out_of_range)) {
     // A lagging follower does not have the offset yet: ask the leader, which
-    // decides whether it is really out of range.
-    if (from_follower) return;
+    // decides whether it is really out of range, after a back-off (the
+    // leader may name the same follower again at once).
+    if (from_follower) {
+      back_off(tp, s, code, false);
+      return;
+    }
     if (!s.answers.empty()) {
       // Past answers not handed out yet: handled once the position gets there.
       back_off(tp, s, kNetworkException, false);
@@ -333,11 +353,26 @@ void Fetcher::take_partition(const TopicPartition& tp, const InFlight& f, FetchR
     s.position.reset();  // resolved with auto.offset.reset by the next round
     return;
   }
-  if (refresh_worthy(code) || is_retriable(code)) {
-    // Leadership moved, a stale or future leader epoch, ...: refresh
-    // metadata and retry at the same position after a back-off.
+  if ((code == static_cast<std::int16_t>(ErrorCode::not_leader_or_follower) ||
+       code == static_cast<std::int16_t>(ErrorCode::fenced_leader_epoch)) &&
+      p.current_leader.leader_id >= 0 && p.current_leader.leader_epoch >= 0) {
+    // KIP-951: the answer names the new leader; fetch from it next, no
+    // Metadata round trip and no back-off (the client has not seen this
+    // epoch fail).
+    const FetchResponse::NodeEndpoint* endpoint = nullptr;
+    for (auto& e : endpoints)
+      if (e.node_id == p.current_leader.leader_id) endpoint = &e;
+    if (cluster_.new_leader(tp, p.current_leader.leader_id, p.current_leader.leader_epoch, endpoint)) {
+      s.not_before = {};
+      return;
+    }
+  }
+  if (fetch_waits_out(code) || is_retriable(code)) {
+    // Leadership moved, a stale or future leader epoch, a recreated topic,
+    // ...: refresh metadata and retry at the same position after a
+    // back-off; only other retriable errors count against `retries`.
     refresh.push_back(tp.topic);
-    back_off(tp, s, code, true);
+    back_off(tp, s, code, !fetch_waits_out(code));
     return;
   }
   push_error(tp, s,

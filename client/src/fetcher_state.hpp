@@ -31,7 +31,7 @@ struct Fetcher::PartitionState {
   std::optional<std::int64_t> limit;  // hand out records below it only
   bool validate = false;              // check the position with OffsetsForLeaderEpoch before fetching
   bool queued = false;                // listed in ready_
-  int failures = 0;                   // consecutive broker errors (budget: retries)
+  int failures = 0;                   // consecutive errors counted against `retries` (not leadership ones)
   int attempts = 0;                   // consecutive failures of any kind (sets the back-off)
   Clock::time_point not_before{};
   std::int32_t max_bytes = 0;  // > 0: the size of a batch above max.partition.fetch.bytes
@@ -39,6 +39,9 @@ struct Fetcher::PartitionState {
   // used until read_replica_until (metadata.max.age.ms after it was named).
   std::int32_t read_replica = -1;
   Clock::time_point read_replica_until{};
+  // The topic id the partition was fetched under (zero: not known yet). A
+  // new one means the topic was deleted and created again (KIP-516).
+  protocol::Uuid topic_id;
   std::deque<Answer> answers;
   std::optional<FetchedPartition> info;
 };
@@ -52,6 +55,7 @@ struct Fetcher::Session {
     std::int32_t max_bytes = 0;
     std::int32_t current_leader_epoch = -1;
     std::int32_t last_fetched_epoch = -1;
+    protocol::Uuid topic_id;  // the topic's id when sent (zero: unknown, or a version before 13)
     bool operator==(const Sent&) const = default;
   };
   std::int32_t id = 0;     // 0: none yet (the next fetch asks for one)

@@ -168,13 +168,37 @@ ClusterMetadata KafkaClient::metadata(const std::optional<std::vector<std::strin
     tm.topic_id = t.topic_id;
     tm.is_internal = t.is_internal;
     tm.error_code = t.error_code;
+    // A topic deleted and created again under the same name has a new id:
+    // everything known of the old one (leader epochs included) is dropped.
+    const auto known_id = topic_ids_.find(tm.name);
+    const bool recreated = known_id != topic_ids_.end() && !tm.topic_id.is_zero() && known_id->second != tm.topic_id;
+    const TopicMetadata* known = recreated ? nullptr : metadata_.topic(tm.name);
     for (auto& p : t.partitions) {
-      tm.partitions.push_back(
-          {p.partition_index, p.error_code, p.leader_id, p.leader_epoch, p.replica_nodes, p.isr_nodes});
-      leaders_[TopicPartition{tm.name, p.partition_index}] = {p.leader_id, p.leader_epoch};
+      PartitionMetadata pm{p.partition_index, p.error_code, p.leader_id, p.leader_epoch, p.replica_nodes, p.isr_nodes};
+      const TopicPartition tp{tm.name, p.partition_index};
+      auto cached = leaders_.find(tp);
+      if (recreated && cached != leaders_.end()) {
+        leaders_.erase(cached);
+        cached = leaders_.end();
+      }
+      // Leader epochs only move forward (Java's Metadata.updateLatestMetadata):
+      // during a leader move a broker can still answer with the previous
+      // epoch; that answer keeps what is known of the partition.
+      if (cached != leaders_.end() && cached->second.epoch >= 0 && p.leader_epoch >= 0 &&
+          p.leader_epoch < cached->second.epoch) {
+        pm.leader_id = cached->second.node;
+        pm.leader_epoch = cached->second.epoch;
+        pm.error_code = 0;
+        if (known)
+          for (auto& kp : known->partitions)
+            if (kp.partition == pm.partition) pm = kp;
+      }
+      leaders_[tp] = {pm.leader_id, pm.leader_epoch};
+      tm.partitions.push_back(std::move(pm));
     }
     std::sort(tm.partitions.begin(), tm.partitions.end(), [](auto& a, auto& b) { return a.partition < b.partition; });
     if (!tm.topic_id.is_zero()) {
+      if (recreated) names_by_id_.erase(known_id->second.to_base64());
       topic_ids_[tm.name] = tm.topic_id;
       names_by_id_[tm.topic_id.to_base64()] = tm.name;
     }

@@ -39,6 +39,27 @@ class KafkaClient::FetchAdapter : public FetchCluster {
     c_.metadata(unique);
   }
 
+  bool new_leader(const TopicPartition& tp, std::int32_t leader_id, std::int32_t leader_epoch,
+                  const FetchResponse::NodeEndpoint* endpoint) override {
+    auto known = c_.leaders_.find(tp);
+    if (known == c_.leaders_.end() || known->second.epoch < 0 || leader_epoch <= known->second.epoch) return false;
+    auto& brokers = c_.metadata_.brokers;
+    auto b = std::find_if(brokers.begin(), brokers.end(), [&](auto& x) { return x.node_id == leader_id; });
+    if (b == brokers.end()) {
+      if (!endpoint) return false;
+      brokers.push_back({endpoint->node_id, endpoint->host, endpoint->port, endpoint->rack});
+    }
+    known->second = {leader_id, leader_epoch};
+    for (auto& t : c_.metadata_.topics)
+      if (t.name == tp.topic)
+        for (auto& p : t.partitions)
+          if (p.partition == tp.partition) {
+            p.leader_id = leader_id;
+            p.leader_epoch = leader_epoch;
+          }
+    return true;
+  }
+
   std::optional<Uuid> topic_id(const std::string& topic) override {
     auto it = c_.topic_ids_.find(topic);
     if (it == c_.topic_ids_.end()) return std::nullopt;

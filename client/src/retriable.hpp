@@ -26,4 +26,16 @@ inline bool refresh_worthy(std::int16_t code) {
   }
 }
 
+/// A Fetch (or OffsetsForLeaderEpoch) partition error the consumer waits out
+/// however long it lasts, refreshing metadata (Java's AbstractFetch and
+/// FetchCollector): the partition is being moved or its metadata is stale,
+/// the new leader has no high watermark yet, or the broker failed in a way
+/// it may not next time.
+inline bool fetch_waits_out(std::int16_t code) {
+  using protocol::ErrorCode;
+  if (code == static_cast<std::int16_t>(ErrorCode::not_coordinator)) return false;
+  return refresh_worthy(code) || code == static_cast<std::int16_t>(ErrorCode::offset_not_available) ||
+         code == static_cast<std::int16_t>(ErrorCode::unknown_server_error);
+}
+
 }  // namespace kwire::client

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 
 #include "fetcher_fake_cluster.hpp"
 #include "kwire/client/fetcher.hpp"
@@ -168,4 +169,36 @@ TEST(FetcherFollower, AFollowerThatCannotBeReachedSendsThePartitionBackToTheLead
   EXPECT_EQ(poll_for(f, 3, 200ms), range(0, 0, 3));
   for (auto n : nodes(c)) EXPECT_EQ(n, kLeader);  // the follower never got a request
   EXPECT_FALSE(f.read_replica(A));
+}
+
+// A follower that stays behind: every round trip (the leader names it, it
+// answers OFFSET_OUT_OF_RANGE) is followed by the client's back-off, so the
+// client does not spin on the two brokers.
+TEST(FetcherFollower, ALaggingFollowerIsAskedAgainOnlyAfterABackOff) {
+  FakeCluster c;
+  c.append(A, 3);
+  c.edit = [&](std::int32_t node, FetchResponse& r) {
+    auto& p = r.responses.front().partitions.front();
+    if (node == kLeader) name_follower(r, kFollower);
+    if (node == kFollower) {
+      p.records.data.reset();
+      p.error_code = static_cast<std::int16_t>(ErrorCode::offset_out_of_range);
+    }
+  };
+  auto cfg = rack_config("rack3");
+  cfg.retry_backoff_ms = 20;
+  cfg.retry_backoff_max_ms = 1000;
+  Fetcher f(c, cfg, OffsetResetPolicy::none);
+  f.assign({A});
+  f.seek(A, 0);
+  const auto start = std::chrono::steady_clock::now();
+  while (std::chrono::steady_clock::now() - start < 400ms) EXPECT_TRUE(f.poll(50ms, 100).empty());
+  // One leader/follower round trip per back-off (16..24 ms): at most about
+  // 25 rounds in 400 ms; without a back-off it is thousands.
+  const auto n = nodes(c);
+  std::printf("Fetch requests in 400 ms with a lagging follower: %zu\n", n.size());
+  EXPECT_LE(n.size(), 60u);
+  EXPECT_GE(n.size(), 10u);
+  for (std::size_t i = 0; i < n.size(); ++i) EXPECT_EQ(n[i], i % 2 == 0 ? kLeader : kFollower) << i;
+  EXPECT_EQ(f.position(A), 0);
 }

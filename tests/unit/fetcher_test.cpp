@@ -255,6 +255,8 @@ TEST(Fetcher, FencedLeaderEpochRefreshesMetadataAndRetriesAtTheSamePosition) {
   for (std::size_t i = 0; i < 3; ++i) EXPECT_EQ(asked(c.fetches[i].request).at(A), 1) << i;
 }
 
+// A retriable error that is not about leadership (here REQUEST_TIMED_OUT)
+// counts against `retries`; then poll() raises it, naming the partition.
 TEST(Fetcher, RetryBudgetExhaustedRaisesKafkaErrorNamingThePartition) {
   FakeCluster c;
   c.append(A, 4);
@@ -263,7 +265,7 @@ TEST(Fetcher, RetryBudgetExhaustedRaisesKafkaErrorNamingThePartition) {
   c.edit = [&](std::int32_t, FetchResponse& r) {
     for (auto& p : r.responses.front().partitions)
       if (p.partition_index == 0) {
-        p.error_code = static_cast<std::int16_t>(ErrorCode::not_leader_or_follower);
+        p.error_code = static_cast<std::int16_t>(ErrorCode::request_timed_out);
         p.records.data.reset();
       }
   };
@@ -278,15 +280,75 @@ TEST(Fetcher, RetryBudgetExhaustedRaisesKafkaErrorNamingThePartition) {
       auto o = offsets(f.poll(50ms, 100));
       got.insert(got.end(), o.begin(), o.end());
     } catch (const KafkaError& e) {
-      EXPECT_EQ(e.code(), static_cast<std::int16_t>(ErrorCode::not_leader_or_follower));
+      EXPECT_EQ(e.code(), static_cast<std::int16_t>(ErrorCode::request_timed_out));
       error = e.what();
     }
   }
   ASSERT_TRUE(error);
   EXPECT_NE(error->find("t-0"), std::string::npos) << *error;
-  EXPECT_NE(error->find("NOT_LEADER_OR_FOLLOWER"), std::string::npos) << *error;
+  EXPECT_NE(error->find("REQUEST_TIMED_OUT"), std::string::npos) << *error;
   EXPECT_EQ(got, range(1, 0, 2));  // B was not held up
   EXPECT_EQ(f.position(A), 0);
+}
+
+// Leadership and stale-metadata errors are waited out however long they last
+// (as the Java consumer does): four times `retries` answers of each, then
+// the partition reads on from where it was. None reaches poll().
+class FetcherWaitsOut : public ::testing::TestWithParam<ErrorCode> {};
+
+TEST_P(FetcherWaitsOut, ErrorsLongerThanTheRetryBudgetNeverReachPoll) {
+  FakeCluster c;
+  c.append(A, 4);
+  int failing = 4 * (config().retries + 1);
+  c.edit = [&](std::int32_t, FetchResponse& r) {
+    if (failing <= 0) return;
+    --failing;
+    for (auto& p : r.responses.front().partitions) {
+      p.error_code = static_cast<std::int16_t>(GetParam());
+      p.records.data.reset();
+    }
+  };
+  Fetcher f(c, config(), OffsetResetPolicy::none);
+  f.assign({A});
+  f.seek(A, 1);
+  std::vector<std::pair<std::int32_t, std::int64_t>> got;
+  for (int i = 0; i < 100 && got.size() < 3; ++i) {
+    auto o = offsets(f.poll(50ms, 100));  // throws on failure
+    got.insert(got.end(), o.begin(), o.end());
+  }
+  EXPECT_EQ(got, range(0, 1, 4));
+  EXPECT_EQ(failing, 0);
+  // 16 refused answers, then the one with the records: all at offset 1.
+  ASSERT_GE(c.fetches.size(), 17u);
+  for (std::size_t i = 0; i < 17; ++i) EXPECT_EQ(asked(c.fetches[i].request).at(A), 1) << i;
+  EXPECT_GE(c.refreshes, 16);
+}
+
+INSTANTIATE_TEST_SUITE_P(Errors, FetcherWaitsOut,
+                         ::testing::Values(ErrorCode::not_leader_or_follower, ErrorCode::fenced_leader_epoch,
+                                           ErrorCode::unknown_leader_epoch, ErrorCode::unknown_topic_or_partition,
+                                           ErrorCode::unknown_topic_id, ErrorCode::inconsistent_topic_id,
+                                           ErrorCode::kafka_storage_error, ErrorCode::offset_not_available,
+                                           ErrorCode::replica_not_available, ErrorCode::leader_not_available),
+                         [](const auto& info) {
+                           return std::string(error_name(static_cast<std::int16_t>(info.param)));
+                         });
+
+// A partition whose leader is unknown for longer than the retry budget waits
+// for metadata to name one, then reads on.
+TEST(Fetcher, NoLeaderKnownIsWaitedOut) {
+  FakeCluster c;
+  c.append(A, 3);
+  const auto known = c.leaders[A];
+  c.leaders.erase(A);
+  Fetcher f(c, config(), OffsetResetPolicy::none);
+  f.assign({A});
+  f.seek(A, 0);
+  for (int i = 0; i < 10; ++i) EXPECT_TRUE(f.poll(20ms, 100).empty());
+  EXPECT_TRUE(c.fetches.empty());
+  EXPECT_GT(c.refreshes, config().retries + 1);
+  c.leaders[A] = known;
+  EXPECT_EQ(poll_for(f, 3, 200ms), range(0, 0, 3));
 }
 
 TEST(Fetcher, LeaderChangeValidatesThePositionAndReportsTruncation) {

@@ -68,6 +68,10 @@ struct StoredBatch {
 struct PartitionLog {
   std::int32_t leader = 1;
   std::int32_t epoch = 0;
+  // Leader and epoch before the last move_leader / bump_leader_epoch (what a
+  // broker with stale metadata still answers).
+  std::int32_t previous_leader = 1;
+  std::int32_t previous_epoch = 0;
   std::int64_t log_start = 0;
   std::int64_t hwm = 0;
   std::vector<StoredBatch> batches;
@@ -145,6 +149,7 @@ struct Effects {
   std::set<std::pair<std::string, std::int32_t>> truncate;
   std::set<std::pair<std::string, std::int32_t>> corrupt;
   std::set<std::pair<std::string, std::int32_t>> duplicate;
+  std::set<std::pair<std::string, std::int32_t>> stale;  // Metadata: previous leader and epoch
   milliseconds delay{0};
   std::int32_t throttle_ms = 0;
   bool drop = false;
@@ -257,6 +262,7 @@ struct MockCluster::State {
       PartitionLog pl;
       pl.leader = static_cast<std::size_t>(p) < leaders.size() ? leaders[static_cast<std::size_t>(p)]
                                                                : ids[static_cast<std::size_t>(p) % ids.size()];
+      pl.previous_leader = pl.leader;
       t.partitions.push_back(std::move(pl));
     }
     auto id = t.id;
@@ -308,6 +314,7 @@ struct MockCluster::State {
       for (auto& m : matched) {
         if (f.corrupt_last_batch) e.corrupt.insert(m);
         if (f.duplicate_partition) e.duplicate.insert(m);
+        if (f.stale_metadata) e.stale.insert(m);
       }
       e.delay = std::max(e.delay, f.delay);
       e.throttle_ms = std::max(e.throttle_ms, f.throttle_ms);
@@ -470,8 +477,11 @@ struct MockCluster::State {
         mp.partition_index = p;
         auto perr = e.errors.find({n, p});
         mp.error_code = perr != e.errors.end() ? perr->second : 0;
-        mp.leader_id = mp.error_code == err(ErrorCode::leader_not_available) ? -1 : pl.leader;
-        mp.leader_epoch = pl.epoch;
+        const bool stale = e.stale.count({n, p}) > 0;
+        mp.leader_id = mp.error_code == err(ErrorCode::leader_not_available) ? -1
+                       : stale                                               ? pl.previous_leader
+                                                                             : pl.leader;
+        mp.leader_epoch = stale ? pl.previous_epoch : pl.epoch;
         mp.replica_nodes = {pl.leader};
         mp.isr_nodes = {pl.leader};
         mt.partitions.push_back(std::move(mp));
@@ -626,6 +636,18 @@ struct MockCluster::State {
       }
       resp.responses.push_back(std::move(rt));
     }
+    // KIP-951 (v16+): the endpoint of each new leader an error answer names.
+    if (version >= 16)
+      for (auto& t : resp.responses)
+        for (auto& p : t.partitions) {
+          const std::int32_t id = p.current_leader.leader_id;
+          if (!p.error_code || id < 0) continue;
+          if (std::any_of(resp.node_endpoints.begin(), resp.node_endpoints.end(),
+                          [&](auto& n) { return n.node_id == id; }))
+            continue;
+          for (auto& b : brokers)
+            if (b.node == id) resp.node_endpoints.push_back({id, "127.0.0.1", b.port, std::nullopt, {}});
+        }
     return response_frame(resp, version, corr);
   }
 
@@ -653,17 +675,22 @@ struct MockCluster::State {
     auto name_of = [&](const std::string& topic, const protocol::Uuid& id) {
       return version >= 13 ? log_name_for_id(id) : topic;
     };
+    // Forgotten partitions first: a broker keys its session by topic id and
+    // partition, so a recreated topic's partition forgotten under the old id
+    // and listed under the new one (same name here) ends up listed.
+    for (auto& f : req.forgotten_topics_data)
+      for (auto part : f.partitions) {
+        auto key = std::make_pair(name_of(f.topic, f.topic_id), part);
+        auto id = st->ids.find(key);
+        if (version >= 13 && id != st->ids.end() && id->second != f.topic_id) continue;
+        st->partitions.erase(key);
+        st->ids.erase(key);
+      }
     for (auto& t : req.topics)
       for (auto& p : t.partitions) {
         auto key = std::make_pair(name_of(t.topic, t.topic_id), p.partition);
         st->partitions[key] = {p.fetch_offset, p.partition_max_bytes};
         st->ids[key] = t.topic_id;
-      }
-    for (auto& f : req.forgotten_topics_data)
-      for (auto part : f.partitions) {
-        auto key = std::make_pair(name_of(f.topic, f.topic_id), part);
-        st->partitions.erase(key);
-        st->ids.erase(key);
       }
     req.topics.clear();
     for (auto& [key, val] : st->partitions) {
@@ -1149,13 +1176,17 @@ void MockCluster::set_log_start_offset(const std::string& topic, std::int32_t pa
 void MockCluster::move_leader(const std::string& topic, std::int32_t partition, std::int32_t node_id) {
   std::lock_guard lock(state_->mu);
   auto& p = state_->get(topic, partition);
+  p.previous_leader = p.leader;
+  p.previous_epoch = p.epoch;
   p.leader = node_id;
   ++p.epoch;
 }
 
 void MockCluster::bump_leader_epoch(const std::string& topic, std::int32_t partition) {
   std::lock_guard lock(state_->mu);
-  ++state_->get(topic, partition).epoch;
+  auto& p = state_->get(topic, partition);
+  p.previous_leader = p.leader;
+  p.previous_epoch = p.epoch++;
 }
 
 std::int32_t MockCluster::leader_epoch(const std::string& topic, std::int32_t partition) const {

@@ -22,11 +22,29 @@
 //    partitions not asked for are ignored; no record below a partition's
 //    position is ever handed out.
 //  - Fetch carries current_leader_epoch (from metadata, v9+) and
-//    last_fetched_epoch (v12+). NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH,
-//    UNKNOWN_LEADER_EPOCH and the other "ask someone else" errors refresh
-//    metadata and retry at the same position after a back-off
-//    (retry.backoff.ms doubling, at most 1 s); after `retries` consecutive
-//    broker errors on one partition poll() throws KafkaError naming it.
+//    last_fetched_epoch (v12+). Errors that say the partition is being moved
+//    or its metadata is stale (NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH,
+//    UNKNOWN_LEADER_EPOCH, UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_ID,
+//    INCONSISTENT_TOPIC_ID, KAFKA_STORAGE_ERROR, REPLICA_NOT_AVAILABLE,
+//    LEADER_NOT_AVAILABLE, OFFSET_NOT_AVAILABLE, UNKNOWN_SERVER_ERROR; no
+//    leader known) refresh metadata and retry at the same position for as
+//    long as they last, as the Java consumer's AbstractFetch does: they never
+//    reach poll(). Each retry waits the client's back-off (retry.backoff.ms
+//    doubling, +-20 % jitter, at most retry.backoff.max.ms; KIP-580). Other
+//    retriable errors are retried `retries` times, then poll() throws
+//    KafkaError naming the partition; any other error is raised at once. A
+//    caller that needs progress bounds its own wait (the source's
+//    kafkaConsumer.pollTimeoutMs).
+//  - KIP-951: NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH answers that
+//    name a newer leader (with its endpoint from v16) move the partition
+//    there at once, without a Metadata request.
+//  - Topic ids (KIP-516, Fetch v13+): a partition whose topic id changes
+//    (the topic was deleted and created again) drops what was fetched from
+//    the old topic, is forgotten under the old id and listed under the new
+//    one in the next incremental request, and is fetched from its position
+//    without the old topic's leader epochs: a position past the new log's
+//    end is out of range (auto.offset.reset; OffsetOutOfRangeError with
+//    "none").
 //  - When a partition's leader epoch moves on, its position is validated with
 //    OffsetsForLeaderEpoch before it is fetched again. A log that ends, for
 //    the epoch of the last record handed out, below the position was
@@ -37,8 +55,9 @@
 //    leader answers with a preferred_read_replica, the partition is fetched
 //    from that node until metadata.max.age.ms has passed since; any error
 //    from the follower, its connection failing, or OFFSET_OUT_OF_RANGE from it
-//    (a lagging follower; no offset reset then) send it back to the leader,
-//    as the Java consumer does. Positions stay here either way.
+//    (a lagging follower; no offset reset then) send it back to the leader
+//    after a back-off, as the Java consumer does. Positions stay here either
+//    way.
 //  - Pipelining: when a leader's answer arrives, its next Fetch goes out at
 //    once (from the offsets after the complete batches just received) before
 //    the records are decoded and handed out. At most two answers per
@@ -85,6 +104,14 @@ class FetchCluster {
   virtual Leader leader(const TopicPartition& tp) = 0;
   /// Refresh metadata for these topics. May throw ClientError.
   virtual void refresh_metadata(const std::vector<std::string>& topics) = 0;
+  /// KIP-951: a Fetch answer named the partition's new leader (and, from
+  /// v16, its endpoint). Taken when its epoch is newer than the one known and
+  /// the node can be reached; returns whether it was (no Metadata needed then).
+  virtual bool new_leader(const TopicPartition& tp, std::int32_t leader_id, std::int32_t leader_epoch,
+                          const protocol::FetchResponse::NodeEndpoint* endpoint) {
+    (void)tp, (void)leader_id, (void)leader_epoch, (void)endpoint;
+    return false;
+  }
   /// Topic id of a topic (nullopt while unknown), and the name of an id.
   virtual std::optional<protocol::Uuid> topic_id(const std::string& topic) = 0;
   virtual const std::string* topic_name(const protocol::Uuid& id) = 0;
@@ -192,11 +219,14 @@ class Fetcher {
   void validate_positions();
   bool take_answer(Deadline until);
   void take_partition(const TopicPartition& tp, const InFlight& f, protocol::FetchResponse::PartitionData& p,
-                      const std::shared_ptr<const protocol::Bytes>& frame, std::vector<std::string>& refresh);
+                      const std::shared_ptr<const protocol::Bytes>& frame,
+                      const std::vector<protocol::FetchResponse::NodeEndpoint>& endpoints,
+                      std::vector<std::string>& refresh);
   ConsumerRecords collect(std::size_t max_records);
   void push_error(const TopicPartition& tp, PartitionState& s, std::exception_ptr error);
   void enqueue(const TopicPartition& tp, PartitionState& s);
   void back_off(const TopicPartition& tp, PartitionState& s, std::int16_t error_code, bool counts);
+  bool topic_recreated(const TopicPartition& tp, PartitionState& s);
   void truncated(const TopicPartition& tp, PartitionState& s, std::int64_t divergent_offset,
                  std::int32_t divergent_epoch);
   void decode(const TopicPartition& tp, PartitionState& s, Answer& a, std::size_t max_records);

@@ -87,6 +87,10 @@ struct Fault {
   bool corrupt_last_batch = false;
   /// Fetch: list the matching partitions twice in the answer.
   bool duplicate_partition = false;
+  /// Metadata: answer the matching partitions with the leader and leader
+  /// epoch they had before the last move_leader / bump_leader_epoch (a
+  /// broker whose metadata lags during a leader move).
+  bool stale_metadata = false;
   /// Produce: append the batches, then answer `error_code` (as a leader that
   /// wrote a batch but answers NOT_ENOUGH_REPLICAS_AFTER_APPEND or times out).
   bool append_anyway = false;
