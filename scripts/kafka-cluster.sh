@@ -83,12 +83,9 @@ broker.session.timeout.ms=3000
 # Two cores shared by all nodes.
 num.network.threads=2
 num.io.threads=4
-num.recovery.threads.per.data.dir=1
 background.threads=4
 
-auto.create.topics.enable=false
-group.initial.rebalance.delay.ms=0
-log.retention.check.interval.ms=10000
+$(test_properties)
 EOF
   if [ "$RACK_AWARE" = 1 ]; then
     cat >>"$file.tmp" <<EOF

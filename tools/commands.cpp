@@ -386,6 +386,12 @@ int cmd_consume(const CommonOptions& common, const ConsumeArgs& args) {
   if (args.count && *args.count < 0)
     throw std::invalid_argument(fmt::format("invalid --count {}: must be 0 or more", *args.count));
   auto props = common.client_properties();
+  // An absolute -o N outside a partition's log starts that partition where
+  // auto.offset.reset says (latest unless given with -X), as kcat and the
+  // Java consumer do; the position is then set here, so the consumer itself
+  // never resets silently.
+  const auto reset =
+      kwire::client::parse_offset_reset(props.count("auto.offset.reset") ? props["auto.offset.reset"] : "latest");
   props["auto.offset.reset"] = "none";
   Consumer consumer(props);
   std::int32_t n = consumer.client().partition_count(args.topic);
@@ -425,9 +431,18 @@ int cmd_consume(const CommonOptions& common, const ConsumeArgs& args) {
     for (auto& tp : tps) {
       // -N: N before the end, clamped to the beginning (no overflow for huge N).
       std::int64_t pos = *v >= 0 ? *v : (*v < begin[tp] - end[tp] ? begin[tp] : end[tp] + *v);
-      if (*v >= 0 && (pos < begin[tp] || pos > end[tp]))
-        throw std::invalid_argument(
-            fmt::format("offset {} is outside [{}, {}] for {}", *v, begin[tp], end[tp], to_string(tp)));
+      if (*v >= 0 && (pos < begin[tp] || pos > end[tp])) {
+        // A partition named with -p must hold the offset; across all
+        // partitions a shorter (or truncated) one is reset.
+        if (!args.partitions.empty() || reset == kwire::client::OffsetResetPolicy::none)
+          throw std::invalid_argument(
+              fmt::format("offset {} is outside [{}, {}] for {}", *v, begin[tp], end[tp], to_string(tp)));
+        pos = reset == kwire::client::OffsetResetPolicy::earliest ? begin[tp] : end[tp];
+        if (!args.quiet)
+          fmt::print(stderr, "% Offset {} is outside [{}, {}] for {}: starting at {} (auto.offset.reset={})\n", *v,
+                     begin[tp], end[tp], to_string(tp), pos,
+                     reset == kwire::client::OffsetResetPolicy::earliest ? "earliest" : "latest");
+      }
       consumer.seek(tp, pos);
     }
   }

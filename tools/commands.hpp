@@ -174,5 +174,7 @@ struct GroupsArgs {
 int cmd_groups_list(const CommonOptions& common, const GroupsArgs& args);
 int cmd_groups_describe(const CommonOptions& common, const GroupsArgs& args);
 int cmd_groups_reset_offsets(const CommonOptions& common, const GroupsArgs& args);
+/// groups delete-offsets GROUP --topic TOPIC[:P,...]: OffsetDelete.
+int cmd_groups_delete_offsets(const CommonOptions& common, const GroupsArgs& args);
 
 }  // namespace kwire::tools

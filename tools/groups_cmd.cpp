@@ -1,5 +1,5 @@
 // kwire consume -G (kcat's balanced consumer) and kwire groups list |
-// describe | reset-offsets (what kafka-consumer-groups shows and does).
+// describe | reset-offsets | delete-offsets (what kafka-consumer-groups shows and does).
 #include <algorithm>
 #include <chrono>
 #include <csignal>
@@ -231,25 +231,12 @@ int cmd_groups_describe(const CommonOptions& common, const GroupsArgs& args) {
   return 0;
 }
 
-int cmd_groups_reset_offsets(const CommonOptions& common, const GroupsArgs& args) {
-  const int modes = int(args.to_earliest) + int(args.to_latest) + int(args.to_offset.has_value()) +
-                    int(args.to_timestamp.has_value());
-  if (modes != 1)
-    throw std::invalid_argument("give exactly one of --to-earliest, --to-latest, --to-offset, --to-datetime");
-  if (args.topics.empty() == !args.all_topics)
-    throw std::invalid_argument("give --topic TOPIC[:P,P...] (repeatable) or --all-topics");
-  KafkaClient client(common.client_properties());
-  GroupAdmin admin(client);
-  auto g = admin.describe_group(args.group);
-  if (g.state != "Empty" && g.state != "Dead")
-    throw std::runtime_error(
-        fmt::format("group '{}' is {} with {} members: offsets can only be reset while it has no members", args.group,
-                    g.state, g.members.size()));
+namespace {
+
+// TOPIC (every partition) or TOPIC:P[,P...], as kafka-consumer-groups takes --topic.
+std::set<TopicPartition> topic_partitions(KafkaClient& client, const std::vector<std::string>& specs) {
   std::set<TopicPartition> tps;
-  if (args.all_topics) {
-    for (auto& [tp, off] : g.committed) tps.insert(tp);
-  }
-  for (auto& spec : args.topics) {
+  for (auto& spec : specs) {
     auto colon = spec.find(':');
     const std::string topic = spec.substr(0, colon);
     const std::int32_t n = client.partition_count(topic);
@@ -274,6 +261,53 @@ int cmd_groups_reset_offsets(const CommonOptions& common, const GroupsArgs& args
       start = comma + 1;
     }
   }
+  return tps;
+}
+
+}  // namespace
+
+int cmd_groups_delete_offsets(const CommonOptions& common, const GroupsArgs& args) {
+  KafkaClient client(common.client_properties());
+  GroupAdmin admin(client);
+  const auto tps = topic_partitions(client, args.topics);
+  const auto result = admin.delete_offsets(args.group, std::vector<TopicPartition>(tps.begin(), tps.end()));
+  // As kafka-consumer-groups --delete-offsets: one line per partition, and a
+  // failure exit when any partition could not be deleted.
+  std::string out = args.json ? "[" : fmt::format("{:<24} {:>9} {}\n", "TOPIC", "PARTITION", "STATUS");
+  bool first = true, failed = false;
+  for (auto& [tp, code] : result) {
+    failed = failed || code != 0;
+    const std::string status = code == 0 ? "Successful" : fmt::format("Error: {}", error_name(code));
+    if (args.json)
+      out += fmt::format("{}{{\"topic\":{},\"partition\":{},\"error\":{}}}", first ? "" : ",", json_str(tp.topic),
+                         tp.partition, code == 0 ? std::string("null") : json_str(std::string(error_name(code))));
+    else out += fmt::format("{:<24} {:>9} {}\n", tp.topic, tp.partition, status);
+    first = false;
+  }
+  if (args.json) out += "]\n";
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  return failed ? 1 : 0;
+}
+
+int cmd_groups_reset_offsets(const CommonOptions& common, const GroupsArgs& args) {
+  const int modes = int(args.to_earliest) + int(args.to_latest) + int(args.to_offset.has_value()) +
+                    int(args.to_timestamp.has_value());
+  if (modes != 1)
+    throw std::invalid_argument("give exactly one of --to-earliest, --to-latest, --to-offset, --to-datetime");
+  if (args.topics.empty() == !args.all_topics)
+    throw std::invalid_argument("give --topic TOPIC[:P,P...] (repeatable) or --all-topics");
+  KafkaClient client(common.client_properties());
+  GroupAdmin admin(client);
+  auto g = admin.describe_group(args.group);
+  if (g.state != "Empty" && g.state != "Dead")
+    throw std::runtime_error(
+        fmt::format("group '{}' is {} with {} members: offsets can only be reset while it has no members", args.group,
+                    g.state, g.members.size()));
+  std::set<TopicPartition> tps;
+  if (args.all_topics) {
+    for (auto& [tp, off] : g.committed) tps.insert(tp);
+  }
+  for (auto& tp : topic_partitions(client, args.topics)) tps.insert(tp);
   std::map<TopicPartition, std::int64_t> lo_q, hi_q, ts_q;
   for (auto& tp : tps) {
     lo_q[tp] = kEarliestTimestamp;

@@ -150,7 +150,9 @@ int main(int argc, char** argv) {
   k->add_flag("--reject-on-error", sca.reject_on_error,
               "With --share: reject a record that could not be written (default: release it)");
   k->add_option("-p,--partition", co.partitions, "Only these partitions (repeatable)")->check(at_least(0));
-  k->add_option("-o,--offset", co.offset, "beginning | end | OFFSET | -N (N before end) | s@TIMESTAMP_MS")
+  k->add_option("-o,--offset", co.offset,
+                "beginning | end | OFFSET | -N (N before end) | s@TIMESTAMP_MS; without -p, a partition not "
+                "holding OFFSET starts where auto.offset.reset says (latest unless set with -X)")
       ->default_val("beginning");
   k->add_flag("-e,--exit", co.exit_at_end, "Exit once the end of every partition (as of start) is reached");
   k->add_option("-c,--count", co.count, "Exit after this many records")->check(at_least(0));
@@ -187,6 +189,13 @@ int main(int argc, char** argv) {
       ->check(at_least(0));
   gr->add_flag("--dry-run", ga.dry_run, "Print the new offsets without committing them");
   gr->add_flag("--json", ga.json, "Print JSON");
+
+  auto* gdo = groups->add_subcommand(
+      "delete-offsets", "Delete a group's committed offsets of topics no member subscribes to (OffsetDelete)");
+  add_common(gdo);
+  gdo->add_option("group", ga.group, "Group id")->required();
+  gdo->add_option("--topic", ga.topics, "TOPIC or TOPIC:P[,P...] (repeatable)")->required();
+  gdo->add_flag("--json", ga.json, "Print JSON");
 
   DeleteGroupsArgs dg;
   auto* gdel = groups->add_subcommand("delete", "Delete groups (each must have no members)");
@@ -333,6 +342,7 @@ int main(int argc, char** argv) {
     if (*gd) return cmd_groups_describe(common, ga);
     if (*gr) return cmd_groups_reset_offsets(common, ga);
     if (*gdel) return cmd_groups_delete(common, dg);
+    if (*gdo) return cmd_groups_delete_offsets(common, ga);
     if (*cl) return cmd_cluster(common, ca);
     if (*sgl) return cmd_share_groups_list(common, sga);
     if (*sgd) return cmd_share_groups_describe(common, sga);

@@ -205,4 +205,29 @@ void GroupAdmin::alter_offsets(const std::string& group, const std::map<TopicPar
       });
 }
 
+std::map<TopicPartition, std::int16_t> GroupAdmin::delete_offsets(const std::string& group,
+                                                                  const std::vector<TopicPartition>& partitions) {
+  std::map<TopicPartition, std::int16_t> out;
+  if (partitions.empty()) return out;
+  OffsetDeleteRequest req;
+  req.group_id = group;
+  auto sorted = partitions;
+  std::sort(sorted.begin(), sorted.end());
+  for (auto& tp : sorted) {
+    if (req.topics.empty() || req.topics.back().name != tp.topic) req.topics.push_back({tp.topic, {}, {}});
+    req.topics.back().partitions.push_back({tp.partition, {}});
+  }
+  with_coordinator(client_, *coordinators_, group, "OffsetDelete",
+                   [&](Connection& c, Deadline deadline) -> std::int16_t {
+                     const std::int16_t v = c.version_for<OffsetDeleteRequest>();
+                     auto r = c.receive<OffsetDeleteResponse>(c.send(req, v), v, deadline).body;
+                     if (r.error_code) return r.error_code;
+                     out.clear();
+                     for (auto& t : r.topics)
+                       for (auto& p : t.partitions) out[{t.name, p.partition_index}] = p.error_code;
+                     return 0;
+                   });
+  return out;
+}
+
 }  // namespace kwire::client

@@ -65,8 +65,20 @@ void GroupCoordinator::commit_sync(const std::map<TopicPartition, OffsetAndMetad
       coordinator_lost();
       retry = true;
     }
+    bool epoch_refreshed = false;
     for (auto& [tp, code] : errors) {
       if (code == 0) continue;
+      if (is(code, ErrorCode::stale_member_epoch) && consumer_protocol() && generation_ >= 0 && !lost_pending_) {
+        // KIP-848: the member epoch moved on while the member is still in
+        // the group. As the Java consumer does, learn the current epoch (one
+        // heartbeat) and retry the commit with it until the deadline.
+        if (!epoch_refreshed) consumer_heartbeat_exchange();
+        epoch_refreshed = true;
+        if (generation_ >= 0 && !lost_pending_) {
+          retry = true;
+          continue;
+        }
+      }
       if (coordinator_retriable(code)) {
         if (!is(code, ErrorCode::coordinator_load_in_progress)) coordinator_lost();
         retry = true;
@@ -79,10 +91,10 @@ void GroupCoordinator::commit_sync(const std::map<TopicPartition, OffsetAndMetad
         throw RebalanceInProgressError(code, what);
       }
       if (is(code, ErrorCode::stale_member_epoch)) {
-        // KIP-848: the member epoch moved on; the next heartbeat brings the
-        // new one, after which the commit may be retried.
+        // KIP-848, and the member is no longer in the group (fenced, or
+        // leaving): the commit cannot be retried.
         next_heartbeat_ = Clock::now();
-        throw RebalanceInProgressError(code, what);
+        throw CommitFailedError(code, what + " (the member is no longer in the group)");
       }
       if (is(code, ErrorCode::illegal_generation) || is(code, ErrorCode::unknown_member_id) ||
           is(code, ErrorCode::fenced_instance_id)) {

@@ -64,7 +64,22 @@ ConsumerGroupHeartbeatRequest GroupCoordinator::consumer_heartbeat_request(const
   return req;
 }
 
+void GroupCoordinator::cache_topic_ids(KafkaClient& via, const std::vector<TopicPartition>& owned) {
+  std::vector<std::string> missing;
+  for (auto& tp : owned) {
+    const auto* t = via.cached_metadata().topic(tp.topic);
+    if ((!t || t->topic_id.is_zero()) && (missing.empty() || missing.back() != tp.topic)) missing.push_back(tp.topic);
+  }
+  if (!missing.empty()) via.metadata(missing);
+}
+
 void GroupCoordinator::consumer_heartbeat() {
+  if (!consumer_heartbeat_exchange()) return;
+  handle_lost();
+  take_pending_assignment();
+}
+
+bool GroupCoordinator::consumer_heartbeat_exchange() {
   const auto now = Clock::now();
   next_heartbeat_ = now + std::chrono::milliseconds(client_.config().retry_backoff_ms);
   ConsumerGroupHeartbeatResponse r;
@@ -73,18 +88,18 @@ void GroupCoordinator::consumer_heartbeat() {
     Connection& c =
         client_.broker(coordinator(now + std::chrono::milliseconds(client_.config().default_api_timeout_ms)));
     v = c.version_for<ConsumerGroupHeartbeatRequest>();
-    auto req = consumer_heartbeat_request(client_.metadata(topics_), v);
+    cache_topic_ids(client_, owned_);
+    auto req = consumer_heartbeat_request(client_.cached_metadata(), v);
     r = c.receive<ConsumerGroupHeartbeatResponse>(c.send(req, v), v, client_.default_deadline()).body;
   } catch (const ConnectionError&) {
     coordinator_lost();
-    return;
+    return false;
   } catch (const TimeoutError&) {
     coordinator_lost();
-    return;
+    return false;
   }
   consumer_heartbeat_answered(r, v);
-  handle_lost();
-  take_pending_assignment();
+  return true;
 }
 
 void GroupCoordinator::consumer_heartbeat_answered(const ConsumerGroupHeartbeatResponse& r, std::int16_t v) {

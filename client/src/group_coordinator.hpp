@@ -155,8 +155,15 @@ class GroupCoordinator {
   // group.protocol=consumer (group_consumer_protocol.cpp).
   bool consumer_protocol() const { return config_.group_protocol == GroupProtocol::consumer; }
   void consumer_heartbeat();
+  // One heartbeat and its answer taken in (member epoch, assignment, fencing),
+  // without acting on them yet; false when the coordinator could not be reached.
+  bool consumer_heartbeat_exchange();
   /// The heartbeat for the current state; `md` gives the owned topics' ids.
   protocol::ConsumerGroupHeartbeatRequest consumer_heartbeat_request(const ClusterMetadata& md, std::int16_t version);
+  // KIP-848 heartbeats name owned partitions by topic id, taken from `via`'s
+  // metadata cache; Metadata is asked only for owned topics whose id the
+  // cache does not hold. May throw ConnectionError / TimeoutError.
+  static void cache_topic_ids(KafkaClient& via, const std::vector<TopicPartition>& owned);
   /// Applies an answer to a heartbeat sent at the current epoch (state only:
   /// a fencing sets lost_pending_, a new assignment pending_assignment_).
   void consumer_heartbeat_answered(const protocol::ConsumerGroupHeartbeatResponse& r, std::int16_t version);

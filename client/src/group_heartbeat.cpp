@@ -70,7 +70,7 @@ void GroupCoordinator::background_heartbeat(std::unique_lock<std::recursive_mute
                                                                     : config_.heartbeat_interval_ms);
   const std::string member = member_id_;
   const std::int32_t generation = generation_;
-  const auto topics = topics_;
+  const auto owned = owned_;
   std::int32_t node = cached_coordinator().value_or(-1);
   KafkaClient& via = *background_client_;
   // The same member at the same generation: an answer still applies.
@@ -100,10 +100,10 @@ void GroupCoordinator::background_heartbeat(std::unique_lock<std::recursive_mute
         code = c.receive<HeartbeatResponse>(c.send(req, version), version, via.default_deadline()).body.error_code;
       } else {
         version = c.version_for<ConsumerGroupHeartbeatRequest>();
-        auto md = via.metadata(topics);
+        cache_topic_ids(via, owned);
         lock.lock();
         if (!same()) return;
-        auto req = consumer_heartbeat_request(md, version);
+        auto req = consumer_heartbeat_request(via.cached_metadata(), version);
         lock.unlock();
         answer = c.receive<ConsumerGroupHeartbeatResponse>(c.send(req, version), version, via.default_deadline()).body;
       }

@@ -77,6 +77,15 @@ class GroupAdmin {
   /// partition). Kafka refuses while the group has members: KafkaError
   /// UNKNOWN_MEMBER_ID (or a consumer-protocol group's error).
   void alter_offsets(const std::string& group, const std::map<TopicPartition, std::int64_t>& offsets);
+  /// OffsetDelete (KIP-496): forget the group's committed offsets of these
+  /// partitions. Returns each partition's error code: 0 when deleted,
+  /// GROUP_SUBSCRIBED_TO_TOPIC while a member of the group subscribes to its
+  /// topic (the others are still deleted), as Kafka's
+  /// `kafka-consumer-groups --delete-offsets` reports them. Group-level
+  /// errors (GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP, authorization) raise
+  /// KafkaError; coordinator moves are retried until default.api.timeout.ms.
+  std::map<TopicPartition, std::int16_t> delete_offsets(const std::string& group,
+                                                        const std::vector<TopicPartition>& partitions);
 
  private:
   void describe_consumer_group(GroupDescription& g);
