@@ -142,9 +142,16 @@ void run_admin_conformance(const GroupChecks& g, const RunApi& run_api) {
     const std::string value = std::to_string(86400000 + v);
     auto res = k.alter("retention.ms", value, v);
     if (!res.empty()) return res;
+    // A KRaft broker applies the change once it reaches it through the
+    // metadata log: read back for up to 3 s.
     std::optional<std::string> back;
-    res = k.describe("retention.ms", describe_max, back);
-    if (!res.empty()) return "read back: " + res;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+    for (;;) {
+      res = k.describe("retention.ms", describe_max, back);
+      if (!res.empty()) return "read back: " + res;
+      if (back == value || std::chrono::steady_clock::now() >= until) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
     if (back != value) return fmt::format("set {} but read back {}", value, back.value_or("nothing"));
     return {};
   });
