@@ -33,16 +33,15 @@ TEST_F(ConsumeOffsetsTest, AbsoluteOffsetPastAShortPartitionResetsThatPartitionO
       << c.err;
 
   // earliest: partition 1 is read from its beginning.
-  auto e = run_kwire(
-      {"consume", "-b", bootstrap(), "-t", topic, "-o", "4", "-e", "-q", "-X", "auto.offset.reset=earliest", "-f",
-       "%p:%o:%s\\n"});
+  auto e = run_kwire({"consume", "-b", bootstrap(), "-t", topic, "-o", "4", "-e", "-q", "-X",
+                      "auto.offset.reset=earliest", "-f", "%p:%o:%s\\n"});
   ASSERT_EQ(e.exit_code, 0) << e.describe() << e.err;
   EXPECT_NE(e.out.find("1:0:b0\n1:1:b1\n"), std::string::npos) << e.out;
   EXPECT_NE(e.out.find("0:4:a4\n0:5:a5\n"), std::string::npos) << e.out;
 
   // none, or the short partition named with -p: an error naming it.
-  auto none = run_kwire(
-      {"consume", "-b", bootstrap(), "-t", topic, "-o", "4", "-e", "-q", "-X", "auto.offset.reset=none"});
+  auto none =
+      run_kwire({"consume", "-b", bootstrap(), "-t", topic, "-o", "4", "-e", "-q", "-X", "auto.offset.reset=none"});
   EXPECT_NE(none.exit_code, 0);
   EXPECT_NE(none.err.find("offset 4 is outside [0, 2] for " + topic + "-1"), std::string::npos) << none.err;
   auto named = run_kwire({"consume", "-b", bootstrap(), "-t", topic, "-p", "1", "-o", "4", "-e", "-q"});

@@ -55,29 +55,29 @@ struct Coordinator {
                     r.coordinators.push_back({"g", 1, "127.0.0.1", port, 0, std::nullopt, {}});
                     return encode_response_frame(r, v, corr);
                   });
-    c.set_handler(ApiKey::consumer_group_heartbeat, 0, 1,
-                  [this, topic_id](std::int32_t, std::int16_t v, std::int32_t corr,
-                                   const Bytes& p) -> std::optional<Bytes> {
-                    std::lock_guard lock(mu);
-                    ++heartbeats;
-                    auto req = request_of<ConsumerGroupHeartbeatRequest>(p, v);
-                    ConsumerGroupHeartbeatResponse r;
-                    r.heartbeat_interval_ms = interval_ms;
-                    if (!heartbeat_errors.empty()) {
-                      r.error_code = heartbeat_errors.front();
-                      heartbeat_errors.pop_front();
-                      return encode_response_frame(r, v, corr);
-                    }
-                    r.member_id = req.member_id;
-                    if (req.member_epoch == 0) {
-                      r.member_epoch = ++epoch;
-                      r.assignment.emplace();
-                      r.assignment->topic_partitions.push_back({topic_id, {0, 1}, {}});
-                    } else {
-                      r.member_epoch = epoch;
-                    }
-                    return encode_response_frame(r, v, corr);
-                  });
+    c.set_handler(
+        ApiKey::consumer_group_heartbeat, 0, 1,
+        [this, topic_id](std::int32_t, std::int16_t v, std::int32_t corr, const Bytes& p) -> std::optional<Bytes> {
+          std::lock_guard lock(mu);
+          ++heartbeats;
+          auto req = request_of<ConsumerGroupHeartbeatRequest>(p, v);
+          ConsumerGroupHeartbeatResponse r;
+          r.heartbeat_interval_ms = interval_ms;
+          if (!heartbeat_errors.empty()) {
+            r.error_code = heartbeat_errors.front();
+            heartbeat_errors.pop_front();
+            return encode_response_frame(r, v, corr);
+          }
+          r.member_id = req.member_id;
+          if (req.member_epoch == 0) {
+            r.member_epoch = ++epoch;
+            r.assignment.emplace();
+            r.assignment->topic_partitions.push_back({topic_id, {0, 1}, {}});
+          } else {
+            r.member_epoch = epoch;
+          }
+          return encode_response_frame(r, v, corr);
+        });
     c.set_handler(ApiKey::offset_commit, 0, 9,
                   [this](std::int32_t, std::int16_t v, std::int32_t corr, const Bytes& p) -> std::optional<Bytes> {
                     std::lock_guard lock(mu);
@@ -113,8 +113,8 @@ struct Coordinator {
                       out.push_back({t.name, {}, {}});
                       for (auto part : t.partition_indexes) {
                         auto it = committed.find({t.name, part});
-                        out.back().partitions.push_back({part, e || it == committed.end() ? -1 : it->second, -1,
-                                                         std::string(), e, {}});
+                        out.back().partitions.push_back(
+                            {part, e || it == committed.end() ? -1 : it->second, -1, std::string(), e, {}});
                       }
                     }
                     if (v >= 8) r.groups.push_back({"g", out, 0, {}});
