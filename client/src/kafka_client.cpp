@@ -218,6 +218,28 @@ ClusterMetadata KafkaClient::metadata(const std::optional<std::vector<std::strin
   return md;
 }
 
+bool KafkaClient::take_leader_hint(const TopicPartition& tp, std::int32_t leader_id, std::int32_t leader_epoch,
+                                   const BrokerMetadata* endpoint) {
+  auto known = leaders_.find(tp);
+  if (leader_id < 0 || known == leaders_.end() || known->second.epoch < 0 || leader_epoch <= known->second.epoch)
+    return false;
+  auto& brokers = metadata_.brokers;
+  if (std::none_of(brokers.begin(), brokers.end(), [&](auto& b) { return b.node_id == leader_id; })) {
+    if (!endpoint || endpoint->node_id != leader_id) return false;
+    brokers.push_back(*endpoint);
+  }
+  known->second = {leader_id, leader_epoch};
+  for (auto& t : metadata_.topics)
+    if (t.name == tp.topic)
+      for (auto& p : t.partitions)
+        if (p.partition == tp.partition) {
+          p.leader_id = leader_id;
+          p.leader_epoch = leader_epoch;
+          p.error_code = 0;
+        }
+  return true;
+}
+
 std::int32_t KafkaClient::partition_count(const std::string& topic) {
   const TopicMetadata* t = metadata_.topic(topic);
   if (!t || t->partitions.empty() || t->error_code != 0) {

@@ -41,23 +41,9 @@ class KafkaClient::FetchAdapter : public FetchCluster {
 
   bool new_leader(const TopicPartition& tp, std::int32_t leader_id, std::int32_t leader_epoch,
                   const FetchResponse::NodeEndpoint* endpoint) override {
-    auto known = c_.leaders_.find(tp);
-    if (known == c_.leaders_.end() || known->second.epoch < 0 || leader_epoch <= known->second.epoch) return false;
-    auto& brokers = c_.metadata_.brokers;
-    auto b = std::find_if(brokers.begin(), brokers.end(), [&](auto& x) { return x.node_id == leader_id; });
-    if (b == brokers.end()) {
-      if (!endpoint) return false;
-      brokers.push_back({endpoint->node_id, endpoint->host, endpoint->port, endpoint->rack});
-    }
-    known->second = {leader_id, leader_epoch};
-    for (auto& t : c_.metadata_.topics)
-      if (t.name == tp.topic)
-        for (auto& p : t.partitions)
-          if (p.partition == tp.partition) {
-            p.leader_id = leader_id;
-            p.leader_epoch = leader_epoch;
-          }
-    return true;
+    if (!endpoint) return c_.take_leader_hint(tp, leader_id, leader_epoch, nullptr);
+    const BrokerMetadata b{endpoint->node_id, endpoint->host, endpoint->port, endpoint->rack};
+    return c_.take_leader_hint(tp, leader_id, leader_epoch, &b);
   }
 
   std::optional<Uuid> topic_id(const std::string& topic) override {

@@ -26,6 +26,17 @@ ProducerCluster::Leader ProducerCluster::leader(const TopicPartition& tp) const 
   return Leader{it->second.node, it->second.epoch};
 }
 
+bool ProducerCluster::new_leader(const TopicPartition& tp, const ProduceResponse& answer,
+                                 const ProduceResponse::PartitionProduceResponse& p) {
+  const std::int32_t id = p.current_leader.leader_id;
+  for (auto& e : answer.node_endpoints)
+    if (e.node_id == id) {
+      const BrokerMetadata b{e.node_id, e.host, e.port, e.rack};
+      return c_.take_leader_hint(tp, id, p.current_leader.leader_epoch, &b);
+    }
+  return c_.take_leader_hint(tp, id, p.current_leader.leader_epoch, nullptr);
+}
+
 std::int32_t ProducerCluster::partition_count(const std::string& topic, std::int16_t* error) const {
   const TopicMetadata* t = c_.metadata_.topic(topic);
   if (error) *error = t ? t->error_code : static_cast<std::int16_t>(ErrorCode::unknown_topic_or_partition);

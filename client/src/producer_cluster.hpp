@@ -13,6 +13,7 @@
 
 #include "kwire/client/connection.hpp"
 #include "kwire/client/kafka_client.hpp"
+#include "kwire/protocol/messages/produce.hpp"
 
 namespace kwire::client {
 
@@ -31,6 +32,10 @@ class ProducerCluster {
   };
   /// The partition's leader from the metadata cache (no request).
   Leader leader(const TopicPartition& tp) const;
+  /// KIP-951: a Produce answer named the partition's new leader; see
+  /// KafkaClient::take_leader_hint. True when the cache took it.
+  bool new_leader(const TopicPartition& tp, const protocol::ProduceResponse& answer,
+                  const protocol::ProduceResponse::PartitionProduceResponse& p);
   /// The partition count of a topic from the cache (0: unknown), and the
   /// topic's error code in the last metadata.
   std::int32_t partition_count(const std::string& topic, std::int16_t* error = nullptr) const;

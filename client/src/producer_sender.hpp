@@ -110,7 +110,8 @@ class Sender {
   // outcomes (producer_sender_outcome.cpp)
   void on_answer(InFlight& f, const protocol::ProduceResponse& resp, std::int16_t version);
   void on_lost(InFlight& f, std::int16_t code);
-  void on_partition(BatchPtr b, std::int16_t code, std::int64_t base_offset, std::int64_t append_time);
+  void on_partition(BatchPtr b, std::int16_t code, std::int64_t base_offset, std::int64_t append_time,
+                    bool leader_moved = false);
   void complete(BatchPtr b, std::int64_t base_offset, std::int64_t append_time);
   void fail(BatchPtr b, std::exception_ptr error);
   void retry(BatchPtr b, std::int16_t code, bool fate_unknown);

@@ -41,7 +41,12 @@ void Sender::on_answer(InFlight& f, const ProduceResponse& resp, std::int16_t ve
       retry(std::move(b), code, true);
       continue;
     }
-    on_partition(std::move(b), it->second->error_code, it->second->base_offset, it->second->log_append_time_ms);
+    const auto& p = *it->second;
+    // KIP-951: a refusal that names the new leader moves the partition
+    // there without a Metadata request.
+    const bool moved = p.error_code == code_of(ErrorCode::not_leader_or_follower) && version >= 10 &&
+                       cluster_->new_leader(b->tp, resp, p);
+    on_partition(std::move(b), p.error_code, p.base_offset, p.log_append_time_ms, moved);
   }
 }
 
@@ -57,7 +62,8 @@ void Sender::on_lost(InFlight& f, std::int16_t code) {
   }
 }
 
-void Sender::on_partition(BatchPtr b, std::int16_t code, std::int64_t base_offset, std::int64_t append_time) {
+void Sender::on_partition(BatchPtr b, std::int16_t code, std::int64_t base_offset, std::int64_t append_time,
+                          bool leader_moved) {
   b->last_error = code;
   if (code == 0) return complete(std::move(b), base_offset, append_time);
   // Written by an earlier attempt whose answer was lost: a success.
@@ -102,7 +108,7 @@ void Sender::on_partition(BatchPtr b, std::int16_t code, std::int64_t base_offse
       state_.request_bump();
     return retry(std::move(b), code, false);
   }
-  if (refresh_worthy(code)) metadata_due_ = true;
+  if (refresh_worthy(code) && !leader_moved) metadata_due_ = true;
   if (refresh_worthy(code) || is_retriable(code)) return retry(std::move(b), code, false);
   fail(std::move(b), batch_error(*b, code, false));
 }

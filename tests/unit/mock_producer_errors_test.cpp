@@ -2,12 +2,15 @@
 // NOT_ENOUGH_REPLICAS_AFTER_APPEND (acks=all with the ISR below
 // min.insync.replicas) are retried, then raised as NotEnoughReplicasError
 // naming the partition; a later send succeeds once the replicas are back.
+// A refusal naming the new leader (KIP-951) is followed without Metadata.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 
 #include "kwire/client/producer.hpp"
 #include "kwire/mock/mock_cluster.hpp"
+#include "kwire/protocol/messages/produce.hpp"
 #include "mock_consumer_support.hpp"
 
 using namespace kwire::client;
@@ -104,3 +107,43 @@ TEST(MockProducerErrors, ANonRetriableErrorIsAProduceErrorNamingThePartition) {
     EXPECT_EQ(c.requests(ApiKey::produce).size(), 1u);
   }
 }
+
+// KIP-951: after a leader move the old leader refuses the next Produce with
+// NOT_LEADER_OR_FOLLOWER and names the new leader (v10+); the producer sends
+// there next with no Metadata request in between. Before v10 it refreshes
+// metadata first. Every record is written once either way.
+class MockProducerLeaderMove : public ::testing::TestWithParam<std::int16_t> {};
+
+TEST_P(MockProducerLeaderMove, FollowsTheLeaderTheRefusalNames) {
+  const std::int16_t produce_version = GetParam();
+  MockCluster c(2);
+  c.set_max_version(ApiKey::produce, produce_version);
+  c.create_topic("p", 1, {1});
+  Producer prod(props(c, {{"linger.ms", "0"}}));
+  send_values(prod, "p", 0, 2);
+  prod.flush();
+  c.move_leader("p", 0, 2);
+  c.clear_requests();
+  send_values(prod, "p", 0, 3);
+  prod.flush();
+  EXPECT_EQ(c.high_watermark("p", 0), 5);
+  const auto reqs = c.requests();
+  std::vector<std::int32_t> produce_brokers;
+  bool metadata_between = false;
+  for (auto& r : reqs) {
+    const bool to_new_leader_yet =
+        std::find(produce_brokers.begin(), produce_brokers.end(), 2) != produce_brokers.end();
+    if (r.api_key == ApiKey::produce) produce_brokers.push_back(r.broker);
+    // A Metadata request after the first refusal and before the first
+    // Produce to the new leader.
+    if (r.api_key == ApiKey::metadata && !produce_brokers.empty() && !to_new_leader_yet) metadata_between = true;
+  }
+  ASSERT_GE(produce_brokers.size(), 2u) << kwire::mock_support::dump(reqs);
+  EXPECT_EQ(produce_brokers.front(), 1) << kwire::mock_support::dump(reqs);
+  EXPECT_EQ(produce_brokers.back(), 2) << kwire::mock_support::dump(reqs);
+  EXPECT_EQ(metadata_between, produce_version < 10) << kwire::mock_support::dump(reqs);
+}
+
+INSTANTIATE_TEST_SUITE_P(ProduceVersions, MockProducerLeaderMove,
+                         ::testing::Values(std::int16_t{9}, kwire::protocol::ProduceRequest::max_version),
+                         [](const auto& info) { return "v" + std::to_string(info.param); });

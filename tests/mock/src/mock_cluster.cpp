@@ -828,7 +828,11 @@ struct MockCluster::State {
         auto* pl = (version >= 13 && !name_for_id(t.topic_id)) ? nullptr : find(name, p.index);
         if (!rp.error_code && !pl)
           rp.error_code = err(version >= 13 ? ErrorCode::unknown_topic_id : ErrorCode::unknown_topic_or_partition);
-        if (!rp.error_code && pl->leader != node) rp.error_code = err(ErrorCode::not_leader_or_follower);
+        if (!rp.error_code && pl->leader != node) {
+          rp.error_code = err(ErrorCode::not_leader_or_follower);
+          rp.current_leader.leader_id = pl->leader;  // KIP-951 (v10+)
+          rp.current_leader.leader_epoch = pl->epoch;
+        }
         std::vector<Bytes> batches;
         const std::int16_t injected = rp.error_code;
         if (injected && e.append_anyway) rp.error_code = 0;
@@ -862,6 +866,16 @@ struct MockCluster::State {
       }
       resp.responses.push_back(std::move(rt));
     }
+    if (version >= 10)
+      for (auto& t : resp.responses)
+        for (auto& p : t.partition_responses) {
+          const std::int32_t id = p.current_leader.leader_id;
+          if (id < 0 || std::any_of(resp.node_endpoints.begin(), resp.node_endpoints.end(),
+                                    [&](auto& n) { return n.node_id == id; }))
+            continue;
+          for (auto& b : brokers)
+            if (b.node == id) resp.node_endpoints.push_back({id, "127.0.0.1", b.port, std::nullopt, {}});
+        }
     if (req.acks == 0) {
       Reply r;
       r.delay = e.delay;

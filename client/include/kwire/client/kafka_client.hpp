@@ -193,6 +193,13 @@ class KafkaClient {
   // Forget the connection to a broker.
   void drop_broker(std::int32_t node_id);
 
+  // KIP-951: a Fetch or Produce answer named a partition's new leader (and,
+  // when given, its endpoint). Taken into the metadata cache when its epoch
+  // is newer than the one known and the node is known or `endpoint` names
+  // it; returns whether it was (then no Metadata request is needed).
+  bool take_leader_hint(const TopicPartition& tp, std::int32_t leader_id, std::int32_t leader_epoch,
+                        const BrokerMetadata* endpoint);
+
   // One retry loop for requests routed to partition leaders (ListOffsets,
   // Produce, DeleteRecords): each round after the first backs off and
   // refreshes metadata, groups the pending partitions by leader, sends one
