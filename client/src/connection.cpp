@@ -115,6 +115,9 @@ void Connection::close() noexcept {
 
 void Connection::run_until(const std::function<bool()>& done, Deadline deadline, const char* what) {
   while (!done()) {
+    if (opts_.interrupted && opts_.interrupted->load())
+      throw ConnectionError(
+          fmt::format("waiting for {} from {} was interrupted: the client is closing", what, endpoint()));
     if (error_) {
       auto msg = fmt::format("connection to {} failed: {}", endpoint(), *error_);
       // Closed during the ApiVersions exchange or right after it (before any

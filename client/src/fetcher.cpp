@@ -296,8 +296,33 @@ std::optional<Clock::time_point> Fetcher::next_retry(Clock::time_point now) cons
 }
 
 ConsumerRecords Fetcher::poll(std::chrono::milliseconds timeout, std::size_t max_records) {
-  const auto deadline = Clock::now() + timeout;
+  const auto start = Clock::now();
+  const auto deadline = start + timeout;
   if (max_records == 0) max_records = 1;
+  struct Bound {
+    FetchCluster& cluster;
+    Deadline previous;
+    ~Bound() { cluster.bound_deadlines(previous); }
+  } bound{cluster_, cluster_.bound_deadlines(deadline)};
+  if (bound.previous < deadline) cluster_.bound_deadlines(bound.previous);  // an outer bound stays
+  try {
+    auto out = poll_until(deadline, max_records);
+    unanswered_since_.reset();
+    return out;
+  } catch (const TimeoutError& e) {
+    if (Clock::now() < deadline) throw;  // the call's own time-out, not the poll's
+    if (!unanswered_since_) unanswered_since_ = start;
+    const auto limit = std::chrono::milliseconds(config_.default_api_timeout_ms);
+    if (Clock::now() - *unanswered_since_ >= limit) {
+      unanswered_since_.reset();
+      throw TimeoutError(fmt::format("the cluster did not answer within default.api.timeout.ms ({} ms): {}",
+                                     config_.default_api_timeout_ms, e.what()));
+    }
+    return collect(max_records);  // what earlier answers brought, if anything
+  }
+}
+
+ConsumerRecords Fetcher::poll_until(Deadline deadline, std::size_t max_records) {
   for (;;) {
     resolve_positions();
     validate_positions();

@@ -72,7 +72,7 @@ void GroupCoordinator::commit_sync(const std::map<TopicPartition, OffsetAndMetad
         // KIP-848: the member epoch moved on while the member is still in
         // the group. As the Java consumer does, learn the current epoch (one
         // heartbeat) and retry the commit with it until the deadline.
-        if (!epoch_refreshed) consumer_heartbeat_exchange();
+        if (!epoch_refreshed) heartbeat_once(client_, nullptr);
         epoch_refreshed = true;
         if (generation_ >= 0 && !lost_pending_) {
           retry = true;

@@ -74,32 +74,9 @@ void GroupCoordinator::cache_topic_ids(KafkaClient& via, const std::vector<Topic
 }
 
 void GroupCoordinator::consumer_heartbeat() {
-  if (!consumer_heartbeat_exchange()) return;
+  if (!heartbeat_once(client_, nullptr)) return;
   handle_lost();
   take_pending_assignment();
-}
-
-bool GroupCoordinator::consumer_heartbeat_exchange() {
-  const auto now = Clock::now();
-  next_heartbeat_ = now + std::chrono::milliseconds(client_.config().retry_backoff_ms);
-  ConsumerGroupHeartbeatResponse r;
-  std::int16_t v = 0;
-  try {
-    Connection& c =
-        client_.broker(coordinator(now + std::chrono::milliseconds(client_.config().default_api_timeout_ms)));
-    v = c.version_for<ConsumerGroupHeartbeatRequest>();
-    cache_topic_ids(client_, owned_);
-    auto req = consumer_heartbeat_request(client_.cached_metadata(), v);
-    r = c.receive<ConsumerGroupHeartbeatResponse>(c.send(req, v), v, client_.default_deadline()).body;
-  } catch (const ConnectionError&) {
-    coordinator_lost();
-    return false;
-  } catch (const TimeoutError&) {
-    coordinator_lost();
-    return false;
-  }
-  consumer_heartbeat_answered(r, v);
-  return true;
 }
 
 void GroupCoordinator::consumer_heartbeat_answered(const ConsumerGroupHeartbeatResponse& r, std::int16_t v) {

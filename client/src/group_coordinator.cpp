@@ -332,44 +332,6 @@ void GroupCoordinator::take_assignment(const std::vector<TopicPartition>& assign
   if (listener_) listener_->on_partitions_assigned(cooperative() ? added : owned_);
 }
 
-void GroupCoordinator::heartbeat() {
-  const auto now = Clock::now();
-  next_heartbeat_ = now + std::chrono::milliseconds(config_.heartbeat_interval_ms);
-  if (generation_ < 0) return;
-  std::int16_t code = 0;
-  try {
-    Connection& c = client_.broker(coordinator(now + std::chrono::milliseconds(config_.session_timeout_ms)));
-    HeartbeatRequest req;
-    req.group_id = config_.group_id;
-    req.generation_id = generation_;
-    req.member_id = member_id_;
-    req.group_instance_id = config_.group_instance_id;
-    const std::int16_t v = c.version_for<HeartbeatRequest>();
-    code = c.receive<HeartbeatResponse>(c.send(req, v), v, client_.default_deadline()).body.error_code;
-  } catch (const ConnectionError&) {
-    coordinator_lost();
-    next_heartbeat_ = Clock::now() + std::chrono::milliseconds(client_.config().retry_backoff_ms);
-    return;
-  } catch (const TimeoutError&) {
-    coordinator_lost();
-    return;
-  }
-  if (code == 0) return;
-  if (is(code, ErrorCode::rebalance_in_progress)) {
-    need_join_ = true;
-  } else if (is(code, ErrorCode::illegal_generation) || is(code, ErrorCode::unknown_member_id)) {
-    lose_partitions();
-    if (is(code, ErrorCode::unknown_member_id)) member_id_.clear();
-    generation_ = -1;
-    need_join_ = true;
-  } else if (coordinator_moved(code)) {
-    coordinator_lost();
-    next_heartbeat_ = Clock::now() + std::chrono::milliseconds(client_.config().retry_backoff_ms);
-  } else if (!is(code, ErrorCode::coordinator_load_in_progress)) {
-    throw_group_error(config_.group_id, "Heartbeat", code);
-  }
-}
-
 void GroupCoordinator::lose_partitions() {
   auto lost = owned_;
   owned_.clear();
@@ -432,8 +394,12 @@ Clock::time_point GroupCoordinator::poll() {
   }
   if (consumer_protocol()) {
     take_pending_assignment();
-    if (need_join_ || generation_ < 0 || now >= next_heartbeat_) consumer_heartbeat();
+    // Joining is poll()'s (its answer is acted on at once); every other
+    // heartbeat is the background thread's, woken here (a reconciliation
+    // asks for an acknowledgement at once).
+    if (need_join_ || generation_ < 0) consumer_heartbeat();
     maybe_auto_commit(false);
+    wake_.notify_all();
     auto due = next_heartbeat_;
     if (config_.enable_auto_commit) due = std::min(due, next_auto_commit_);
     return due;
@@ -444,7 +410,8 @@ Clock::time_point GroupCoordinator::poll() {
     now = Clock::now();
     last_poll_ = now;  // the rebalance was part of this poll
   }
-  if (now >= next_heartbeat_) heartbeat();
+  // Heartbeats are the background thread's; poll() acts on what they
+  // recorded (above: lost partitions, a rejoin, a fatal error).
   if (need_join_) return Clock::now();
   maybe_auto_commit(false);
   wake_.notify_all();  // the background thread's timers may have moved
@@ -456,6 +423,9 @@ Clock::time_point GroupCoordinator::poll() {
 void GroupCoordinator::close(Deadline deadline) {
   stop_background();
   std::lock_guard lock(mu_);
+  // Every request of the close (async commits still unanswered, the final
+  // commit, the leave) ends by the caller's deadline.
+  const auto bound = client_.cap_deadlines(deadline);
   complete_async(true);
   if (subscribed_) {
     handle_lost();

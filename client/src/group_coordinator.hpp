@@ -145,7 +145,6 @@ class GroupCoordinator {
   /// With enable.auto.commit, commit what poll() handed out of `revoked`
   /// before they are given up (a failure is a warning, as in Java).
   void commit_before_revoke(const std::vector<TopicPartition>& revoked);
-  void heartbeat();
   void leave(const char* reason, Deadline deadline);
   void lose_partitions();
   void revoke_all();
@@ -154,10 +153,9 @@ class GroupCoordinator {
   void complete_async(bool wait);
   // group.protocol=consumer (group_consumer_protocol.cpp).
   bool consumer_protocol() const { return config_.group_protocol == GroupProtocol::consumer; }
+  /// poll(): the joining heartbeat (epoch 0, or a changed subscription),
+  /// then what it brought (a fencing, an assignment) acted on.
   void consumer_heartbeat();
-  // One heartbeat and its answer taken in (member epoch, assignment, fencing),
-  // without acting on them yet; false when the coordinator could not be reached.
-  bool consumer_heartbeat_exchange();
   /// The heartbeat for the current state; `md` gives the owned topics' ids.
   protocol::ConsumerGroupHeartbeatRequest consumer_heartbeat_request(const ClusterMetadata& md, std::int16_t version);
   // KIP-848 heartbeats name owned partitions by topic id, taken from `via`'s
@@ -171,7 +169,27 @@ class GroupCoordinator {
   void take_pending_assignment();
   void reconcile(const std::vector<TopicPartition>& target);
   void consumer_leave(Deadline deadline);
-  // The background thread (group_heartbeat.cpp).
+  // Heartbeats (group_heartbeat.cpp). One path for both protocols and both
+  // threads: heartbeat_once() sends the heartbeat of the current state over
+  // `via` and applies the answer with heartbeat_answered(). The background
+  // thread sends every regular heartbeat and passes its lock, released
+  // during the network exchange; poll() sends only the joining one of
+  // KIP-848 (and a commit its epoch refresh), holding the lock throughout.
+  struct HeartbeatAnswer {
+    bool reached = false;  // false: no coordinator known, a lost connection, or no answer in time
+    bool kip848 = false;
+    std::int16_t version = 0;
+    std::int16_t code = 0;                            // classic Heartbeat
+    protocol::ConsumerGroupHeartbeatResponse answer;  // KIP-848
+  };
+  /// Returns false when the answer no longer applies (the member or its
+  /// epoch changed meanwhile) or the coordinator was not reached. The
+  /// answer's state is applied (need_join_, lost_pending_,
+  /// pending_assignment_, the epoch); fatal group errors are thrown.
+  bool heartbeat_once(KafkaClient& via, std::unique_lock<std::recursive_mutex>* unlocked_during_io);
+  /// The one rule for a heartbeat's outcome, both protocols.
+  void heartbeat_answered(const HeartbeatAnswer& a);
+  // The background thread.
   void start_background();
   void stop_background();
   void background_loop();

@@ -38,7 +38,11 @@ void GroupCoordinator::stop_background() {
     stopping_ = true;
   }
   wake_.notify_all();
+  // A heartbeat in flight to a coordinator that stopped answering would hold
+  // the join for up to request.timeout.ms: end its wait now.
+  if (background_client_) background_client_->interrupt();
   if (background_.joinable()) background_.join();
+  background_client_.reset();  // interrupted for good: the next start makes a new one
 }
 
 void GroupCoordinator::background_loop() {
@@ -64,89 +68,98 @@ void GroupCoordinator::background_loop() {
 
 void GroupCoordinator::background_heartbeat(std::unique_lock<std::recursive_mutex>& lock) {
   ++background_heartbeats_;
-  const bool kip848 = consumer_protocol();
-  // Claimed: poll() will not send this one too (the answer may move it).
-  next_heartbeat_ = Clock::now() + std::chrono::milliseconds(kip848 ? client_.config().retry_backoff_ms
-                                                                    : config_.heartbeat_interval_ms);
-  const std::string member = member_id_;
+  try {
+    heartbeat_once(*background_client_, &lock);
+  } catch (const ClientError&) {
+    background_error_ = std::current_exception();  // rethrown by the next poll()
+  }
+}
+
+bool GroupCoordinator::heartbeat_once(KafkaClient& via, std::unique_lock<std::recursive_mutex>* unlocked) {
+  HeartbeatAnswer a;
+  a.kip848 = consumer_protocol();
+  // Claimed: no other heartbeat is sent before this one is answered or given
+  // up (the answer may move it).
+  next_heartbeat_ = Clock::now() + std::chrono::milliseconds(a.kip848 ? client_.config().retry_backoff_ms
+                                                                      : config_.heartbeat_interval_ms);
+  std::string member = member_id_;
   const std::int32_t generation = generation_;
   const auto owned = owned_;
-  std::int32_t node = cached_coordinator().value_or(-1);
-  KafkaClient& via = *background_client_;
-  // The same member at the same generation: an answer still applies.
+  std::optional<std::int32_t> node = cached_coordinator();
+  // The same member at the same epoch: an answer still applies.
   auto same = [&] { return !stopping_ && subscribed_ && member_id_ == member && generation_ == generation; };
+  auto unlock = [&] {
+    if (unlocked && unlocked->owns_lock()) unlocked->unlock();
+  };
+  auto relock = [&] {
+    if (unlocked && !unlocked->owns_lock()) unlocked->lock();
+  };
 
-  lock.unlock();
-  std::int16_t code = 0;
-  std::int16_t version = 0;
-  ConsumerGroupHeartbeatResponse answer;
-  std::exception_ptr fatal;
-  bool lost_connection = false;
+  unlock();
   try {
-    if (node < 0) {
+    if (!node) {
       std::int16_t find_code = -1;
-      node = coordinators_.try_lookup(via, CoordinatorType::group, config_.group_id, via.default_deadline(), find_code)
-                 .value_or(-1);
+      node = coordinators_.try_lookup(via, CoordinatorType::group, config_.group_id, via.default_deadline(), find_code);
     }
-    if (node >= 0) {
-      Connection& c = via.broker(node);
-      if (!kip848) {
+    if (node) {
+      Connection& c = via.broker(*node);
+      if (!a.kip848) {
         HeartbeatRequest req;
         req.group_id = config_.group_id;
         req.generation_id = generation;
         req.member_id = member;
         req.group_instance_id = config_.group_instance_id;
-        version = c.version_for<HeartbeatRequest>();
-        code = c.receive<HeartbeatResponse>(c.send(req, version), version, via.default_deadline()).body.error_code;
+        a.version = c.version_for<HeartbeatRequest>();
+        a.code =
+            c.receive<HeartbeatResponse>(c.send(req, a.version), a.version, via.default_deadline()).body.error_code;
       } else {
-        version = c.version_for<ConsumerGroupHeartbeatRequest>();
+        a.version = c.version_for<ConsumerGroupHeartbeatRequest>();
         cache_topic_ids(via, owned);
-        lock.lock();
-        if (!same()) return;
-        auto req = consumer_heartbeat_request(via.cached_metadata(), version);
-        lock.unlock();
-        answer = c.receive<ConsumerGroupHeartbeatResponse>(c.send(req, version), version, via.default_deadline()).body;
+        relock();
+        if (!same()) return false;
+        auto req = consumer_heartbeat_request(via.cached_metadata(), a.version);
+        member = member_id_;  // a joining member names itself (KIP-1082)
+        unlock();
+        a.answer =
+            c.receive<ConsumerGroupHeartbeatResponse>(c.send(req, a.version), a.version, via.default_deadline()).body;
       }
+      a.reached = true;
     }
   } catch (const ConnectionError&) {
-    lost_connection = true;
+    a.reached = false;
   } catch (const TimeoutError&) {
-    lost_connection = true;
+    a.reached = false;
   } catch (const ClientError&) {
-    fatal = std::current_exception();
+    relock();
+    if (same()) throw;
+    return false;
   }
-  lock.lock();
-  if (!same()) return;
-  if (fatal) {
-    background_error_ = fatal;
-    return;
-  }
-  if (node < 0 || lost_connection) {
+  relock();
+  if (!same()) return false;
+  heartbeat_answered(a);
+  return a.reached;
+}
+
+void GroupCoordinator::heartbeat_answered(const HeartbeatAnswer& a) {
+  const auto back_off = [&] {
     coordinator_lost();
     next_heartbeat_ = Clock::now() + std::chrono::milliseconds(client_.config().retry_backoff_ms);
-    return;
-  }
-  try {
-    if (kip848) {
-      consumer_heartbeat_answered(answer, version);
-      return;
-    }
-    if (code == 0) return;
-    if (is(code, ErrorCode::rebalance_in_progress)) {
-      need_join_ = true;  // the next poll() rejoins; heartbeats go on meanwhile
-    } else if (is(code, ErrorCode::illegal_generation) || is(code, ErrorCode::unknown_member_id)) {
-      lost_pending_ = true;
-      if (is(code, ErrorCode::unknown_member_id)) member_id_.clear();
-      generation_ = -1;
-      need_join_ = true;
-    } else if (is(code, ErrorCode::not_coordinator) || is(code, ErrorCode::coordinator_not_available)) {
-      coordinator_lost();
-      next_heartbeat_ = Clock::now() + std::chrono::milliseconds(client_.config().retry_backoff_ms);
-    } else if (!is(code, ErrorCode::coordinator_load_in_progress)) {
-      throw_group_error(config_.group_id, "Heartbeat", code);
-    }
-  } catch (const ClientError&) {
-    background_error_ = std::current_exception();
+  };
+  if (!a.reached) return back_off();
+  if (a.kip848) return consumer_heartbeat_answered(a.answer, a.version);
+  const std::int16_t code = a.code;
+  if (code == 0) return;
+  if (is(code, ErrorCode::rebalance_in_progress)) {
+    need_join_ = true;  // the next poll() rejoins; heartbeats go on meanwhile
+  } else if (is(code, ErrorCode::illegal_generation) || is(code, ErrorCode::unknown_member_id)) {
+    lost_pending_ = true;  // the next poll() gives the partitions up as lost
+    if (is(code, ErrorCode::unknown_member_id)) member_id_.clear();
+    generation_ = -1;
+    need_join_ = true;
+  } else if (coordinator_moved(code)) {
+    back_off();
+  } else if (!is(code, ErrorCode::coordinator_load_in_progress)) {
+    throw_group_error(config_.group_id, "Heartbeat", code);
   }
 }
 

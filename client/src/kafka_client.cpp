@@ -28,10 +28,18 @@ std::string describe(std::int16_t code) { return std::string(error_name(code)); 
 
 }  // namespace
 
-void KafkaClient::backoff(int attempt) { std::this_thread::sleep_for(retry_backoff(config_, attempt)); }
+void KafkaClient::backoff(int attempt) {
+  std::this_thread::sleep_until(std::min(Clock::now() + retry_backoff(config_, attempt), cap_));
+}
+
+void KafkaClient::interrupt() noexcept {
+  interrupted_->store(true);
+  io_->stop();  // io_context::stop() may be called from any thread
+}
 
 ConnectionOptions KafkaClient::connection_options() const {
   ConnectionOptions opts;
+  opts.interrupted = interrupted_;
   opts.client_id = config_.client_id;
   opts.connect_timeout = std::chrono::milliseconds(config_.socket_connection_setup_timeout_ms);
   opts.socket_receive_buffer_bytes = config_.receive_buffer_bytes;
@@ -141,7 +149,7 @@ ClusterMetadata KafkaClient::metadata(const std::optional<std::vector<std::strin
   Response<MetadataResponse> resp;
   // Each attempt is bounded by request.timeout.ms, the whole call (retries
   // included) by default.api.timeout.ms, as in the Java client.
-  const auto overall = deadline_after(std::chrono::milliseconds(config_.default_api_timeout_ms));
+  const auto overall = capped(deadline_after(std::chrono::milliseconds(config_.default_api_timeout_ms)));
   for (int attempt = 0;; ++attempt) {
     try {
       auto& conn = any_connection();

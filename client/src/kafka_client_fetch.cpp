@@ -2,6 +2,7 @@
 // metadata cache, topic ids, and Fetch / OffsetsForLeaderEpoch requests over
 // the client's broker connections.
 #include <algorithm>
+#include <utility>
 
 #include <fmt/format.h>
 #include <boost/asio/io_context.hpp>
@@ -19,6 +20,8 @@ using namespace kwire::protocol;
 class KafkaClient::FetchAdapter : public FetchCluster {
  public:
   explicit FetchAdapter(KafkaClient& client) : c_(client) {}
+
+  Deadline bound_deadlines(Deadline until) override { return std::exchange(c_.cap_, until); }
 
   Leader leader(const TopicPartition& tp) override {
     try {

@@ -160,3 +160,45 @@ def test_poll_releases_the_gil(bootstrap, new_topic):
         t.join()
         assert elapsed >= 0.9
         assert len(ticks) > 100  # the other thread ran while poll waited
+
+
+def _port(listen):
+    import socket
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    if listen:
+        s.listen(64)  # connections complete in the kernel and are never read
+        return s, port
+    s.close()  # nobody listens: refused
+    return None, port
+
+
+@pytest.mark.parametrize("listen", [True, False], ids=["silent", "refused"])
+def test_poll_returns_by_its_timeout_whatever_the_network_does(listen):
+    sock, port = _port(listen)
+    try:
+        with kwire.Consumer({"bootstrap.servers": "127.0.0.1:%d" % port, "auto.offset.reset": "earliest"}) as c:
+            c.assign([("t", 0)])
+            for _ in range(2):
+                start = time.monotonic()
+                assert c.poll(1000).num_rows == 0
+                assert time.monotonic() - start < 2.0
+    finally:
+        if sock:
+            sock.close()
+
+
+def test_silence_past_default_api_timeout_is_a_timeout_error():
+    sock, port = _port(True)
+    try:
+        with kwire.Consumer({"bootstrap.servers": "127.0.0.1:%d" % port, "auto.offset.reset": "earliest",
+                             "default.api.timeout.ms": "1500"}) as c:
+            c.assign([("t", 0)])
+            start = time.monotonic()
+            with pytest.raises(kwire.KafkaTimeoutError, match=r"default\.api\.timeout\.ms \(1500 ms\)"):
+                while time.monotonic() - start < 10:
+                    c.poll(300)
+            assert 1.5 <= time.monotonic() - start < 3.5
+    finally:
+        sock.close()

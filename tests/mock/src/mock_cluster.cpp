@@ -371,7 +371,11 @@ struct MockCluster::State {
         record(static_cast<ApiKey>(api), version, node, corr);
         Reply r;
         if (auto h = handlers.find(api); h != handlers.end()) {
+          // Faults without a topic apply to scripted APIs too (a delay, a drop).
+          const Effects e = take_faults(static_cast<ApiKey>(api), node, {});
           r.frame = h->second(node, version, corr, payload);
+          r.delay = e.delay;
+          r.drop = e.drop;
           if (r.frame) return r;
         }
         r.close = true;

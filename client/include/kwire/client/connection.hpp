@@ -25,6 +25,7 @@
 // requests are queued and written when it ends.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -82,6 +83,10 @@ struct ConnectionOptions {
   int socket_send_buffer_bytes = 0;
   TlsOptions tls;
   SaslOptions sasl;
+  /// Set (from any thread) to end every wait of the connection at once with
+  /// ConnectionError; the waiting thread is woken by stopping its io_context
+  /// (KafkaClient::interrupt does both).
+  std::shared_ptr<const std::atomic<bool>> interrupted;
 };
 
 class Connection {

@@ -150,6 +150,13 @@ class FetchCluster {
   /// UnsupportedVersionError.
   virtual std::map<TopicPartition, EpochEndOffset> offsets_for_leader_epoch(
       std::int32_t node, const std::map<TopicPartition, EpochQuery>& queries) = 0;
+  /// From now on, every call above ends by `until` at the latest (throwing
+  /// TimeoutError when cut short); Deadline::max() lifts the bound. Returns
+  /// the bound it replaces. Fetcher::poll bounds its calls by its deadline.
+  virtual Deadline bound_deadlines(Deadline until) {
+    (void)until;
+    return Deadline::max();
+  }
 };
 
 /// auto.offset.reset
@@ -192,6 +199,12 @@ class Fetcher {
   /// and KafkaError for top-level Fetch errors. A Fetch lost with its
   /// connection or unanswered within request.timeout.ms is, as in Java's
   /// consumer, a disconnect: its partitions back off and are fetched again.
+  ///
+  /// Returns by its deadline whatever the network does (Java's
+  /// poll(Duration)): Metadata, ListOffsets and connecting are cut short at
+  /// the deadline and taken up again by the next poll. Only when the cluster
+  /// has answered none of them for default.api.timeout.ms across polls does
+  /// poll throw TimeoutError.
   ConsumerRecords poll(std::chrono::milliseconds timeout, std::size_t max_records);
 
   /// The last Fetch answer's offsets for a partition (no error ones).
@@ -223,6 +236,7 @@ class Fetcher {
                       const std::vector<protocol::FetchResponse::NodeEndpoint>& endpoints,
                       std::vector<std::string>& refresh);
   ConsumerRecords collect(std::size_t max_records);
+  ConsumerRecords poll_until(Deadline deadline, std::size_t max_records);
   void push_error(const TopicPartition& tp, PartitionState& s, std::exception_ptr error);
   void enqueue(const TopicPartition& tp, PartitionState& s);
   void back_off(const TopicPartition& tp, PartitionState& s, std::int16_t error_code, bool counts);
@@ -235,6 +249,9 @@ class Fetcher {
   FetchCluster& cluster_;
   ClientConfig config_;
   OffsetResetPolicy reset_;
+  // Since when polls have been cut short by their deadline without an answer
+  // (see poll()); nullopt once a poll completes.
+  std::optional<Clock::time_point> unanswered_since_;
   std::map<TopicPartition, std::unique_ptr<PartitionState>> partitions_;
   std::map<std::int32_t, std::unique_ptr<Session>> sessions_;    // by node
   std::map<std::int32_t, std::unique_ptr<InFlight>> in_flight_;  // by node

@@ -9,6 +9,8 @@
 // use one KafkaClient per thread.
 #pragma once
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <compare>
 #include <cstdint>
@@ -94,7 +96,41 @@ class KafkaClient {
   KafkaClient& operator=(const KafkaClient&) = delete;
 
   const ClientConfig& config() const noexcept { return config_; }
-  Deadline default_deadline() const { return deadline_after(std::chrono::milliseconds(config_.request_timeout_ms)); }
+  /// request.timeout.ms from now, never past the cap below.
+  Deadline default_deadline() const {
+    return std::min(deadline_after(std::chrono::milliseconds(config_.request_timeout_ms)), cap_);
+  }
+  /// `d`, never past the cap below.
+  Deadline capped(Deadline d) const { return std::min(d, cap_); }
+
+  /// While the returned guard lives, every deadline this client sets itself
+  /// (a request's request.timeout.ms, Metadata's default.api.timeout.ms, a
+  /// connection's socket.connection.setup.timeout.ms) ends by `until` at the
+  /// latest: a caller with a deadline of its own (Consumer::poll, as Java's
+  /// poll(Duration)) gets control back by then, with TimeoutError from the
+  /// call that was cut short. Guards nest; the inner one restores the outer.
+  class DeadlineCap {
+   public:
+    DeadlineCap(const DeadlineCap&) = delete;
+    DeadlineCap& operator=(const DeadlineCap&) = delete;
+    ~DeadlineCap() { client_.cap_ = previous_; }
+
+   private:
+    friend class KafkaClient;
+    DeadlineCap(KafkaClient& client, Deadline until) : client_(client), previous_(client.cap_) {
+      client.cap_ = std::min(previous_, until);
+    }
+    KafkaClient& client_;
+    Deadline previous_;
+  };
+  [[nodiscard]] DeadlineCap cap_deadlines(Deadline until) { return DeadlineCap(*this, until); }
+
+  /// The one call that may come from another thread: ends the wait of the
+  /// thread using this client at once (ConnectionError), and every later
+  /// wait too. For closing a client whose thread is blocked on a broker
+  /// that does not answer; the client is not to be used for anything else
+  /// afterwards.
+  void interrupt() noexcept;
 
   /// Fetch metadata for `topics` (all topics when nullopt) and refresh the
   /// leader cache. Topic errors are reported in TopicMetadata::error_code.
@@ -177,6 +213,8 @@ class KafkaClient {
   }
 
   ClientConfig config_;
+  Deadline cap_ = Deadline::max();
+  std::shared_ptr<std::atomic<bool>> interrupted_ = std::make_shared<std::atomic<bool>>(false);
   ConnectionStats connection_stats_;
   std::unique_ptr<boost::asio::io_context> io_;
   std::map<std::int32_t, std::unique_ptr<Connection>> brokers_;  // by node id
