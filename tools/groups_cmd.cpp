@@ -185,22 +185,38 @@ int cmd_groups_describe(const CommonOptions& common, const GroupsArgs& args) {
   auto ends = client.list_offsets(targets);
   std::string out;
   if (args.json) {
-    out = fmt::format("{{\"group\":{},\"state\":{},\"protocolType\":{},\"protocol\":{},\"members\":[",
-                      json_str(args.group), json_str(g.state), json_str(g.protocol_type), json_str(g.assignor));
+    auto epoch = [](const std::optional<std::int32_t>& e) { return e ? std::to_string(*e) : std::string("null"); };
+    out = fmt::format(
+        "{{\"group\":{},\"state\":{},\"protocolType\":{},\"protocol\":{},\"groupEpoch\":{},"
+        "\"assignmentEpoch\":{},\"members\":[",
+        json_str(args.group), json_str(g.state), json_str(g.protocol_type), json_str(g.assignor), epoch(g.group_epoch),
+        epoch(g.assignment_epoch));
     for (std::size_t i = 0; i < g.members.size(); ++i) {
       auto& m = g.members[i];
       out += fmt::format("{}{{\"memberId\":{},\"clientId\":{},\"host\":{},\"instanceId\":{},\"assignment\":[",
                          i ? "," : "", json_str(m.member_id), json_str(m.client_id), json_str(m.host),
                          m.group_instance_id ? json_str(*m.group_instance_id) : std::string("null"));
-      for (std::size_t k = 0; k < m.assignment.size(); ++k)
-        out += fmt::format("{}{{\"topic\":{},\"partition\":{}}}", k ? "," : "", json_str(m.assignment[k].topic),
-                           m.assignment[k].partition);
-      out += "]}";
+      auto list = [&](const std::vector<TopicPartition>& tps) {
+        for (std::size_t k = 0; k < tps.size(); ++k)
+          out += fmt::format("{}{{\"topic\":{},\"partition\":{}}}", k ? "," : "", json_str(tps[k].topic),
+                             tps[k].partition);
+      };
+      list(m.assignment);
+      out += "]";
+      if (m.member_epoch) {  // KIP-848 members
+        out += fmt::format(",\"memberEpoch\":{},\"targetAssignment\":[", *m.member_epoch);
+        list(m.target_assignment);
+        out += "]";
+      }
+      out += "}";
     }
     out += "],\"partitions\":[";
   } else {
-    out = fmt::format("Group {} is {} ({} members, assignor {})\n\n", args.group, g.state, g.members.size(),
+    out = fmt::format("Group {} is {} ({} members, assignor {}", args.group, g.state, g.members.size(),
                       g.assignor.empty() ? "-" : g.assignor);
+    if (g.group_epoch && g.assignment_epoch)
+      out += fmt::format(", group epoch {}, assignment epoch {}", *g.group_epoch, *g.assignment_epoch);
+    out += ")\n\n";
     out += fmt::format("{:<24} {:<24} {:>9} {:>14} {:>14} {:>8}  {:<44} {:<16} {}\n", "GROUP", "TOPIC", "PARTITION",
                        "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST", "CLIENT-ID");
   }

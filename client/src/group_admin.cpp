@@ -82,7 +82,11 @@ GroupDescription GroupAdmin::describe_group(const std::string& group) {
                      g.protocol_type = dg.protocol_type;
                      g.assignor = dg.protocol_data;
                      for (auto& m : dg.members) {
-                       GroupMemberDescription mm{m.member_id, m.group_instance_id, m.client_id, m.client_host, {}};
+                       GroupMemberDescription mm;
+                       mm.member_id = m.member_id;
+                       mm.group_instance_id = m.group_instance_id;
+                       mm.client_id = m.client_id;
+                       mm.host = m.client_host;
                        if (dg.protocol_type == "consumer" && !m.member_assignment.empty()) {
                          ConsumerProtocolAssignment a;
                          try {
@@ -128,12 +132,27 @@ void GroupAdmin::describe_consumer_group(GroupDescription& g) {
                      g.state = dg.group_state;
                      g.protocol_type = "consumer";
                      g.assignor = dg.assignor_name;
+                     g.group_epoch = dg.group_epoch;
+                     g.assignment_epoch = dg.assignment_epoch;
                      g.members.clear();
+                     auto partitions = [](const ConsumerGroupDescribeResponse::Assignment& a) {
+                       std::vector<TopicPartition> out;
+                       for (auto& t : a.topic_partitions)
+                         for (auto p : t.partitions) out.push_back({t.topic_name, p});
+                       std::sort(out.begin(), out.end());
+                       return out;
+                     };
                      for (auto& m : dg.members) {
-                       GroupMemberDescription mm{m.member_id, m.instance_id, m.client_id, m.client_host, {}};
-                       for (auto& t : m.assignment.topic_partitions)
-                         for (auto p : t.partitions) mm.assignment.push_back({t.topic_name, p});
-                       std::sort(mm.assignment.begin(), mm.assignment.end());
+                       GroupMemberDescription mm;
+                       mm.member_id = m.member_id;
+                       mm.group_instance_id = m.instance_id;
+                       mm.client_id = m.client_id;
+                       mm.host = m.client_host;
+                       mm.assignment = partitions(m.assignment);
+                       mm.member_epoch = m.member_epoch;
+                       mm.target_assignment = partitions(m.target_assignment);
+                       mm.subscribed_topics = m.subscribed_topic_names;
+                       mm.rack = m.rack_id;
                        g.members.push_back(std::move(mm));
                      }
                      return 0;

@@ -16,7 +16,8 @@ using namespace kwire_test::groups;
 class GroupsRebalance : public Groups {};
 
 // Cooperative-sticky (KIP-429): a third member joining takes one partition
-// from each of the two others; nothing they keep is revoked.
+// from each of the two others; nothing they keep is revoked. When it leaves,
+// the two others take its partitions back, again revoking nothing.
 TEST_P(GroupsRebalance, CooperativeStickyJoinRevokesOnlyThePartitionsThatMove) {
   auto topic = unique_topic("groups-coop");
   auto group = topic + "-g";
@@ -46,6 +47,18 @@ TEST_P(GroupsRebalance, CooperativeStickyJoinRevokesOnlyThePartitionsThatMove) {
     EXPECT_EQ(revoked.size(), 1u);
     for (auto& tp : revoked) EXPECT_FALSE(std::count(now.begin(), now.end(), tp)) << tp.partition;
   }
+  // A member leaving: the two others take its partitions and revoke nothing.
+  const auto a_revoked_mid = a.revoked().size();
+  const auto b_revoked_mid = b.revoked().size();
+  const auto a_mid = a.assignment();
+  c.stop();
+  ASSERT_TRUE(wait_balanced({&a, &b}, 6, 60s)) << a.error() << b.error();
+  std::this_thread::sleep_for(1500ms);
+  EXPECT_EQ(a.revoked().size(), a_revoked_mid);
+  EXPECT_EQ(b.revoked().size(), b_revoked_mid);
+  const auto a_after = a.assignment();
+  EXPECT_EQ(a_after.size(), 3u);
+  for (auto& tp : a_mid) EXPECT_TRUE(std::count(a_after.begin(), a_after.end(), tp)) << tp.partition;
   produce_numbered(servers(), topic, 0, 120);
   ASSERT_TRUE(wait_total(seen, 120, 60s)) << seen.total();
   a.stop();
@@ -153,6 +166,15 @@ TEST_P(GroupsRebalance, GroupAdminListsDescribesAndAltersOffsets) {
   ASSERT_EQ(d.members.size(), 1u);
   EXPECT_EQ(d.members[0].client_id, "admin-848");
   EXPECT_EQ(d.members[0].assignment.size(), 6u);
+  // KIP-848's epochs: the one member reconciled to the group's target.
+  ASSERT_TRUE(d.group_epoch && d.assignment_epoch && d.members[0].member_epoch);
+  EXPECT_GE(*d.group_epoch, 1);
+  EXPECT_EQ(*d.assignment_epoch, *d.group_epoch);
+  EXPECT_EQ(*d.members[0].member_epoch, *d.assignment_epoch);
+  EXPECT_EQ(d.members[0].target_assignment, d.members[0].assignment);
+  EXPECT_EQ(d.members[0].subscribed_topics, std::vector<std::string>{topic});
+  // Classic groups have none of them.
+  EXPECT_FALSE(admin.describe_group(group).group_epoch.has_value());
   m.stop();
   EXPECT_EQ(m.error(), "");
 }

@@ -3,7 +3,9 @@
 // with acks=all, on a real three-broker cluster: the leader of a partition
 // is killed (SIGKILL), or every broker is restarted in turn. The stream goes
 // on with the new leaders; the sink holds every offset of the log exactly
-// once and every acknowledged record; no KAFKA_DATA_LOSS.
+// once and every acknowledged record; no KAFKA_DATA_LOSS. Under the rolling
+// restart, a group member of each protocol reads the same topic while its
+// group coordinator moves: every record once, its commits at the log's end.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -16,9 +18,11 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <utility>
 #include <vector>
 
+#include "../broker/group_support.hpp"
 #include "cluster_support.hpp"
 #include "kwire/source/sink.hpp"
 #include "kwire/source/stream.hpp"
@@ -220,7 +224,12 @@ TEST_F(Failover, RollingRestartOfEveryBrokerUnderARunningStreamLosesAndRepeatsNo
   w.start();
   StreamRun s(options(topic), dir);
   s.start();
+  groups::Seen classic_seen, kip848_seen;
+  groups::Member classic(groups::member_props(servers(), topic + "-classic"), topic, classic_seen);
+  groups::Member kip848(groups::consumer_protocol_props(servers(), topic + "-848"), topic, kip848_seen);
   ASSERT_TRUE(wait_until([&] { return s.rows() >= 200 || !s.error().empty(); }, 60s)) << s.error();
+  ASSERT_TRUE(wait_until([&] { return classic_seen.total() >= 100 && kip848_seen.total() >= 100; }, 60s))
+      << classic.error() << kip848.error();
   for (int node = 1; node <= brokers(); ++node) {
     const auto t0 = Clock::now();
     restart_node(node);
@@ -236,4 +245,26 @@ TEST_F(Failover, RollingRestartOfEveryBrokerUnderARunningStreamLosesAndRepeatsNo
   s.stop();
   check(topic, dir, w, s);
   fs::remove_all(dir);
+
+  // The group members: each offset of the log once, then committed at its end.
+  const auto end = log_end(servers(), topic, kPartitions);
+  for (auto [m, seen, group] :
+       {std::tuple{&classic, &classic_seen, topic + "-classic"}, std::tuple{&kip848, &kip848_seen, topic + "-848"}}) {
+    EXPECT_TRUE(wait_until([&] { return static_cast<std::int64_t>(seen->total()) >= end; }, 60s))
+        << group << " read " << seen->total() << " of " << end;
+    m->stop();
+    EXPECT_EQ(m->error(), "") << group;
+    std::printf("[ cluster  ] %s: %zu records, %d assignments\n", group.c_str(), seen->total(), m->rebalances());
+    std::map<std::int32_t, std::int64_t> ends;
+    kwire::client::KafkaClient c({{"bootstrap.servers", servers()}});
+    std::map<TopicPartition, std::int64_t> q;
+    for (int p = 0; p < kPartitions; ++p) q[{topic, p}] = kwire::client::kLatestTimestamp;
+    for (auto& [tp, lo] : c.list_offsets(q)) ends[tp.partition] = lo.offset;
+    groups::expect_exactly_once(*seen, ends);
+    groups::Consumer reader({{"bootstrap.servers", servers()}, {"group.id", group}});
+    for (auto& [tp, om] : reader.committed({{topic, 0}, {topic, 1}})) {
+      ASSERT_TRUE(om.has_value()) << group << " " << tp.partition;
+      EXPECT_EQ(om->offset, ends[tp.partition]) << group << " " << tp.partition;
+    }
+  }
 }

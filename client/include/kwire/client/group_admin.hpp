@@ -47,6 +47,14 @@ struct GroupMemberDescription {
   std::string client_id;
   std::string host;
   std::vector<TopicPartition> assignment;  // sorted; empty unless the group's protocol type is "consumer"
+  // group.protocol=consumer groups only (ConsumerGroupDescribe, KIP-848):
+  /// The member's epoch; nullopt for a classic group.
+  std::optional<std::int32_t> member_epoch;
+  /// What the group's assignor wants the member to own once it has
+  /// reconciled (equal to `assignment` when it has); sorted.
+  std::vector<TopicPartition> target_assignment;
+  std::vector<std::string> subscribed_topics;  // as the member sent them
+  std::optional<std::string> rack;
 };
 
 struct GroupDescription {
@@ -55,6 +63,12 @@ struct GroupDescription {
   std::string protocol_type;  // "consumer" for consumer groups
   std::string assignor;       // the chosen assignor (classic), may be empty
   std::vector<GroupMemberDescription> members;
+  /// KIP-848 groups: the group's epoch (bumped by every membership or
+  /// subscription change) and the epoch of its current target assignment
+  /// (behind the group epoch while the assignor has not run); nullopt for a
+  /// classic group.
+  std::optional<std::int32_t> group_epoch;
+  std::optional<std::int32_t> assignment_epoch;
   /// Every partition with a committed offset (the next offset to read).
   std::map<TopicPartition, std::int64_t> committed;
 };
