@@ -102,7 +102,7 @@ Connection::~Connection() {
 
 std::string Connection::endpoint() const { return fmt::format("{}:{}", host_, port_); }
 
-bool Connection::is_open() const noexcept { return socket_ && socket_->is_open() && !error_; }
+bool Connection::is_open() const noexcept { return socket_ && socket_->is_open() && !error_ && setup_ == Setup::done; }
 
 void Connection::close() noexcept {
   if (throttle_timer_) throttle_timer_->cancel();
@@ -129,6 +129,11 @@ void Connection::run_until(const std::function<bool()>& done, Deadline deadline,
     }
     auto now = Clock::now();
     if (now >= deadline) {
+      // Whatever is ready is taken before giving up, so that a caller with
+      // no time left (a poll(0)) still moves things on.
+      if (io_.stopped()) io_.restart();
+      io_.poll();
+      if (done()) return;
       throw TimeoutError(fmt::format("timed out waiting for {} from {}", what, endpoint()));
     }
     if (io_.stopped()) io_.restart();
@@ -137,7 +142,7 @@ void Connection::run_until(const std::function<bool()>& done, Deadline deadline,
   }
 }
 
-void Connection::connect(Deadline deadline) {
+void Connection::begin_setup(Deadline deadline) {
   if (socket_) {
     // Reconnecting: close the old socket and let its cancelled reads and
     // writes finish now, while the stream they use still exists, so they
@@ -146,6 +151,7 @@ void Connection::connect(Deadline deadline) {
     io_.poll();
     if (io_.stopped()) io_.restart();
   }
+  setup_ = Setup::none;
   error_.reset();
   pending_.clear();
   write_queue_.clear();
@@ -163,49 +169,68 @@ void Connection::connect(Deadline deadline) {
   auto endpoints = resolver.resolve(host_, std::to_string(port_), ec);
   if (ec) throw ConnectionError(fmt::format("cannot resolve broker host '{}': {}", host_, ec.message()));
 
-  auto connect_deadline = std::min(deadline, Clock::now() + opts_.connect_timeout);
-  bool done = false;
-  boost::system::error_code result;
-  auto alive = alive_;
-  asio::async_connect(*socket_, endpoints, [&, alive](const boost::system::error_code& e, const tcp::endpoint&) {
-    if (!*alive) return;
-    result = e;
-    done = true;
+  setup_deadline_ = deadline;
+  tcp_deadline_ = std::min(deadline, Clock::now() + opts_.connect_timeout);
+  // The outcome outlives this call: a connect cut short is waited for again.
+  auto outcome = std::make_shared<std::pair<bool, boost::system::error_code>>(false, boost::system::error_code{});
+  tcp_outcome_ = outcome;
+  asio::async_connect(*socket_, endpoints, [outcome](const boost::system::error_code& e, const tcp::endpoint&) {
+    outcome->second = e;
+    outcome->first = true;
   });
+  setup_ = Setup::tcp;
+}
+
+void Connection::connect(Deadline deadline, Deadline cut) {
+  if (setup_ == Setup::none || setup_ == Setup::done) begin_setup(deadline);
+  bool cut_short = false;  // by `cut`: the setup stays as it is for the next call
   try {
-    run_until([&] { return done; }, connect_deadline, "TCP connect");
-  } catch (const TimeoutError&) {
-    close();
-    io_.poll();
-    throw TimeoutError(fmt::format("timed out connecting to broker {}", endpoint()));
-  }
-  if (result) {
-    // A failed connect leaves the socket opened but unconnected: close it so
-    // is_open() is false and the next use reconnects instead of sending on it.
-    close();
-    io_.poll();
-    throw ConnectionError(fmt::format("cannot connect to broker {}: {}", endpoint(), result.message()));
-  }
-  socket_->set_option(tcp::no_delay(true), ec);
-  if (opts_.socket_receive_buffer_bytes > 0)
-    socket_->set_option(asio::socket_base::receive_buffer_size(opts_.socket_receive_buffer_bytes), ec);
-  if (opts_.socket_send_buffer_bytes > 0)
-    socket_->set_option(asio::socket_base::send_buffer_size(opts_.socket_send_buffer_bytes), ec);
-  try {
-    if (opts_.tls.enabled) start_tls(deadline);
-    start_read();
-    responses_ = 0;
-    handshake_responses_ = std::numeric_limits<std::uint64_t>::max();
-    negotiate(deadline);
-    if (opts_.sasl.enabled) authenticate(deadline);
+    if (setup_ == Setup::tcp) {
+      const auto outcome = tcp_outcome_;
+      try {
+        run_until([&] { return outcome->first; }, std::min(tcp_deadline_, cut), "TCP connect");
+      } catch (const TimeoutError&) {
+        if (Clock::now() < tcp_deadline_) {
+          cut_short = true;
+          throw;
+        }
+        throw TimeoutError(fmt::format("timed out connecting to broker {}", endpoint()));
+      }
+      // A failed connect leaves the socket opened but unconnected: it is
+      // closed below, so is_open() is false and the next use reconnects.
+      if (outcome->second)
+        throw ConnectionError(fmt::format("cannot connect to broker {}: {}", endpoint(), outcome->second.message()));
+      boost::system::error_code ec;
+      socket_->set_option(tcp::no_delay(true), ec);
+      if (opts_.socket_receive_buffer_bytes > 0)
+        socket_->set_option(asio::socket_base::receive_buffer_size(opts_.socket_receive_buffer_bytes), ec);
+      if (opts_.socket_send_buffer_bytes > 0)
+        socket_->set_option(asio::socket_base::send_buffer_size(opts_.socket_send_buffer_bytes), ec);
+      if (opts_.tls.enabled) start_tls(setup_deadline_);
+      start_read();
+      responses_ = 0;
+      handshake_responses_ = std::numeric_limits<std::uint64_t>::max();
+      ApiVersionsRequest req;
+      req.client_software_name = "kwire";
+      req.client_software_version = KWIRE_VERSION_STRING;
+      versions_version_ = 3;
+      versions_corr_ = send(req, versions_version_);
+      setup_ = Setup::versions;
+    }
+    negotiate(cut, cut_short);
+    if (opts_.sasl.enabled) authenticate(setup_deadline_);
     handshake_responses_ = responses_;
   } catch (...) {
     // Never leave a connection that looks open without negotiated versions
     // (or authentication): the next use must connect again.
-    close();
-    io_.poll();
+    if (!cut_short) {
+      setup_ = Setup::none;
+      close();
+      io_.poll();
+    }
     throw;
   }
+  setup_ = Setup::done;
   ++connects_;
 }
 
@@ -428,24 +453,42 @@ void Connection::authenticate(Deadline deadline) {
   }
 }
 
-void Connection::negotiate(Deadline deadline) {
-  ApiVersionsRequest req;
-  req.client_software_name = "kwire";
-  req.client_software_version = KWIRE_VERSION_STRING;
-  std::int16_t version = 3;
-  auto corr = send(req, version);
-  auto frame = wait_frame(corr, deadline);
+std::shared_ptr<const Bytes> Connection::wait_versions(Deadline cut, bool& cut_short) {
+  auto it = pending_.find(versions_corr_);
+  if (it == pending_.end()) throw ClientError("no ApiVersions request is pending");
+  try {
+    run_until([&] { return it->second.response != nullptr; }, std::min(setup_deadline_, cut), "ApiVersions response");
+  } catch (const TimeoutError&) {
+    if (Clock::now() < setup_deadline_) {
+      cut_short = true;  // the request stays pending for the next call
+      throw;
+    }
+    pending_.erase(it);
+    fail("request timed out");
+    throw;
+  } catch (...) {
+    pending_.erase(it);
+    throw;
+  }
+  auto frame = std::move(it->second.response);
+  pending_.erase(it);
+  return frame;
+}
+
+void Connection::negotiate(Deadline cut, bool& cut_short) {
+  auto frame = wait_versions(cut, cut_short);
   // A broker that does not speak v3 answers UNSUPPORTED_VERSION in the v0
   // layout, which does not decode as v3. The error code is the body's first
   // field in every version (after the 4-byte correlation id), so look at it
   // before decoding, then ask again with v0.
   constexpr std::int16_t kUnsupportedVersion = 35;
-  if (frame->size() >= 6 && static_cast<std::int16_t>(load_be16(frame->data() + 4)) == kUnsupportedVersion) {
-    version = 0;
-    corr = send(ApiVersionsRequest{}, version);
-    frame = wait_frame(corr, deadline);
+  if (versions_version_ == 3 && frame->size() >= 6 &&
+      static_cast<std::int16_t>(load_be16(frame->data() + 4)) == kUnsupportedVersion) {
+    versions_version_ = 0;
+    versions_corr_ = send(ApiVersionsRequest{}, versions_version_);
+    frame = wait_versions(cut, cut_short);
   }
-  auto resp = decode_frame<ApiVersionsResponse>(std::move(frame), version);
+  auto resp = decode_frame<ApiVersionsResponse>(std::move(frame), versions_version_);
   if (resp.body.error_code != 0)
     throw KafkaError(resp.body.error_code,
                      fmt::format("ApiVersions to {} failed with error code {}", endpoint(), resp.body.error_code));

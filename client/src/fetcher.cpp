@@ -299,18 +299,23 @@ ConsumerRecords Fetcher::poll(std::chrono::milliseconds timeout, std::size_t max
   const auto start = Clock::now();
   const auto deadline = start + timeout;
   if (max_records == 0) max_records = 1;
+  // The calls a poll must block on (Metadata, ListOffsets,
+  // OffsetsForLeaderEpoch: one round trip each) get at least kMinBlockingWork
+  // whatever the timeout, so that short polls (poll(0)) still get them done;
+  // a connection being set up is taken up again by the next poll.
+  const auto bound_at = std::max(deadline, start + kMinBlockingWork);
   struct Bound {
     FetchCluster& cluster;
     Deadline previous;
     ~Bound() { cluster.bound_deadlines(previous); }
-  } bound{cluster_, cluster_.bound_deadlines(deadline)};
-  if (bound.previous < deadline) cluster_.bound_deadlines(bound.previous);  // an outer bound stays
+  } bound{cluster_, cluster_.bound_deadlines(bound_at)};
+  if (bound.previous < bound_at) cluster_.bound_deadlines(bound.previous);  // an outer bound stays
   try {
     auto out = poll_until(deadline, max_records);
     unanswered_since_.reset();
     return out;
   } catch (const TimeoutError& e) {
-    if (Clock::now() < deadline) throw;  // the call's own time-out, not the poll's
+    if (Clock::now() < bound_at) throw;  // the call's own time-out, not the poll's
     if (!unanswered_since_) unanswered_since_ = start;
     const auto limit = std::chrono::milliseconds(config_.default_api_timeout_ms);
     if (Clock::now() - *unanswered_since_ >= limit) {

@@ -79,13 +79,16 @@ void KafkaClient::renew_if_due(Connection& c) {
   }
 }
 
+// A connection's setup ends by request.timeout.ms from its start; the cap
+// (a caller's deadline) may cut it short, and the next call takes it up
+// again where it was (Connection::connect), so short polls still connect.
 Connection& KafkaClient::connect_to(const std::string& host, std::uint16_t port, std::int32_t node_id) {
-  auto conn = std::make_unique<Connection>(*io_, host, port, connection_options());
-  conn->connect(default_deadline());
+  auto& slot = brokers_[node_id];
+  if (!(slot && slot->connecting() && slot->host() == host && slot->port() == port))
+    slot = std::make_unique<Connection>(*io_, host, port, connection_options());
+  slot->connect(deadline_after(std::chrono::milliseconds(config_.request_timeout_ms)), cap_);
   ++connection_stats_.connects;
   broker_generation_[node_id] = ++connection_generation_;
-  auto& slot = brokers_[node_id];
-  slot = std::move(conn);
   return *slot;
 }
 
@@ -101,19 +104,28 @@ Connection& KafkaClient::any_connection() {
   }
   std::string errors;
   bool all_tls = true;
-  for (auto& addr : config_.bootstrap_servers) {
+  const auto setup_deadline = deadline_after(std::chrono::milliseconds(config_.request_timeout_ms));
+  // Connects `bootstrap_` (a setup cut short by the cap is taken up again);
+  // false when it failed, its error noted.
+  auto try_bootstrap = [&]() -> bool {
     try {
-      bootstrap_ = std::make_unique<Connection>(*io_, addr.host, addr.port, connection_options());
-      bootstrap_->connect(default_deadline());
+      bootstrap_->connect(setup_deadline, cap_);
       ++connection_stats_.connects;
-      return *bootstrap_;
+      return true;
     } catch (const AuthenticationError&) {
       throw;  // the same credentials would be refused by every broker
     } catch (const ClientError& e) {
+      if (bootstrap_->connecting()) throw;  // cut short by the cap: goes on at the next call
       if (!dynamic_cast<const TlsError*>(&e)) all_tls = false;
       if (!errors.empty()) errors += "; ";
       errors += e.what();
+      return false;
     }
+  };
+  if (bootstrap_ && bootstrap_->connecting() && try_bootstrap()) return *bootstrap_;
+  for (auto& addr : config_.bootstrap_servers) {
+    bootstrap_ = std::make_unique<Connection>(*io_, addr.host, addr.port, connection_options());
+    if (try_bootstrap()) return *bootstrap_;
   }
   if (all_tls && !errors.empty()) throw TlsError("could not reach any bootstrap server: " + errors);
   throw ConnectionError("could not reach any bootstrap server: " + errors);

@@ -9,11 +9,13 @@
 
 #include <deque>
 #include <mutex>
+#include <thread>
 
 #include "kwire/client/errors.hpp"
 #include "kwire/protocol/messages.hpp"
 #include "mock_consumer_support.hpp"
 
+using namespace std::chrono_literals;
 using namespace kwire;
 using namespace kwire::mock_support;
 using namespace kwire::protocol;
@@ -138,6 +140,23 @@ class MockGroupCommit : public ::testing::Test {
                            {"auto.offset.reset", "earliest"},
                            {"enable.auto.commit", "false"}});
   }
+  // The member's first two heartbeats, the join and the acknowledgement of
+  // its assignment (the background thread's, right after poll() took the
+  // assignment), have reached the coordinator: a test's scripted answers
+  // go to the heartbeats it causes.
+  void wait_acknowledged() {
+    const auto until = std::chrono::steady_clock::now() + 3s;
+    for (;;) {
+      {
+        std::lock_guard lock(coord.mu);
+        if (coord.heartbeats >= 2 || std::chrono::steady_clock::now() >= until) {
+          ASSERT_GE(coord.heartbeats, 2);
+          return;
+        }
+      }
+      std::this_thread::sleep_for(5ms);
+    }
+  }
   mock::MockCluster cluster{1};
   Coordinator coord;
 };
@@ -148,6 +167,7 @@ TEST_F(MockGroupCommit, StaleMemberEpochIsRetriedWithTheEpochAHeartbeatBrings) {
   Consumer c(member_props());
   c.subscribe({"t"});
   ASSERT_EQ(poll_until(c, 10).size(), 10u);
+  wait_acknowledged();
   int heartbeats_before = 0;
   {
     std::lock_guard lock(coord.mu);
@@ -168,6 +188,7 @@ TEST_F(MockGroupCommit, StaleMemberEpochOfAFencedMemberIsCommitFailed) {
   Consumer c(member_props());
   c.subscribe({"t"});
   ASSERT_EQ(poll_until(c, 10).size(), 10u);
+  wait_acknowledged();
   {
     std::lock_guard lock(coord.mu);
     coord.epoch = 2;

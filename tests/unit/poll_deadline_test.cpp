@@ -1,7 +1,8 @@
 // Consumer::poll keeps its deadline whatever the network does, as Java's
-// poll(Duration): against a port that takes connections and never answers,
-// and against a port nobody listens on. The cluster's silence becomes an
-// error only after default.api.timeout.ms across polls.
+// poll(Duration) (or Fetcher::kMinBlockingWork for shorter polls): against a
+// port that takes connections and never answers, and against a port nobody
+// listens on. The cluster's silence becomes an error only after
+// default.api.timeout.ms across polls.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -85,7 +86,7 @@ TEST(PollDeadline, APortNobodyListensOnDoesNotHoldPollPastItsTimeout) {
   c.assign({t0});
   for (int i = 0; i < 3; ++i) {
     const auto took = timed_poll(c, 200ms);
-    EXPECT_LT(took, 1200ms) << "poll " << i;
+    EXPECT_LT(took, 1500ms) << "poll " << i;
   }
 }
 
@@ -106,7 +107,7 @@ TEST(PollDeadline, SilenceOutlastingDefaultApiTimeoutAcrossPollsIsATimeoutError)
     }
   }
   const auto took = Clock::now() - start;
-  EXPECT_GE(polls, 4);  // the polls before it each returned by their deadline
+  EXPECT_GE(polls, 1);  // the polls before it returned, empty
   EXPECT_GE(took, 1500ms);
   EXPECT_LT(took, 3500ms);
   EXPECT_NE(error.find("default.api.timeout.ms (1500 ms)"), std::string::npos) << error;

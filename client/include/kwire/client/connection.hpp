@@ -96,8 +96,18 @@ class Connection {
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
 
-  /// Connect and negotiate API versions. Throws ConnectionError / TimeoutError.
-  void connect(Deadline deadline);
+  /// Connect and negotiate API versions (TLS and SASL when configured) by
+  /// `deadline`. Throws ConnectionError / TimeoutError.
+  ///
+  /// `cut` (a caller's own deadline, earlier than `deadline`) may end the
+  /// call sooner, with TimeoutError: then the TCP connect or the ApiVersions
+  /// exchange in progress is kept, connecting() is true, and the next
+  /// connect() goes on from there (its `deadline` is the first call's), so a
+  /// caller with short deadlines still gets connected. A TLS or SASL
+  /// handshake is not cut (it cannot be taken up again): it ends by `deadline`.
+  void connect(Deadline deadline, Deadline cut = Deadline::max());
+  /// A setup cut short by connect()'s `cut` waits to be taken up again.
+  bool connecting() const noexcept { return setup_ == Setup::tcp || setup_ == Setup::versions; }
   bool is_open() const noexcept;
   void close() noexcept;
 
@@ -220,7 +230,9 @@ class Connection {
   void read_body();
   void fail(const std::string& why);
   void fail_io(const std::string& what, const boost::system::error_code& ec);
-  void negotiate(Deadline deadline);
+  void begin_setup(Deadline deadline);
+  void negotiate(Deadline cut, bool& cut_short);
+  std::shared_ptr<const protocol::Bytes> wait_versions(Deadline cut, bool& cut_short);
   void start_tls(Deadline deadline);
   void authenticate(Deadline deadline);
   void run_until(const std::function<bool()>& done, Deadline deadline, const char* what);
@@ -250,6 +262,14 @@ class Connection {
   std::shared_ptr<bool> alive_;
   Clock::time_point throttled_until_{};
   std::unique_ptr<boost::asio::steady_timer> throttle_timer_;
+  // Connection setup, which connect() may leave in progress (see there).
+  enum class Setup : std::uint8_t { none, tcp, versions, done };
+  Setup setup_ = Setup::none;
+  Deadline setup_deadline_{};  // the setup's own deadline
+  Deadline tcp_deadline_{};    // ... and the TCP connect's (socket.connection.setup.timeout.ms)
+  std::shared_ptr<std::pair<bool, boost::system::error_code>> tcp_outcome_;  // set by the connect handler
+  std::int32_t versions_corr_ = -1;
+  std::int16_t versions_version_ = 3;
 };
 
 }  // namespace kwire::client

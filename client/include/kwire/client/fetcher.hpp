@@ -200,12 +200,17 @@ class Fetcher {
   /// connection or unanswered within request.timeout.ms is, as in Java's
   /// consumer, a disconnect: its partitions back off and are fetched again.
   ///
-  /// Returns by its deadline whatever the network does (Java's
-  /// poll(Duration)): Metadata, ListOffsets and connecting are cut short at
-  /// the deadline and taken up again by the next poll. Only when the cluster
-  /// has answered none of them for default.api.timeout.ms across polls does
-  /// poll throw TimeoutError.
+  /// Returns by its deadline, or kMinBlockingWork after it started when that
+  /// is later, whatever the network does (as Java's poll(Duration)):
+  /// Metadata, ListOffsets and OffsetsForLeaderEpoch requests are given up
+  /// then and asked again by the next poll; a connection being set up (TCP
+  /// connect, ApiVersions) is taken up again where it was. Only when the
+  /// cluster has answered none of them for default.api.timeout.ms across
+  /// polls does poll throw TimeoutError.
   ConsumerRecords poll(std::chrono::milliseconds timeout, std::size_t max_records);
+  /// What a poll with a shorter timeout may still spend on the requests it
+  /// must block on (one round trip each), so that short polls make progress.
+  static constexpr std::chrono::milliseconds kMinBlockingWork{1000};
 
   /// The last Fetch answer's offsets for a partition (no error ones).
   std::optional<FetchedPartition> last_fetch_info(const TopicPartition& tp) const;
