@@ -1,15 +1,14 @@
 // Offsets of a classic group member: OffsetCommit (sync, async, automatic)
 // and OffsetFetch, with the Java consumer's reactions to their errors.
 #include <algorithm>
-#include <thread>
 
 #include <fmt/format.h>
 
-#include "backoff.hpp"
 #include "group_coordinator.hpp"
 #include "kwire/client/connection.hpp"
 #include "kwire/protocol/errors.hpp"
 #include "kwire/protocol/messages.hpp"
+#include "retry_loop.hpp"
 
 namespace kwire::client {
 
@@ -56,9 +55,11 @@ std::map<TopicPartition, std::int16_t> GroupCoordinator::send_commit(
 void GroupCoordinator::commit_sync(const std::map<TopicPartition, OffsetAndMetadata>& offsets, Deadline deadline) {
   std::lock_guard lock(mu_);
   if (offsets.empty()) return;
-  for (int attempt = 0;; ++attempt) {
+  RetryLoop loop(client_.config(), deadline, fmt::format("OffsetCommit for group {}", config_.group_id));
+  for (;;) {
     std::map<TopicPartition, std::int16_t> errors;
     bool retry = false;
+    std::int16_t retry_code = -1;  // -1: no answer
     try {
       errors = send_commit(offsets, deadline);
     } catch (const ConnectionError&) {
@@ -76,12 +77,14 @@ void GroupCoordinator::commit_sync(const std::map<TopicPartition, OffsetAndMetad
         epoch_refreshed = true;
         if (generation_ >= 0 && !lost_pending_) {
           retry = true;
+          retry_code = code;
           continue;
         }
       }
       if (coordinator_retriable(code)) {
         if (!is(code, ErrorCode::coordinator_load_in_progress)) coordinator_lost();
         retry = true;
+        retry_code = code;
         continue;
       }
       const std::string what =
@@ -108,9 +111,7 @@ void GroupCoordinator::commit_sync(const std::map<TopicPartition, OffsetAndMetad
       throw KafkaError(code, what);
     }
     if (!retry) return;
-    if (Clock::now() >= deadline)
-      throw TimeoutError(fmt::format("OffsetCommit for group {} did not succeed in time", config_.group_id));
-    std::this_thread::sleep_until(std::min(deadline, Clock::now() + retry_backoff(client_.config(), attempt)));
+    loop.back_off(retry_code);
   }
 }
 
@@ -206,8 +207,9 @@ std::map<TopicPartition, std::optional<OffsetAndMetadata>> GroupCoordinator::com
   req.topics = topics;
   req.groups.push_back({config_.group_id, std::nullopt, -1, topics, {}});
   req.require_stable = true;
-  for (int attempt = 0;; ++attempt) {
-    std::int16_t retry_code = 0;
+  RetryLoop loop(client_.config(), deadline, fmt::format("OffsetFetch for group {}", config_.group_id));
+  for (;;) {
+    std::int16_t retry_code = -1;  // -1: no answer
     try {
       Connection& c = client_.broker(coordinator(deadline));
       const std::int16_t v = c.version_for<OffsetFetchRequest>();
@@ -237,10 +239,7 @@ std::map<TopicPartition, std::optional<OffsetAndMetadata>> GroupCoordinator::com
     } catch (const ConnectionError&) {
       coordinator_lost();
     }
-    if (Clock::now() >= deadline)
-      throw TimeoutError(fmt::format("OffsetFetch for group {} did not succeed in time (last error {})",
-                                     config_.group_id, error_name(retry_code)));
-    std::this_thread::sleep_until(std::min(deadline, Clock::now() + retry_backoff(client_.config(), attempt)));
+    loop.back_off(retry_code);
   }
 }
 

@@ -3,6 +3,7 @@
 // listener calls. Error handling follows the Java consumer's
 // AbstractCoordinator / ConsumerCoordinator (see group_coordinator.hpp).
 #include "group_coordinator.hpp"
+#include "retry_loop.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -203,13 +204,16 @@ void GroupCoordinator::join(Deadline deadline) {
     host_.assign({}, {});
   }
   topics_ = current_topics();
-  while (!join_round(deadline)) {
-    if (Clock::now() >= deadline)
-      throw TimeoutError(fmt::format("joining group {} did not complete in time", config_.group_id));
+  RetryLoop loop(client_.config(), deadline, fmt::format("joining group {}", config_.group_id));
+  for (;;) {
+    const auto reply = join_round(deadline);
+    if (reply.next == CoordinatorReply::Next::done) return;
+    if (reply.next == CoordinatorReply::Next::at_once) loop.again(reply.code);
+    else loop.back_off(reply.code);
   }
 }
 
-bool GroupCoordinator::join_round(Deadline deadline) {
+CoordinatorReply GroupCoordinator::join_round(Deadline deadline) {
   const std::int32_t node = coordinator(deadline);
   // The broker answers JoinGroup when the rebalance completes (up to the
   // rebalance timeout, max.poll.interval.ms), but never later than `deadline`.
@@ -232,24 +236,22 @@ bool GroupCoordinator::join_round(Deadline deadline) {
       throw UnsupportedVersionError("group.instance.id needs JoinGroup v5 (Kafka 2.3+)");
     auto r = c.receive<JoinGroupResponse>(c.send(req, v), v, rebalance_wait).body;
     const std::int16_t code = r.error_code;
+    // As the Java client: the member-id handshake and a rebalance under way
+    // are answered at once; the coordinator moving or loading after a back-off.
     if (is(code, ErrorCode::member_id_required)) {
       member_id_ = r.member_id;
-      return false;
+      return CoordinatorReply::retry_at_once(code);
     }
     if (is(code, ErrorCode::unknown_member_id)) {
       member_id_.clear();
       generation_ = -1;
-      return false;
+      return CoordinatorReply::retry_at_once(code);
     }
-    if (is(code, ErrorCode::rebalance_in_progress) || is(code, ErrorCode::illegal_generation)) return false;
-    if (coordinator_moved(code)) {
-      coordinator_lost();
-      return false;
-    }
-    if (is(code, ErrorCode::coordinator_load_in_progress)) {
-      std::this_thread::sleep_until(
-          std::min(deadline, Clock::now() + std::chrono::milliseconds(client_.config().retry_backoff_ms)));
-      return false;
+    if (is(code, ErrorCode::rebalance_in_progress) || is(code, ErrorCode::illegal_generation))
+      return CoordinatorReply::retry_at_once(code);
+    if (coordinator_retriable(code)) {
+      if (coordinator_moved(code)) coordinator_lost();
+      return CoordinatorReply::retry(code);
     }
     if (code) throw_group_error(config_.group_id, "JoinGroup", code);
     member_id_ = r.member_id;
@@ -267,15 +269,15 @@ bool GroupCoordinator::join_round(Deadline deadline) {
     const std::int16_t sv = c.version_for<SyncGroupRequest>();
     auto sr = c.receive<SyncGroupResponse>(c.send(s, sv), sv, rebalance_wait).body;
     const std::int16_t scode = sr.error_code;
-    if (is(scode, ErrorCode::rebalance_in_progress)) return false;
+    if (is(scode, ErrorCode::rebalance_in_progress)) return CoordinatorReply::retry_at_once(scode);
     if (is(scode, ErrorCode::unknown_member_id) || is(scode, ErrorCode::illegal_generation)) {
       if (is(scode, ErrorCode::unknown_member_id)) member_id_.clear();
       generation_ = -1;
-      return false;
+      return CoordinatorReply::retry_at_once(scode);
     }
     if (coordinator_moved(scode)) {
       coordinator_lost();
-      return false;
+      return CoordinatorReply::retry(scode);
     }
     if (scode) throw_group_error(config_.group_id, "SyncGroup", scode);
     ConsumerProtocolAssignment a;
@@ -285,13 +287,13 @@ bool GroupCoordinator::join_round(Deadline deadline) {
       throw MalformedResponseError(fmt::format("group {}: unreadable assignment: {}", config_.group_id, e.what()));
     }
     take_assignment(flatten(a.assigned_partitions));
-    return true;
+    return CoordinatorReply::done();
   } catch (const ConnectionError&) {
     coordinator_lost();
   } catch (const TimeoutError&) {
     coordinator_lost();
   }
-  return false;
+  return CoordinatorReply::retry(-1);
 }
 
 void GroupCoordinator::commit_before_revoke(const std::vector<TopicPartition>& revoked) {

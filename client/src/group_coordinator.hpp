@@ -136,7 +136,8 @@ class GroupCoordinator {
   }
   void coordinator_lost();
   void join(Deadline deadline);
-  bool join_round(Deadline deadline);  // false: retry
+  /// One JoinGroup + SyncGroup: done, or how to try again.
+  CoordinatorReply join_round(Deadline deadline);
   std::vector<std::string> current_topics();
   protocol::Bytes subscription_metadata(Assignor a);
   std::vector<protocol::SyncGroupRequest::SyncGroupRequestAssignment> lead(
