@@ -24,7 +24,7 @@ topic read without a request per gap.
    each run (from the request log).
 
 Writes a report to --out (default bench/results/<UTC date>-stream-sink.md).
-Run it on a quiet machine, through /work/team/heavy-style locking if shared.
+Run it on a quiet machine (load below 1), one benchmark at a time.
 """
 
 import argparse
