@@ -25,5 +25,6 @@
 #include "kwire/protocol/messages/sasl_authenticate.hpp"
 #include "kwire/protocol/messages/sasl_handshake.hpp"
 #include "kwire/protocol/messages/share_group.hpp"
+#include "kwire/protocol/messages/share_group_offsets.hpp"
 #include "kwire/protocol/messages/transaction_admin.hpp"
 #include "kwire/protocol/messages/transactions.hpp"
