@@ -453,30 +453,8 @@ void Connection::authenticate(Deadline deadline) {
   }
 }
 
-std::shared_ptr<const Bytes> Connection::wait_versions(Deadline cut, bool& cut_short) {
-  auto it = pending_.find(versions_corr_);
-  if (it == pending_.end()) throw ClientError("no ApiVersions request is pending");
-  try {
-    run_until([&] { return it->second.response != nullptr; }, std::min(setup_deadline_, cut), "ApiVersions response");
-  } catch (const TimeoutError&) {
-    if (Clock::now() < setup_deadline_) {
-      cut_short = true;  // the request stays pending for the next call
-      throw;
-    }
-    pending_.erase(it);
-    fail("request timed out");
-    throw;
-  } catch (...) {
-    pending_.erase(it);
-    throw;
-  }
-  auto frame = std::move(it->second.response);
-  pending_.erase(it);
-  return frame;
-}
-
 void Connection::negotiate(Deadline cut, bool& cut_short) {
-  auto frame = wait_versions(cut, cut_short);
+  auto frame = wait_frame(versions_corr_, setup_deadline_, cut, &cut_short);
   // A broker that does not speak v3 answers UNSUPPORTED_VERSION in the v0
   // layout, which does not decode as v3. The error code is the body's first
   // field in every version (after the 4-byte correlation id), so look at it
@@ -486,7 +464,7 @@ void Connection::negotiate(Deadline cut, bool& cut_short) {
       static_cast<std::int16_t>(load_be16(frame->data() + 4)) == kUnsupportedVersion) {
     versions_version_ = 0;
     versions_corr_ = send(ApiVersionsRequest{}, versions_version_);
-    frame = wait_versions(cut, cut_short);
+    frame = wait_frame(versions_corr_, setup_deadline_, cut, &cut_short);
   }
   auto resp = decode_frame<ApiVersionsResponse>(std::move(frame), versions_version_);
   if (resp.body.error_code != 0)
@@ -622,14 +600,19 @@ void Connection::fail(const std::string& why) {
   close();
 }
 
-std::shared_ptr<const Bytes> Connection::wait_frame(std::int32_t corr, Deadline deadline) {
+std::shared_ptr<const Bytes> Connection::wait_frame(std::int32_t corr, Deadline deadline, Deadline cut,
+                                                    bool* cut_short) {
   auto it = pending_.find(corr);
   if (it == pending_.end()) throw ClientError(fmt::format("no request with correlation id {} is pending", corr));
   auto key = it->second.api_key;
   std::string what = std::string(api_name(key)) + " response";
   try {
-    run_until([&] { return it->second.response != nullptr; }, deadline, what.c_str());
+    run_until([&] { return it->second.response != nullptr; }, std::min(deadline, cut), what.c_str());
   } catch (const TimeoutError&) {
+    if (cut_short && Clock::now() < deadline) {
+      *cut_short = true;  // cut short by the caller: the request stays pending for the next wait
+      throw;
+    }
     // The connection's state is unknown after a timeout: close it so no late
     // response can be mistaken for a later request's.
     pending_.erase(it);

@@ -223,7 +223,10 @@ class Connection {
   void note_throttle(std::int32_t throttle_ms);
   void enqueue(std::int32_t corr, std::int16_t api_key, std::int16_t version, std::shared_ptr<protocol::Bytes> frame,
                bool expect_response);
-  std::shared_ptr<const protocol::Bytes> wait_frame(std::int32_t corr, Deadline deadline);
+  /// The answer to `corr` by `deadline`. With `cut_short`, `cut` may end the
+  /// wait sooner: then *cut_short is set and the request stays pending.
+  std::shared_ptr<const protocol::Bytes> wait_frame(std::int32_t corr, Deadline deadline,
+                                                    Deadline cut = Deadline::max(), bool* cut_short = nullptr);
   [[noreturn]] void malformed(protocol::ApiKey key, std::int16_t version, const protocol::Reader& r);
   void start_write();
   void start_read();
@@ -232,7 +235,6 @@ class Connection {
   void fail_io(const std::string& what, const boost::system::error_code& ec);
   void begin_setup(Deadline deadline);
   void negotiate(Deadline cut, bool& cut_short);
-  std::shared_ptr<const protocol::Bytes> wait_versions(Deadline cut, bool& cut_short);
   void start_tls(Deadline deadline);
   void authenticate(Deadline deadline);
   void run_until(const std::function<bool()>& done, Deadline deadline, const char* what);
