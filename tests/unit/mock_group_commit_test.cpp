@@ -241,8 +241,10 @@ TEST_F(MockGroupCommit, HeartbeatsTakeTopicIdsFromTheMetadataCache) {
   c.subscribe({"t"});
   ASSERT_EQ(poll_until(c, 10).size(), 10u);
   cluster.clear_requests();
-  const auto until = std::chrono::steady_clock::now() + 500ms;
-  while (std::chrono::steady_clock::now() < until) c.poll(50ms);
+  // Polls until the background thread has sent 5 heartbeats (50 ms apart), 3 s at most.
+  const auto until = std::chrono::steady_clock::now() + 3s;
+  while (std::chrono::steady_clock::now() < until && cluster.requests(ApiKey::consumer_group_heartbeat).size() < 5)
+    c.poll(50ms);
   const auto heartbeats = cluster.requests(ApiKey::consumer_group_heartbeat);
   ASSERT_GE(heartbeats.size(), 5u);
   EXPECT_LE(cluster.requests(ApiKey::metadata).size(), 1u);
