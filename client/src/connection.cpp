@@ -102,7 +102,16 @@ Connection::~Connection() {
 
 std::string Connection::endpoint() const { return fmt::format("{}:{}", host_, port_); }
 
-bool Connection::is_open() const noexcept { return socket_ && socket_->is_open() && !error_ && setup_ == Setup::done; }
+bool Connection::is_open() const noexcept {
+  return socket_ && socket_->is_open() && !error_ && setup_ == Setup::done && !abandoned_expired();
+}
+
+bool Connection::abandoned_expired() const noexcept {
+  const auto now = Clock::now();
+  for (auto& [corr, p] : pending_)
+    if (p.abandoned && now >= p.expires_at) return true;
+  return false;
+}
 
 void Connection::close() noexcept {
   if (throttle_timer_) throttle_timer_->cancel();
@@ -115,6 +124,7 @@ void Connection::close() noexcept {
 
 void Connection::run_until(const std::function<bool()>& done, Deadline deadline, const char* what) {
   while (!done()) {
+    if (!error_ && abandoned_expired()) fail("a request went unanswered for request.timeout.ms");
     if (opts_.interrupted && opts_.interrupted->load())
       throw ConnectionError(
           fmt::format("waiting for {} from {} was interrupted: the client is closing", what, endpoint()));
@@ -492,9 +502,10 @@ std::int16_t Connection::pick_version(std::int16_t api_key, std::int16_t ours_mi
 
 void Connection::enqueue(std::int32_t corr, std::int16_t api_key, std::int16_t version, std::shared_ptr<Bytes> frame,
                          bool expect_response) {
+  if (!error_ && abandoned_expired()) fail("a request went unanswered for request.timeout.ms");
   if (!socket_ || error_)
     throw ConnectionError(fmt::format("connection to {} is not open{}", endpoint(), error_ ? ": " + *error_ : ""));
-  if (expect_response) pending_[corr] = Pending{api_key, version, nullptr};
+  if (expect_response) pending_[corr] = Pending{api_key, version, nullptr, Clock::now() + opts_.request_timeout};
   write_queue_.push_back(std::move(frame));
   start_write();
 }
@@ -575,7 +586,8 @@ void Connection::read_body() {
         fail(fmt::format("response with unexpected correlation id {}", corr));
         return;
       }
-      it->second.response = std::move(read_buf_);
+      if (it->second.abandoned) pending_.erase(it);  // nobody waits for it any more
+      else it->second.response = std::move(read_buf_);
       ++responses_;
       start_read();
     });
@@ -609,12 +621,20 @@ std::shared_ptr<const Bytes> Connection::wait_frame(std::int32_t corr, Deadline 
   try {
     run_until([&] { return it->second.response != nullptr; }, std::min(deadline, cut), what.c_str());
   } catch (const TimeoutError&) {
-    if (cut_short && Clock::now() < deadline) {
+    const auto now = Clock::now();
+    if (cut_short && now < deadline) {
       *cut_short = true;  // cut short by the caller: the request stays pending for the next wait
       throw;
     }
-    // The connection's state is unknown after a timeout: close it so no late
-    // response can be mistaken for a later request's.
+    // A wait that ends well before the request's own expiry (a caller's
+    // shorter deadline) gives the request up but keeps the connection: the
+    // answer is matched by correlation id and dropped when it comes. A
+    // request unanswered for request.timeout.ms fails the connection.
+    constexpr auto kSlack = std::chrono::milliseconds(100);
+    if (!error_ && now + kSlack < it->second.expires_at) {
+      it->second.abandoned = true;
+      throw;
+    }
     pending_.erase(it);
     fail("request timed out");
     throw;

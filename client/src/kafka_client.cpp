@@ -39,6 +39,7 @@ void KafkaClient::interrupt() noexcept {
 
 ConnectionOptions KafkaClient::connection_options() const {
   ConnectionOptions opts;
+  opts.request_timeout = std::chrono::milliseconds(config_.request_timeout_ms);
   opts.interrupted = interrupted_;
   opts.client_id = config_.client_id;
   opts.connect_timeout = std::chrono::milliseconds(config_.socket_connection_setup_timeout_ms);

@@ -59,7 +59,9 @@ TEST(MockPollProgress, AHandshakeSlowerThanEveryPollIsTakenUpAgainUntilItComplet
   slow.delay = 1500ms;
   slow.times = 1000;
   c.inject(slow);
-  Consumer cons(props(c, {{"auto.offset.reset", "earliest"}}));
+  // request.timeout.ms far beyond the handshakes: a connection started over
+  // could only come from a poll cutting a setup or a request short.
+  Consumer cons(props(c, {{"auto.offset.reset", "earliest"}, {"request.timeout.ms", "15000"}}));
   cons.assign({t0});
   std::size_t got = 0;
   const auto longest = read_with_short_polls(cons, 5, 50ms, got);

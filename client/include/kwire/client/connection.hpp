@@ -77,6 +77,12 @@ struct TlsStream;
 struct ConnectionOptions {
   std::string client_id = "kwire";
   std::chrono::milliseconds connect_timeout{10000};
+  /// How long a request may go unanswered (request.timeout.ms). A wait that
+  /// ends sooner (a caller's own deadline, e.g. a poll's) leaves the
+  /// connection open and the request in flight, its late answer dropped; a
+  /// request unanswered this long fails the connection, as in Java's
+  /// NetworkClient.
+  std::chrono::milliseconds request_timeout{30000};
   /// Largest response frame accepted (bytes); larger sizes are treated as corrupt.
   std::size_t max_response_bytes = std::size_t{1} << 30;
   int socket_receive_buffer_bytes = 0;  // 0 = OS default
@@ -208,7 +214,11 @@ class Connection {
     std::int16_t api_key;
     std::int16_t version;
     std::shared_ptr<protocol::Bytes> response;  // set when it arrives
+    Clock::time_point expires_at;               // sent + request_timeout
+    bool abandoned = false;                     // its waiter gave up first: the answer is dropped
   };
+  /// True when a request whose waiter gave up is still unanswered at its expiry.
+  bool abandoned_expired() const noexcept;
   template <protocol::Message M>
   Response<M> decode_frame(std::shared_ptr<const protocol::Bytes> frame, std::int16_t version) {
     Response<M> out;
