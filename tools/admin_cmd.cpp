@@ -17,15 +17,7 @@ using namespace kwire::client;
 
 namespace {
 
-std::string json_str(const std::string& s) {
-  std::string out;
-  kwire::source::append_json_string(out, s);
-  return out;
-}
-
 std::string json_opt(const std::optional<std::string>& s) { return s ? json_str(*s) : std::string("null"); }
-
-void write(const std::string& out) { std::fwrite(out.data(), 1, out.size(), stdout); }
 
 std::vector<std::string> split_commas(const std::string& text) {
   std::vector<std::string> out;
@@ -88,7 +80,7 @@ int cmd_cluster(const CommonOptions& common, const ClusterArgs& args) {
       out += fmt::format("Broker {} at {}:{}{}{}\n", b.node_id, b.host, b.port, b.rack ? " rack " + *b.rack : "",
                          b.fenced ? " (fenced)" : "");
   }
-  write(out);
+  write_stdout(out);
   return 0;
 }
 
@@ -109,7 +101,7 @@ int cmd_configs(const CommonOptions& common, const ConfigsArgs& args) {
       else out += fmt::format("{} {}\n", type, rs[i].name);
     }
     if (args.json) out += "]\n";
-    write(out);
+    write_stdout(out);
     return 0;
   }
   if (args.entity_type.empty()) throw std::invalid_argument("--entity-type is required");
@@ -138,7 +130,8 @@ int cmd_configs(const CommonOptions& common, const ConfigsArgs& args) {
                      std::string(protocol::error_name(res.error_code)).c_str(), res.error_message.c_str());
         rc = 1;
       } else {
-        write(fmt::format("{} the config of {}.\n", args.validate_only ? "Validated" : "Completed updating", what));
+        write_stdout(
+            fmt::format("{} the config of {}.\n", args.validate_only ? "Validated" : "Completed updating", what));
       }
     }
     return rc;
@@ -180,7 +173,7 @@ int cmd_configs(const CommonOptions& common, const ConfigsArgs& args) {
     }
   }
   if (args.json) out += "]\n";
-  write(out);
+  write_stdout(out);
   return rc;
 }
 
@@ -205,7 +198,7 @@ int cmd_groups_delete(const CommonOptions& common, const DeleteGroupsArgs& args)
     }
   }
   if (args.json) out += "]\n";
-  write(out);
+  write_stdout(out);
   return rc;
 }
 

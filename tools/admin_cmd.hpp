@@ -47,6 +47,22 @@ struct ShareGroupsArgs {
   bool json = false;
 };
 
+/// kwire transactions list|describe|describe-producers
+/// (transactions_cmd.cpp), as kafka-transactions does it.
+struct TransactionsArgs {
+  std::vector<std::string> states;          // list --state (repeatable)
+  std::vector<std::int64_t> producer_ids;   // list --producer-id (repeatable)
+  std::optional<std::int64_t> duration_ms;  // list --duration-ms
+  std::optional<std::string> pattern;       // list --transactional-id-pattern
+  std::string transactional_id;             // describe
+  std::string topic;                        // describe-producers
+  std::int32_t partition = 0;
+  bool json = false;
+};
+int cmd_transactions_list(const CommonOptions& common, const TransactionsArgs& args);
+int cmd_transactions_describe(const CommonOptions& common, const TransactionsArgs& args);
+int cmd_transactions_describe_producers(const CommonOptions& common, const TransactionsArgs& args);
+
 /// kwire consume --share GROUP TOPIC...: a share-group member
 /// (share_consume_cmd.cpp). Each record is acknowledged once written out.
 struct ShareConsumeArgs {

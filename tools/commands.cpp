@@ -18,6 +18,14 @@
 
 namespace kwire::tools {
 
+std::string json_str(const std::string& s) {
+  std::string out;
+  kwire::source::append_json_string(out, s);
+  return out;
+}
+
+void write_stdout(const std::string& out) { std::fwrite(out.data(), 1, out.size(), stdout); }
+
 using namespace kwire::client;
 using kwire::protocol::Bytes;
 using kwire::source::append_json_string;
@@ -255,7 +263,30 @@ int cmd_produce(const CommonOptions& common, const ProduceArgs& args) {
   if (args.acks) props["acks"] = *args.acks;
   if (!props.count("linger.ms")) props["linger.ms"] = "5";
   if (!props.count("batch.size")) props["batch.size"] = "262144";
+  if (args.transactional_id) props["transactional.id"] = *args.transactional_id;
   Producer producer(props);
+  // With a transactional id: one transaction per --records-per-transaction
+  // records (all of standard input when not given). A transaction that cannot
+  // commit is aborted and the command fails: none of its records is visible
+  // to read_committed readers. A process killed mid-transaction leaves it to
+  // the coordinator (aborted after transaction.timeout.ms, or at once by the
+  // next producer of the id).
+  const bool txn = args.transactional_id.has_value();
+  std::uint64_t in_txn = 0, committed = 0;
+  auto commit = [&] {
+    try {
+      producer.commit_transaction();
+    } catch (const TransactionAbortableError&) {
+      producer.abort_transaction();
+      throw;
+    }
+    ++committed;
+    in_txn = 0;
+  };
+  if (txn) {
+    producer.init_transactions();
+    producer.begin_transaction();
+  }
   std::vector<protocol::RecordHeader> headers;
   for (auto& h : args.headers) {
     auto [k, v] = split_key_value(h, "header");
@@ -282,6 +313,17 @@ int cmd_produce(const CommonOptions& common, const ProduceArgs& args) {
     }
     producer.send(std::move(msg));
     ++n;
+    if (txn && ++in_txn == static_cast<std::uint64_t>(args.records_per_transaction.value_or(0))) {
+      commit();
+      producer.begin_transaction();
+    }
+  }
+  if (txn) {
+    if (in_txn > 0 || committed == 0) commit();
+    else producer.abort_transaction();  // the empty transaction begun after the last commit
+    fmt::print(stderr, "produced {} records to '{}' in {} transaction{} of '{}'\n", n, args.topic, committed,
+               committed == 1 ? "" : "s", *args.transactional_id);
+    return 0;
   }
   producer.flush();
   fmt::print(stderr, "produced {} records to '{}'\n", n, args.topic);

@@ -55,6 +55,8 @@ struct ProduceArgs {
   std::optional<std::string> compression;
   std::vector<std::string> headers;
   std::optional<std::string> acks;
+  std::optional<std::string> transactional_id;
+  std::optional<std::int64_t> records_per_transaction;
 };
 struct ConsumeArgs {
   std::string topic;
@@ -110,6 +112,11 @@ struct LagArgs {
   std::vector<std::string> options;
   bool json = false;
 };
+
+/// `s` as a JSON string literal (quoted and escaped).
+std::string json_str(const std::string& s);
+/// Write `out` to standard output as it is.
+void write_stdout(const std::string& out);
 
 /// Split "KEY=VALUE"; throws std::invalid_argument naming `what` when there is no '='.
 std::pair<std::string, std::string> split_key_value(const std::string& kv, const char* what);

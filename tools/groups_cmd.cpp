@@ -139,16 +139,6 @@ int cmd_consume_group(const CommonOptions& common, const ConsumeArgs& args) {
 
 // ---------------------------------------------------------------- groups
 
-namespace {
-
-std::string json_str(const std::string& s) {
-  std::string out;
-  append_json_string(out, s);
-  return out;
-}
-
-}  // namespace
-
 int cmd_groups_list(const CommonOptions& common, const GroupsArgs& args) {
   KafkaClient client(common.client_properties());
   auto groups = GroupAdmin(client).list_groups();

@@ -130,6 +130,14 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"none", "gzip", "snappy", "lz4", "zstd"}));
   p->add_option("-H,--header", pr.headers, "Header KEY=VALUE added to every record (repeatable)");
   p->add_option("--acks", pr.acks, "acks: all, 1 or 0");
+  auto* txid = p->add_option("--transactional-id", pr.transactional_id,
+                             "Write in transactions of this transactional.id (read_committed readers see a "
+                             "transaction's records once it commits; fences older producers of the id)");
+  p->add_option("--records-per-transaction", pr.records_per_transaction,
+                "With --transactional-id: commit after this many records (default: one transaction for all "
+                "of standard input)")
+      ->check(at_least(1))
+      ->needs(txid);
 
   // consume
   ConsumeArgs co;
@@ -223,6 +231,30 @@ int main(int argc, char** argv) {
   sgr->add_option("--to-offset", sga.to_offset, "To this offset (clamped to [earliest, latest])");
   sgr->add_flag("--dry-run", sga.dry_run, "Print the new offsets without setting them");
   sgr->add_flag("--json", sga.json, "Print JSON");
+
+  // transactions
+  TransactionsArgs txa;
+  auto* tx =
+      app.add_subcommand("transactions", "Transactions: list, describe, describe-producers (kafka-transactions)");
+  tx->require_subcommand(1);
+  auto* txl = tx->add_subcommand("list", "List the transactional ids every broker coordinates");
+  add_common(txl);
+  txl->add_option("--state", txa.states, "Only transactions in this state, e.g. Ongoing (repeatable)");
+  txl->add_option("--producer-id", txa.producer_ids, "Only this producer id (repeatable)");
+  txl->add_option("--duration-ms", txa.duration_ms, "Only transactions open at least this long (Kafka 3.8+)")
+      ->check(at_least(0));
+  txl->add_option("--transactional-id-pattern", txa.pattern,
+                  "Only ids matching this (Java) regular expression (Kafka 4.1+)");
+  txl->add_flag("--json", txa.json, "Print JSON");
+  auto* txd = tx->add_subcommand("describe", "State, producer, open partitions and age of one transactional id");
+  add_common(txd);
+  txd->add_option("--transactional-id", txa.transactional_id, "Transactional id")->required();
+  txd->add_flag("--json", txa.json, "Print JSON");
+  auto* txp = tx->add_subcommand("describe-producers", "The producers with state on one partition (its leader's view)");
+  add_common(txp);
+  txp->add_option("-t,--topic", txa.topic, "Topic")->required();
+  txp->add_option("-p,--partition", txa.partition, "Partition")->required()->check(at_least(0));
+  txp->add_flag("--json", txa.json, "Print JSON");
 
   // cluster, configs
   ClusterArgs ca;
@@ -344,6 +376,9 @@ int main(int argc, char** argv) {
     if (*gdel) return cmd_groups_delete(common, dg);
     if (*gdo) return cmd_groups_delete_offsets(common, ga);
     if (*cl) return cmd_cluster(common, ca);
+    if (*txl) return cmd_transactions_list(common, txa);
+    if (*txd) return cmd_transactions_describe(common, txa);
+    if (*txp) return cmd_transactions_describe_producers(common, txa);
     if (*sgl) return cmd_share_groups_list(common, sga);
     if (*sgd) return cmd_share_groups_describe(common, sga);
     if (*sgr) return cmd_share_groups_reset_offsets(common, sga);

@@ -17,18 +17,6 @@ namespace kwire::tools {
 
 using namespace kwire::client;
 
-namespace {
-
-std::string json_str(const std::string& s) {
-  std::string out;
-  kwire::source::append_json_string(out, s);
-  return out;
-}
-
-void write(const std::string& out) { std::fwrite(out.data(), 1, out.size(), stdout); }
-
-}  // namespace
-
 int cmd_share_groups_list(const CommonOptions& common, const ShareGroupsArgs& args) {
   KafkaClient client(common.client_properties());
   std::string out = args.json ? "[" : "";
@@ -41,7 +29,7 @@ int cmd_share_groups_list(const CommonOptions& common, const ShareGroupsArgs& ar
     first = false;
   }
   if (args.json) out += "]\n";
-  write(out);
+  write_stdout(out);
   return 0;
 }
 
@@ -92,7 +80,7 @@ int cmd_share_groups_describe(const CommonOptions& common, const ShareGroupsArgs
                          own == owners.end() ? std::string("-") : fmt::format("{}", fmt::join(own->second, ",")));
     }
   }
-  write(out);
+  write_stdout(out);
   return 0;
 }
 
@@ -124,7 +112,7 @@ int cmd_share_groups_reset_offsets(const CommonOptions& common, const ShareGroup
                                    json_str(tp.topic), tp.partition, off)
                      : fmt::format("{} {} {}\n", tp.topic, tp.partition, off);
   if (args.json) out += out.empty() ? "[]\n" : "]\n";
-  write(out);
+  write_stdout(out);
   return 0;
 }
 

@@ -224,6 +224,7 @@ class Producer::Impl {
 
   void run(std::unique_ptr<TxnTask> task, const char* call, Clock::time_point until) {
     if (closed_) throw ClientError(fmt::format("{}: the producer is closed", call));
+    task->deadline = until;
     auto f = sender_->submit(std::move(task));
     if (until != Clock::time_point::max() && f.wait_until(until) == std::future_status::timeout)
       throw TimeoutError(fmt::format("{} did not complete within max.block.ms ({} ms)", call, config_.max_block_ms));
@@ -329,13 +330,15 @@ void Producer::send_offsets_to_transaction(const std::map<TopicPartition, Offset
   t->kind = TxnTask::Kind::send_offsets;
   t->offsets = offsets;
   t->group = group;
-  impl_->run(std::move(t), "send_offsets_to_transaction()", Clock::time_point::max());
+  impl_->run(std::move(t), "send_offsets_to_transaction()",
+             Clock::now() + std::chrono::milliseconds(impl_->config_.max_block_ms));
 }
 
 void Producer::commit_transaction() {
   impl_->require_transactional("commit_transaction()");
   impl_->state_.transition({TxnState::in_transaction, TxnState::committing}, TxnState::committing,
                            "commit_transaction()");
+  impl_->acc_.begin_flush();  // every batch of the transaction goes now (linger.ms ignored)
   auto t = std::make_unique<TxnTask>();
   t->kind = TxnTask::Kind::commit;
   impl_->run(std::move(t), "commit_transaction()",

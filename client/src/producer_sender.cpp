@@ -123,6 +123,10 @@ void Sender::loop_once() {
       maybe_bump_epoch();
     }
     run_tasks();
+    if (state_.transactional()) {
+      fail_queued_if_abortable();
+      add_partitions(now);
+    }
     next = std::min(next, expire(now));
     if (!state_.fatal_error()) next = std::min(next, send_ready(now));
   } catch (const std::exception&) {
@@ -275,6 +279,10 @@ Clock::time_point Sender::send_ready(Clock::time_point now) {
         return false;
       }
       if (node_in_flight_[leader.node] >= max_in_flight) return false;
+      if (state_.transactional() && !state_.v2() && !state_.added(tp)) {
+        to_add_.insert(tp);  // transactions v1: AddPartitionsToTxn first
+        return false;
+      }
       if (state_.idempotent()) {
         if (bumping && !head.fate_unknown) return false;
         // A batch to retry goes alone, after everything in flight for its
@@ -295,6 +303,7 @@ Clock::time_point Sender::send_ready(Clock::time_point now) {
     }
     for (auto& [node, batches] : by_node) send_request(node, std::move(batches), now);
   }
+  if (!to_add_.empty()) next = std::min(next, std::max(now, add_not_before_));
   return next;
 }
 

@@ -45,6 +45,7 @@
 #include <thread>
 #include <vector>
 
+#include "coordinators.hpp"
 #include "kwire/protocol/messages/produce.hpp"
 #include "producer_accumulator.hpp"
 #include "producer_cluster.hpp"
@@ -56,6 +57,8 @@ namespace kwire::client {
 struct TxnTask {
   enum class Kind { init, send_offsets, commit, abort };
   Kind kind = Kind::init;
+  Clock::time_point deadline = Clock::time_point::max();  // retries end here (max.block.ms)
+  bool dropped = false;                                   // abort: the queued batches were failed
   std::map<TopicPartition, OffsetAndMetadata> offsets;
   ConsumerGroupMetadata group;
   std::promise<void> done;
@@ -121,6 +124,17 @@ class Sender {
   void run_tasks();
   bool task_ready(const TxnTask& t) const;
   void run_task(TxnTask& t);
+  void init_producer_id(Clock::time_point deadline, bool keep_id);
+  void send_offsets(const TxnTask& t);
+  void end_transaction(bool commit, Clock::time_point deadline);
+  /// Transactions v1: AddPartitionsToTxn for the partitions waiting to be
+  /// added (one attempt; a retriable error waits out the back-off).
+  void add_partitions(Clock::time_point now);
+  /// Fails the queued batches once the transaction can only be aborted.
+  void fail_queued_if_abortable();
+  /// The typed error for a transaction coordinator's (or TxnOffsetCommit's)
+  /// code, recorded in the producer's state (fatal or abortable).
+  [[noreturn]] void txn_failed(std::int16_t code, const std::string& what);
 
   const ClientConfig& config_;
   RecordAccumulator& acc_;
@@ -150,6 +164,10 @@ class Sender {
   int metadata_failures_ = 0;
   int init_failures_ = 0;
   Clock::time_point init_not_before_{};
+  Coordinators coordinators_;
+  std::set<TopicPartition> to_add_;  // transactions v1: partitions to add before their batches go
+  int add_failures_ = 0;
+  Clock::time_point add_not_before_{};
 };
 
 }  // namespace kwire::client

@@ -1,11 +1,27 @@
-// Transactions written by Kafka's own Java producer (committed and aborted),
-// read by kwire under read_committed and read_uncommitted and compared with
-// what Kafka's console consumer reads under the same isolation level; the
-// streaming source under read_committed ends with lag 0 (its position steps
-// over the final commit marker).
+// Transactions on real brokers, Kafka 4.x (transactions v2) and 3.9 (the
+// classic protocol). Written by Kafka's own Java producer (committed and
+// aborted), read by kwire under read_committed and read_uncommitted and
+// compared with what Kafka's console consumer reads under the same isolation
+// level; the streaming source under read_committed ends with lag 0 (its
+// position steps over the final commit marker). Written by kwire's
+// transactional producer: the same reads; offsets sent to a transaction
+// reach the group only when it commits; an older producer of the id is
+// fenced; a producer killed inside a transaction leaves nothing of it
+// visible once the id is taken up again.
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <set>
+#include <thread>
 
 #include "common.hpp"
+#include "kwire/client/consumer.hpp"
+#include "kwire/client/group_admin.hpp"
+#include "kwire/client/kafka_client.hpp"
+#include "kwire/client/producer.hpp"
 #include "kwire/source/stream.hpp"
 
 using namespace kwire_test;
@@ -18,20 +34,30 @@ std::multiset<std::string> values_of(const std::vector<JsonRecord>& recs) {
   return out;
 }
 
+// "t<transaction>-<i>"; built piecewise: GCC 12 at -O3 reports a false
+// -Wrestrict for `"t" + std::string&&`.
+std::string txn_value(int t, int i) {
+  std::string value = "t";
+  value += std::to_string(t);
+  value += '-';
+  value += std::to_string(i);
+  return value;
+}
+
 std::multiset<std::string> expected(int transactions, int per, bool committed_only) {
   std::multiset<std::string> out;
   for (int t = 0; t < transactions; ++t) {
     if (committed_only && t % 3 == 1) continue;
-    for (int i = 0; i < per; ++i) {
-      // Built piecewise: GCC 12 at -O3 reports a false -Wrestrict for `"t" + std::string&&`.
-      std::string value = "t";
-      value += std::to_string(t);
-      value += '-';
-      value += std::to_string(i);
-      out.insert(value);
-    }
+    for (int i = 0; i < per; ++i) out.insert(txn_value(t, i));
   }
   return out;
+}
+
+kwire::client::ProducerMessage message(const std::string& topic, const std::string& value) {
+  kwire::client::ProducerMessage m;
+  m.topic = topic;
+  m.value = kwire::protocol::Bytes(value.begin(), value.end());
+  return m;
 }
 
 }  // namespace
@@ -138,6 +164,194 @@ TEST_P(Transactions, StreamUnderReadCommittedEndsWithZeroLag) {
         offsets.out.find("\"partition\":" + std::to_string(p) + ",\"earliest\":0,\"latest\":" + std::to_string(off)),
         std::string::npos)
         << offsets.out;
+}
+
+namespace {
+
+using namespace std::chrono_literals;
+using kwire::client::Producer;
+using kwire::client::TopicPartition;
+
+// kwire with `args`, its standard input a pipe the test writes to, its
+// output in files of `dir`.
+class PipedKwire {
+ public:
+  PipedKwire(const std::vector<std::string>& args, const std::filesystem::path& dir) {
+    std::vector<std::string> argv{kwire_bin()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    std::vector<char*> cargv;
+    for (auto& a : argv) cargv.push_back(a.data());
+    cargv.push_back(nullptr);
+    int fds[2];
+    if (::pipe(fds) != 0) return;
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, fds[0], 0);
+    posix_spawn_file_actions_addclose(&fa, fds[0]);
+    posix_spawn_file_actions_addclose(&fa, fds[1]);
+    posix_spawn_file_actions_addopen(&fa, 1, (dir / "out").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&fa, 2, (dir / "err").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (posix_spawn(&pid_, argv[0].c_str(), &fa, nullptr, cargv.data(), environ) != 0) pid_ = -1;
+    posix_spawn_file_actions_destroy(&fa);
+    ::close(fds[0]);
+    in_ = fds[1];
+  }
+  ~PipedKwire() {
+    kill(SIGKILL);
+    if (in_ >= 0) ::close(in_);
+  }
+  bool write_line(const std::string& line) {
+    const std::string l = line + "\n";
+    return ::write(in_, l.data(), l.size()) == static_cast<ssize_t>(l.size());
+  }
+  void kill(int sig) {
+    if (pid_ <= 0) return;
+    ::kill(pid_, sig);
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    pid_ = -1;
+  }
+  bool running() const { return pid_ > 0; }
+
+ private:
+  pid_t pid_ = -1;
+  int in_ = -1;
+};
+
+}  // namespace
+
+// A commit returns once the coordinator has decided; the markers that make
+// the records readable under read_committed follow: reads are retried until
+// they show what is expected (15 s at most).
+#define EXPECT_EVENTUALLY_EQ(expr, want)                                  \
+  do {                                                                    \
+    auto until_ = std::chrono::steady_clock::now() + 15s;                 \
+    auto got_ = (expr);                                                   \
+    while (got_ != (want) && std::chrono::steady_clock::now() < until_) { \
+      std::this_thread::sleep_for(200ms);                                 \
+      got_ = (expr);                                                      \
+    }                                                                     \
+    EXPECT_EQ(got_, (want));                                              \
+  } while (0)
+
+TEST_P(Transactions, KwireProducerTransactionsReadTheSameUnderEachIsolationLevel) {
+  auto topic = unique_topic("ktxn");
+  create_on_broker(topic, 2);
+  const int transactions = 6, per = 10;
+  Producer p({{"bootstrap.servers", broker()}, {"transactional.id", "ktxn-" + topic}});
+  p.init_transactions();
+  // Kafka 4.x clusters finalize transaction.version 2 (KIP-890); 3.9 has the classic protocol.
+  EXPECT_EQ(p.transactions_v2(), std::string(GetParam()) == "current");
+  for (int t = 0; t < transactions; ++t) {
+    p.begin_transaction();
+    for (int i = 0; i < per; ++i) p.send(message(topic, txn_value(t, i)));
+    if (t % 3 == 1) {
+      p.flush();  // in the log, then aborted
+      p.abort_transaction();
+    } else {
+      p.commit_transaction();
+    }
+  }
+  EXPECT_EQ(p.stats().transactions_committed, 4u);
+  EXPECT_EQ(p.stats().transactions_aborted, 2u);
+  p.close();
+  EXPECT_EVENTUALLY_EQ(values_of(consume_on_broker(topic, {"-X", "isolation.level=read_committed"})),
+                       expected(transactions, per, true));
+  EXPECT_EQ(values_of(consume_on_broker(topic)), expected(transactions, per, false));
+  auto java = run_kafka_tool({"console-consumer", "--bootstrap-server", broker(), "--topic", topic, "--from-beginning",
+                              "--isolation-level", "read_committed", "--max-messages", "40", "--timeout-ms", "20000"});
+  ASSERT_EQ(java.exit_code, 0) << java.describe();
+  std::multiset<std::string> java_values;
+  for (auto& line : split_lines(java.out)) java_values.insert(line);
+  EXPECT_EQ(java_values, expected(transactions, per, true));
+}
+
+TEST_P(Transactions, OffsetsSentToATransactionReachTheGroupOnlyWhenItCommits) {
+  auto topic = unique_topic("ktxn-offsets");
+  create_on_broker(topic, 1);
+  const std::string group = "g-" + topic;
+  const TopicPartition tp{topic, 0};
+  kwire::client::Consumer consumer({{"bootstrap.servers", broker()}, {"group.id", group}});
+  consumer.assign({tp});
+  Producer p({{"bootstrap.servers", broker()}, {"transactional.id", "ktxn-" + topic}});
+  p.init_transactions();
+  p.begin_transaction();
+  p.send(message(topic, "aborted"));
+  p.send_offsets_to_transaction({{tp, {5, -1, ""}}}, consumer.group_metadata());
+  p.abort_transaction();
+  p.begin_transaction();
+  p.send(message(topic, "committed"));
+  p.send_offsets_to_transaction({{tp, {7, -1, "txn"}}}, consumer.group_metadata());
+  p.commit_transaction();
+  kwire::client::KafkaClient client({{"bootstrap.servers", broker()}});
+  kwire::client::GroupAdmin admin(client);
+  auto committed = [&] {
+    auto offsets = admin.committed_offsets(group, {tp});
+    auto it = offsets.find(tp);
+    return it == offsets.end() ? std::int64_t{-1} : it->second.offset;
+  };
+  // Never 5 (aborted), then 7.
+  EXPECT_EVENTUALLY_EQ(committed(), std::int64_t{7});
+  EXPECT_EQ(admin.committed_offsets(group, {tp}).at(tp).metadata, "txn");
+  EXPECT_EVENTUALLY_EQ(values_of(consume_on_broker(topic, {"-X", "isolation.level=read_committed"})),
+                       std::multiset<std::string>{"committed"});
+}
+
+TEST_P(Transactions, AnOlderProducerOfTheIdIsFenced) {
+  auto topic = unique_topic("ktxn-fence");
+  create_on_broker(topic, 1);
+  const std::map<std::string, std::string> props{{"bootstrap.servers", broker()},
+                                                 {"transactional.id", "ktxn-" + topic}};
+  Producer older(props);
+  older.init_transactions();
+  older.begin_transaction();
+  older.send(message(topic, "older"));
+  older.flush();
+  Producer newer(props);
+  newer.init_transactions();  // fences `older` and aborts its open transaction
+  newer.begin_transaction();
+  newer.send(message(topic, "newer"));
+  newer.commit_transaction();
+  EXPECT_THROW(older.commit_transaction(), kwire::client::ProducerFencedError);
+  // Fatal: every later call says so.
+  EXPECT_THROW(older.begin_transaction(), kwire::client::ProducerFencedError);
+  EXPECT_EVENTUALLY_EQ(values_of(consume_on_broker(topic, {"-X", "isolation.level=read_committed"})),
+                       std::multiset<std::string>{"newer"});
+  EXPECT_EQ(values_of(consume_on_broker(topic)), (std::multiset<std::string>{"newer", "older"}));
+}
+
+TEST_P(Transactions, AProducerKilledInsideATransactionLeavesNothingOfItVisible) {
+  auto topic = unique_topic("ktxn-kill");
+  create_on_broker(topic, 1);
+  const std::string id = "ktxn-" + topic;
+  TempDir dir;
+  {
+    PipedKwire cli({"produce", "-b", broker(), "-t", topic, "--transactional-id", id}, dir.path());
+    ASSERT_TRUE(cli.running());
+    for (int i = 0; i < 5; ++i) ASSERT_TRUE(cli.write_line("killed-" + std::to_string(i)));
+    // Written (read_uncommitted sees them), not committed: then SIGKILL.
+    EXPECT_EVENTUALLY_EQ(consume_on_broker(topic).size(), std::size_t{5});
+    auto open = run_kwire({"transactions", "describe", "-b", broker(), "--transactional-id", id, "--json"});
+    ASSERT_EQ(open.exit_code, 0) << open.describe();
+    EXPECT_NE(open.out.find("\"state\":\"Ongoing\""), std::string::npos) << open.out;
+    EXPECT_NE(open.out.find("{\"topic\":\"" + topic + "\",\"partition\":0}"), std::string::npos) << open.out;
+    cli.kill(SIGKILL);
+  }
+  // Nothing is readable under read_committed while the transaction is open.
+  EXPECT_TRUE(consume_on_broker(topic, {"-X", "isolation.level=read_committed"}).empty());
+  // The id taken up again: the open transaction is aborted first.
+  auto again = run_kwire({"produce", "-b", broker(), "-t", topic, "--transactional-id", id}, "new-0\nnew-1\nnew-2\n");
+  ASSERT_EQ(again.exit_code, 0) << again.describe();
+  EXPECT_NE(again.err.find("produced 3 records to '" + topic + "' in 1 transaction of '" + id + "'"), std::string::npos)
+      << again.err;
+  EXPECT_EVENTUALLY_EQ(values_of(consume_on_broker(topic, {"-X", "isolation.level=read_committed"})),
+                       (std::multiset<std::string>{"new-0", "new-1", "new-2"}));
+  EXPECT_EQ(consume_on_broker(topic).size(), 8u);
+  auto listed = run_kwire({"transactions", "list", "-b", broker(), "--state", "Ongoing", "--json"});
+  ASSERT_EQ(listed.exit_code, 0) << listed.describe();
+  EXPECT_EQ(listed.out.find(id), std::string::npos) << listed.out;
+  auto done = run_kwire({"transactions", "describe", "-b", broker(), "--transactional-id", id, "--json"});
+  EXPECT_NE(done.out.find("\"state\":\"CompleteCommit\""), std::string::npos) << done.out;
 }
 
 INSTANTIATE_TEST_SUITE_P(BothMajors, Transactions, ::testing::Values("current", "previous"),

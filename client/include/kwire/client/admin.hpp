@@ -11,6 +11,10 @@
 // client's one coordinator lookup; moves and loads are retried with the
 // client's back-off, KIP-580, until default.api.timeout.ms).
 //
+// Transactions, as kafka-transactions does: ListTransactions (every
+// broker), DescribeTransactions (the id's coordinator), DescribeProducers
+// (the partition's leader).
+//
 // Errors: a resource or group that failed is reported in its result (error
 // code and message; the call does not throw for it). UnsupportedVersionError
 // when the broker does not offer the API (ListConfigResources before 3.7,
@@ -125,6 +129,44 @@ struct ShareGroupDescription {
   std::map<TopicPartition, std::int64_t> lag;
 };
 
+/// One transaction as ListTransactions reports it (Kafka 3.0+, KIP-664).
+struct TransactionListing {
+  std::string transactional_id;
+  std::int64_t producer_id = -1;
+  std::string state;                 // "Ongoing", "PrepareCommit", "CompleteAbort", "Empty", ...
+  std::int32_t coordinator_id = -1;  // the broker that answered
+};
+
+/// What ListTransactions is asked to keep; every filter empty = all.
+struct TransactionFilters {
+  std::vector<std::string> states;  // e.g. {"Ongoing"}
+  std::vector<std::int64_t> producer_ids;
+  std::int64_t min_duration_ms = -1;      // running at least this long (v1, KIP-994, Kafka 3.8+)
+  std::optional<std::string> id_pattern;  // Java regular expression (v2, KIP-1152, Kafka 4.1+)
+};
+
+/// One transactional id as its coordinator describes it (DescribeTransactions).
+struct TransactionDescription {
+  std::string transactional_id;
+  std::int32_t coordinator_id = -1;
+  std::string state;
+  std::int64_t producer_id = -1;
+  std::int16_t producer_epoch = -1;
+  std::int32_t transaction_timeout_ms = 0;
+  std::int64_t transaction_start_time_ms = -1;  // -1 when no transaction is open
+  std::vector<TopicPartition> partitions;       // the open transaction's, sorted
+};
+
+/// A producer with state on a partition (DescribeProducers, KIP-664).
+struct ProducerStateDescription {
+  std::int64_t producer_id = -1;
+  std::int32_t producer_epoch = -1;
+  std::int32_t last_sequence = -1;
+  std::int64_t last_timestamp = -1;  // ms since the epoch
+  std::int32_t coordinator_epoch = -1;
+  std::int64_t current_txn_start_offset = -1;  // first offset of its open transaction; -1: none
+};
+
 class Admin {
  public:
   explicit Admin(KafkaClient& client);
@@ -154,6 +196,23 @@ class Admin {
   /// AlterShareGroupOffsets: the group's start offset of each partition
   /// (the group must have no members: else KafkaError NON_EMPTY_GROUP).
   void alter_share_group_offsets(const std::string& group, const std::map<TopicPartition, std::int64_t>& offsets);
+
+  /// ListTransactions on every broker (each lists the transactional ids it
+  /// coordinates), sorted by id, as kafka-transactions list. A filter the
+  /// broker's version cannot carry (duration before v1, pattern before v2)
+  /// throws UnsupportedVersionError naming it; KafkaError for a broker's
+  /// error (e.g. TRANSACTIONAL_ID_AUTHORIZATION_FAILED is not one: ids the
+  /// caller may not describe are left out by the broker).
+  std::vector<TransactionListing> list_transactions(const TransactionFilters& filters = {});
+  /// DescribeTransactions at the id's coordinator (FindCoordinator, moves
+  /// retried until default.api.timeout.ms). Throws KafkaError
+  /// TRANSACTIONAL_ID_NOT_FOUND for an id the coordinator does not know,
+  /// TRANSACTIONAL_ID_AUTHORIZATION_FAILED...
+  TransactionDescription describe_transaction(const std::string& transactional_id);
+  /// DescribeProducers at the partition's leader: the producers with state on
+  /// it (a hanging transaction shows as current_txn_start_offset below the
+  /// last stable offset for long). Throws KafkaError for the partition's error.
+  std::vector<ProducerStateDescription> describe_producers(const TopicPartition& partition);
 
  private:
   KafkaClient& client_;
