@@ -6,6 +6,7 @@
 #include "common.hpp"
 #include "kwire/checkpoint/checkpoint.hpp"
 #include "kwire/client/errors.hpp"
+#include "kwire/client/producer.hpp"
 #include "kwire/client/records.hpp"
 #include "kwire/client/sasl.hpp"
 #include "kwire/source/batch.hpp"
@@ -54,6 +55,16 @@ void translate(const std::exception_ptr& p, void*) {
            {"code", nb::cast(static_cast<int>(e.code()))}});
   } catch (const client::AuthenticationError& e) {
     raise("AuthenticationError", e.what());
+  } catch (const client::ProducerFencedError& e) {
+    raise("ProducerFencedError", e.what(), nullptr, {{"code", nb::cast(static_cast<int>(e.code()))}});
+  } catch (const client::TransactionAbortableError& e) {
+    raise("TransactionAbortableError", e.what(), nullptr, {{"code", nb::cast(static_cast<int>(e.code()))}});
+  } catch (const client::ProducerFatalError& e) {
+    raise("ProducerFatalError", e.what(), nullptr, {{"code", nb::cast(static_cast<int>(e.code()))}});
+  } catch (const client::TransactionStateError& e) {
+    raise("TransactionStateError", e.what());
+  } catch (const client::TransactionAbortedError& e) {
+    raise("TransactionAbortedError", e.what());
   } catch (const client::KafkaError& e) {
     raise("KafkaError", e.what(), nullptr, {{"code", nb::cast(static_cast<int>(e.code()))}});
   } catch (const client::ConfigError& e) {

@@ -10,6 +10,7 @@
 #include "common.hpp"
 #include "kwire/client/kafka_client.hpp"
 #include "kwire/client/producer.hpp"
+#include "kwire/source/arrow_records.hpp"
 
 namespace kwire::python {
 
@@ -72,6 +73,83 @@ class PyProducer {
     producer_.reset();
   }
 
+  // ---- transactions ----
+  template <class F>
+  void without_gil(F&& f) {
+    client::Producer& p = get();
+    nb::gil_scoped_release release;
+    f(p);
+  }
+
+  void send_offsets(const std::map<std::pair<std::string, std::int32_t>, std::int64_t>& offsets,
+                    const std::string& group_id, const std::string& member_id, std::int32_t generation,
+                    std::optional<std::string> group_instance_id) {
+    std::map<client::TopicPartition, client::OffsetAndMetadata> o;
+    for (const auto& [tp, off] : offsets) o[client::TopicPartition{tp.first, tp.second}].offset = off;
+    client::ConsumerGroupMetadata g{group_id, member_id, generation, std::move(group_instance_id)};
+    without_gil([&](client::Producer& p) { p.send_offsets_to_transaction(o, g); });
+  }
+
+  // Every row of an Arrow table, record batch or stream (anything with
+  // __arrow_c_stream__ or __arrow_c_array__), with Spark's Kafka sink columns.
+  std::int64_t produce_arrow(nb::handle data, std::optional<std::string> topic) {
+    client::Producer& p = get();
+    auto send = [&p](const client::ProducerRecordView& v) { p.send(v); };
+    if (nb::hasattr(data, "__arrow_c_stream__")) {
+      nb::object cap = data.attr("__arrow_c_stream__")();
+      auto* src = static_cast<ArrowArrayStream*>(PyCapsule_GetPointer(cap.ptr(), "arrow_array_stream"));
+      if (!src) throw nb::python_error();
+      ArrowArrayStream stream = *src;  // moved out of the capsule
+      src->release = nullptr;
+      struct Release {
+        ArrowArrayStream* s;
+        ~Release() {
+          if (s->release) s->release(s);
+        }
+      } release_stream{&stream};
+      nb::gil_scoped_release unlocked;
+      ArrowSchema schema{};
+      if (stream.get_schema(&stream, &schema) != 0)
+        throw source::ArrowRecordError(std::string("reading the Arrow stream's schema failed: ") +
+                                       (stream.get_last_error(&stream) ? stream.get_last_error(&stream) : "?"));
+      struct ReleaseSchema {
+        ArrowSchema* s;
+        ~ReleaseSchema() {
+          if (s->release) s->release(s);
+        }
+      } release_schema{&schema};
+      source::ArrowRecordReader reader(schema, topic);
+      std::int64_t rows = 0;
+      for (;;) {
+        ArrowArray batch{};
+        if (stream.get_next(&stream, &batch) != 0)
+          throw source::ArrowRecordError(std::string("reading the Arrow stream failed: ") +
+                                         (stream.get_last_error(&stream) ? stream.get_last_error(&stream) : "?"));
+        if (!batch.release) break;  // end of stream
+        struct ReleaseArray {
+          ArrowArray* a;
+          ~ReleaseArray() {
+            if (a->release) a->release(a);
+          }
+        } release_batch{&batch};
+        rows += reader.for_each(batch, send);
+      }
+      return rows;
+    }
+    if (nb::hasattr(data, "__arrow_c_array__")) {
+      nb::tuple caps = nb::cast<nb::tuple>(data.attr("__arrow_c_array__")());
+      auto* schema = static_cast<ArrowSchema*>(PyCapsule_GetPointer(caps[0].ptr(), "arrow_schema"));
+      auto* array = static_cast<ArrowArray*>(PyCapsule_GetPointer(caps[1].ptr(), "arrow_array"));
+      if (!schema || !array) throw nb::python_error();
+      nb::gil_scoped_release unlocked;
+      source::ArrowRecordReader reader(*schema, topic);
+      return reader.for_each(*array, send);  // the capsules release both
+    }
+    throw nb::type_error(
+        "kwire: produce_arrow takes an Arrow table, record batch or stream (an object with __arrow_c_stream__ "
+        "or __arrow_c_array__, e.g. pyarrow.Table)");
+  }
+
  private:
   std::unique_ptr<client::Producer> producer_;
 };
@@ -125,7 +203,15 @@ void register_producer(nb::module_& m) {
            nb::arg("key").none() = nb::none(), nb::arg("partition").none() = nb::none(),
            nb::arg("headers").none() = nb::none(), nb::arg("timestamp").none() = nb::none())
       .def("flush", &PyProducer::flush)
-      .def("close", &PyProducer::close);
+      .def("close", &PyProducer::close)
+      .def("produce_arrow", &PyProducer::produce_arrow, nb::arg("data"), nb::arg("topic").none() = nb::none())
+      .def("init_transactions", [](PyProducer& self) { self.without_gil([](auto& p) { p.init_transactions(); }); })
+      .def("begin_transaction", [](PyProducer& self) { self.without_gil([](auto& p) { p.begin_transaction(); }); })
+      .def("commit_transaction", [](PyProducer& self) { self.without_gil([](auto& p) { p.commit_transaction(); }); })
+      .def("abort_transaction", [](PyProducer& self) { self.without_gil([](auto& p) { p.abort_transaction(); }); })
+      .def("send_offsets_to_transaction", &PyProducer::send_offsets, nb::arg("offsets"), nb::arg("group_id"),
+           nb::arg("member_id") = "", nb::arg("generation") = -1, nb::arg("group_instance_id").none() = nb::none())
+      .def_prop_ro("transactions_v2", [](PyProducer& self) { return self.get().transactions_v2(); });
   nb::class_<PyAdmin>(m, "Admin")
       .def(nb::init<const nb::dict&>(), nb::arg("properties"))
       .def("create_topics", &PyAdmin::create_topics, nb::arg("topics"), nb::arg("if_not_exists") = false,

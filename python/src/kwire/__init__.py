@@ -34,6 +34,11 @@ from .errors import (
     LogTruncationError,
     OffsetError,
     OffsetOutOfRangeError,
+    ProducerFatalError,
+    ProducerFencedError,
+    TransactionAbortableError,
+    TransactionAbortedError,
+    TransactionStateError,
 )
 from ._stream import JsonLinesSink, ParquetSink, StreamingQuery, stream
 
@@ -189,8 +194,15 @@ __all__ = [
     *errors.__all__,
 ]
 
-#: The client's producer (Java property names): send(topic, value=None,
-#: key=None, partition=None, headers=None, timestamp=None), flush(), close().
+#: The client's producer (Java property names; idempotent by default):
+#: send(topic, value=None, key=None, partition=None, headers=None,
+#: timestamp=None); produce_arrow(table_or_batch, topic=None) sends every row
+#: of an Arrow table/record batch/stream with Spark's Kafka sink columns
+#: (value required; key, topic, partition, headers optional; topic= overrides
+#: the column) and returns the row count; flush(); close(). With
+#: transactional.id: init_transactions(), begin_transaction(),
+#: send_offsets_to_transaction({(topic, partition): offset}, group_id, ...),
+#: commit_transaction(), abort_transaction().
 Producer = _kwire.Producer
 #: Topic administration: create_topics([(name, partitions)], if_not_exists,
 #: configs), delete_topics([names]), delete_records([(topic, partition, before)]).

@@ -65,6 +65,30 @@ class LogTruncationError(OffsetOutOfRangeError):
     """The partition's log diverged from what was consumed (KIP-320)."""
 
 
+class ProducerFencedError(KafkaError):
+    """Another producer with the same transactional.id called
+    init_transactions(): close this one (Java: ProducerFencedException)."""
+
+
+class TransactionAbortableError(KafkaError):
+    """The open transaction cannot commit: call abort_transaction(), then
+    begin a new transaction (Java: TransactionAbortableException)."""
+
+
+class ProducerFatalError(KafkaError):
+    """The producer can do nothing more (an authorization failure on the
+    transactional id, an invalid transaction state): close it."""
+
+
+class TransactionStateError(KwireError):
+    """A transaction call in the wrong state (begin twice, commit without
+    begin, send outside a transaction of a transactional producer)."""
+
+
+class TransactionAbortedError(KwireError):
+    """A record of a transaction that was aborted before it was sent."""
+
+
 class AuthenticationError(KwireError):
     """SASL authentication failed (bad credentials, unsupported mechanism)."""
 
@@ -94,6 +118,11 @@ __all__ = [
     "KafkaError",
     "OffsetOutOfRangeError",
     "LogTruncationError",
+    "ProducerFencedError",
+    "TransactionAbortableError",
+    "ProducerFatalError",
+    "TransactionStateError",
+    "TransactionAbortedError",
     "AuthenticationError",
     "KafkaConnectionError",
     "KafkaTimeoutError",

@@ -1,0 +1,128 @@
+"""kwire.Producer: produce_arrow with Spark's Kafka sink columns, and
+transactions as read_committed readers see them."""
+
+import time
+import uuid
+
+import pyarrow as pa
+import pytest
+
+import kwire
+
+
+def read_topic(bootstrap, topic, committed=False, headers=False):
+    opts = {"kafka.bootstrap.servers": bootstrap, "subscribe": topic, "includeHeaders": headers}
+    if committed:
+        opts["kafka.isolation.level"] = "read_committed"
+    return kwire.read(opts)
+
+
+def read_until(bootstrap, topic, want, committed=True, timeout_s=15):
+    """A commit returns before its markers make the records readable: read
+    again until the values are `want` (sorted) or the time is up."""
+    deadline = time.time() + timeout_s
+    while True:
+        values = sorted(read_topic(bootstrap, topic, committed).column("value").to_pylist())
+        if values == want or time.time() > deadline:
+            return values
+        time.sleep(0.2)
+
+
+def test_produce_arrow_writes_every_column(bootstrap, new_topic):
+    topic = new_topic(3)
+    table = pa.table(
+        {
+            "key": pa.array([b"k0", None, b"k2", b"k3"], pa.binary()),
+            "value": pa.array(["v0", "v1", None, "v3"], pa.string()),
+            "partition": pa.array([2, 0, None, 1], pa.int32()),
+            "headers": pa.array(
+                [[{"key": "h", "value": b"x"}], None, [], [{"key": "a", "value": None}, {"key": "b", "value": b"y"}]],
+                pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())])),
+            ),
+            "ignored": pa.array([1, 2, 3, 4]),
+        }
+    )
+    p = kwire.Producer({"bootstrap.servers": bootstrap})
+    assert p.produce_arrow(table, topic=topic) == 4
+    p.flush()
+    p.close()
+    got = read_topic(bootstrap, topic, headers=True).to_pylist()
+    by_value = {r["value"]: r for r in got}
+    assert len(got) == 4
+    assert by_value[b"v0"]["key"] == b"k0" and by_value[b"v0"]["partition"] == 2
+    assert by_value[b"v0"]["headers"] == [{"key": "h", "value": b"x"}]
+    assert by_value[b"v1"]["key"] is None and by_value[b"v1"]["partition"] == 0
+    assert by_value[b"v3"]["partition"] == 1
+    assert by_value[b"v3"]["headers"] == [{"key": "a", "value": None}, {"key": "b", "value": b"y"}]
+    tombstone = by_value[None]
+    assert tombstone["key"] == b"k2"
+
+
+def test_produce_arrow_takes_the_topic_column_and_record_batches(bootstrap, new_topic):
+    t1, t2 = new_topic(1), new_topic(1)
+    batch = pa.record_batch({"topic": [t1, t2, t1], "value": [b"a", b"b", b"c"]})
+    p = kwire.Producer({"bootstrap.servers": bootstrap})
+    assert p.produce_arrow(batch) == 3
+    # A sliced table (a non-zero offset) sends only its rows.
+    assert p.produce_arrow(pa.Table.from_batches([batch]).slice(1, 1)) == 1
+    p.flush()
+    p.close()
+    assert sorted(read_topic(bootstrap, t1).column("value").to_pylist()) == [b"a", b"c"]
+    assert sorted(read_topic(bootstrap, t2).column("value").to_pylist()) == [b"b", b"b"]
+
+
+def test_produce_arrow_schema_errors_name_the_column(bootstrap):
+    p = kwire.Producer({"bootstrap.servers": bootstrap})
+    with pytest.raises(kwire.ConfigError, match="Required attribute 'value' not found"):
+        p.produce_arrow(pa.table({"key": [b"k"]}), topic="t")
+    with pytest.raises(kwire.ConfigError, match="topic option required when no 'topic' attribute is present"):
+        p.produce_arrow(pa.table({"value": [b"v"]}))
+    with pytest.raises(kwire.ConfigError, match="key attribute unsupported type bigint"):
+        p.produce_arrow(pa.table({"key": [1], "value": [b"v"]}), topic="t")
+    with pytest.raises(kwire.ConfigError, match="partition attribute unsupported type bigint"):
+        p.produce_arrow(pa.table({"value": [b"v"], "partition": [0]}), topic="t")
+    with pytest.raises(TypeError, match="Arrow table"):
+        p.produce_arrow([1, 2, 3], topic="t")
+    p.close()
+
+
+def test_transactions_commit_abort_and_offsets(bootstrap, new_topic):
+    topic = new_topic(2)
+    tid = "py-txn-" + uuid.uuid4().hex[:8]
+    group = "py-g-" + uuid.uuid4().hex[:8]
+    p = kwire.Producer({"bootstrap.servers": bootstrap, "transactional.id": tid})
+    with pytest.raises(kwire.TransactionStateError, match="init_transactions"):
+        p.begin_transaction()
+    p.init_transactions()
+    assert p.transactions_v2 in (True, False)
+    p.begin_transaction()
+    p.produce_arrow(pa.table({"value": [b"aborted-0", b"aborted-1"]}), topic=topic)
+    p.send_offsets_to_transaction({(topic, 0): 5}, group)
+    p.flush()
+    p.abort_transaction()
+    p.begin_transaction()
+    p.send(topic, value=b"committed-0")
+    p.produce_arrow(pa.table({"value": [b"committed-1"]}), topic=topic)
+    p.send_offsets_to_transaction({(topic, 0): 7}, group)
+    p.commit_transaction()
+    with pytest.raises(kwire.TransactionStateError):
+        p.send(topic, value=b"outside")
+    p.close()
+    assert read_until(bootstrap, topic, [b"committed-0", b"committed-1"]) == [b"committed-0", b"committed-1"]
+    uncommitted = sorted(read_topic(bootstrap, topic).column("value").to_pylist())
+    assert uncommitted == [b"aborted-0", b"aborted-1", b"committed-0", b"committed-1"]
+
+
+def test_an_older_producer_is_fenced(bootstrap, new_topic):
+    topic = new_topic(1)
+    props = {"bootstrap.servers": bootstrap, "transactional.id": "py-fence-" + uuid.uuid4().hex[:8]}
+    older = kwire.Producer(props)
+    older.init_transactions()
+    older.begin_transaction()
+    older.send(topic, value=b"older")
+    newer = kwire.Producer(props)
+    newer.init_transactions()
+    with pytest.raises(kwire.ProducerFencedError) as e:
+        older.commit_transaction()
+    assert isinstance(e.value, kwire.KafkaError) and e.value.code in (47, 90)  # INVALID_PRODUCER_EPOCH, PRODUCER_FENCED
+    newer.close()
