@@ -8,8 +8,11 @@
 #pragma once
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -308,6 +311,72 @@ class SecureBrokerTest : public BrokerTest {
   }
 
   std::map<std::string, std::string> env_;
+};
+
+// kwire with `args`, its standard input a pipe the test writes to, its
+// output in files of `dir`.
+class PipedKwire {
+ public:
+  PipedKwire(const std::vector<std::string>& args, const std::filesystem::path& dir) {
+    std::vector<std::string> argv{kwire_bin()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    std::vector<char*> cargv;
+    for (auto& a : argv) cargv.push_back(a.data());
+    cargv.push_back(nullptr);
+    int fds[2];
+    if (::pipe(fds) != 0) return;
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, fds[0], 0);
+    posix_spawn_file_actions_addclose(&fa, fds[0]);
+    posix_spawn_file_actions_addclose(&fa, fds[1]);
+    posix_spawn_file_actions_addopen(&fa, 1, (dir / "out").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&fa, 2, (dir / "err").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (posix_spawn(&pid_, argv[0].c_str(), &fa, nullptr, cargv.data(), environ) != 0) pid_ = -1;
+    posix_spawn_file_actions_destroy(&fa);
+    ::close(fds[0]);
+    in_ = fds[1];
+    ::signal(SIGPIPE, SIG_IGN);  // a write after the process died fails with EPIPE instead
+  }
+  ~PipedKwire() {
+    kill(SIGKILL);
+    if (in_ >= 0) ::close(in_);
+  }
+  bool write_line(const std::string& line) {
+    const std::string l = line + "\n";
+    return ::write(in_, l.data(), l.size()) == static_cast<ssize_t>(l.size());
+  }
+  void kill(int sig) {
+    if (pid_ <= 0) return;
+    ::kill(pid_, sig);
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    pid_ = -1;
+  }
+  bool running() const { return pid_ > 0; }
+  /// Closes standard input (the end of the input) and waits for the exit;
+  /// the exit code (128+N when killed by signal N).
+  int finish() {
+    if (in_ >= 0) ::close(in_);
+    in_ = -1;
+    if (pid_ <= 0) return -1;
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    pid_ = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+  /// True (and reaped) when the process ended by itself.
+  bool exited() {
+    if (pid_ <= 0) return true;
+    int status = 0;
+    if (::waitpid(pid_, &status, WNOHANG) != pid_) return false;
+    pid_ = -1;
+    return true;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  int in_ = -1;
 };
 
 }  // namespace kwire_test

@@ -8,12 +8,6 @@
 // reach the group only when it commits; an older producer of the id is
 // fenced; a producer killed inside a transaction leaves nothing of it
 // visible once the id is taken up again.
-#include <fcntl.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <set>
 #include <thread>
 
@@ -171,52 +165,6 @@ namespace {
 using namespace std::chrono_literals;
 using kwire::client::Producer;
 using kwire::client::TopicPartition;
-
-// kwire with `args`, its standard input a pipe the test writes to, its
-// output in files of `dir`.
-class PipedKwire {
- public:
-  PipedKwire(const std::vector<std::string>& args, const std::filesystem::path& dir) {
-    std::vector<std::string> argv{kwire_bin()};
-    argv.insert(argv.end(), args.begin(), args.end());
-    std::vector<char*> cargv;
-    for (auto& a : argv) cargv.push_back(a.data());
-    cargv.push_back(nullptr);
-    int fds[2];
-    if (::pipe(fds) != 0) return;
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, fds[0], 0);
-    posix_spawn_file_actions_addclose(&fa, fds[0]);
-    posix_spawn_file_actions_addclose(&fa, fds[1]);
-    posix_spawn_file_actions_addopen(&fa, 1, (dir / "out").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&fa, 2, (dir / "err").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (posix_spawn(&pid_, argv[0].c_str(), &fa, nullptr, cargv.data(), environ) != 0) pid_ = -1;
-    posix_spawn_file_actions_destroy(&fa);
-    ::close(fds[0]);
-    in_ = fds[1];
-  }
-  ~PipedKwire() {
-    kill(SIGKILL);
-    if (in_ >= 0) ::close(in_);
-  }
-  bool write_line(const std::string& line) {
-    const std::string l = line + "\n";
-    return ::write(in_, l.data(), l.size()) == static_cast<ssize_t>(l.size());
-  }
-  void kill(int sig) {
-    if (pid_ <= 0) return;
-    ::kill(pid_, sig);
-    int status = 0;
-    ::waitpid(pid_, &status, 0);
-    pid_ = -1;
-  }
-  bool running() const { return pid_ > 0; }
-
- private:
-  pid_t pid_ = -1;
-  int in_ = -1;
-};
 
 }  // namespace
 
