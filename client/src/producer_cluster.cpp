@@ -97,16 +97,18 @@ void ProducerCluster::wait(Deadline until) {
   auto& io = *c_.io_;
   const auto now = Clock::now();
   if (io.stopped()) io.restart();
-  if (until <= now) {
+  if (until <= now || woken_.exchange(false)) {
     io.poll();
     return;
   }
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(until - now) + std::chrono::milliseconds(1);
   io.run_one_for(std::min<std::chrono::milliseconds>(ms, std::chrono::hours(1)));
   io.poll();
+  woken_.store(false);
 }
 
 void ProducerCluster::wake() {
+  woken_.store(true);
   boost::asio::post(*c_.io_, [] {});
 }
 

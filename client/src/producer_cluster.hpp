@@ -5,6 +5,7 @@
 // any answer, a time, or a wake-up from another thread.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -90,10 +91,13 @@ class ProducerCluster {
   /// Runs the client's I/O until something happened (an answer read, a
   /// wake()) or `until` passed.
   void wait(Deadline until);
-  /// Makes a wait() on the sender thread return. Thread-safe.
+  /// Makes a wait() on the sender thread return. Thread-safe. A wake-up
+  /// whose posted handler other I/O on the sender thread ran first (a
+  /// metadata or coordinator request) still ends the next wait().
   void wake();
 
  private:
+  std::atomic<bool> woken_{false};
   std::uint64_t generation(std::int32_t node) const;
   Connection* alive(const Sent& s) const;
   static std::string fmt_lost(const Sent& s);

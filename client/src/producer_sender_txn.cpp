@@ -95,11 +95,6 @@ void Sender::run_tasks() {
     } catch (...) {
       task->done.set_exception(std::current_exception());
     }
-    // run_task() ran the client's I/O on this thread, which takes the
-    // wake-ups callers posted meanwhile (a record, close()): post one again,
-    // or the loop sleeps through them until its idle timeout.
-    wake_posted_ = false;
-    wake();
   }
 }
 
@@ -258,13 +253,6 @@ void Sender::end_transaction(bool commit, Clock::time_point deadline) {
 
 void Sender::add_partitions(Clock::time_point now) {
   if (to_add_.empty() || now < add_not_before_) return;
-  struct Rewake {  // as after run_task(): the request below runs the client's I/O
-    Sender& s;
-    ~Rewake() {
-      s.wake_posted_ = false;
-      s.wake();
-    }
-  } rewake{*this};
   const std::string& id = state_.transactional_id();
   std::int16_t code = 0;
   const auto deadline = now + std::chrono::milliseconds(config_.request_timeout_ms);
