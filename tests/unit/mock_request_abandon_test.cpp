@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <memory>
 #include <thread>
 
 #include <boost/asio/io_context.hpp>
@@ -27,26 +28,34 @@ using kwire::protocol::MetadataResponse;
 
 namespace {
 
-void slow_metadata(MockCluster& c, std::chrono::milliseconds delay) {
-  Fault f;
-  f.api = ApiKey::metadata;
-  f.delay = delay;
-  c.inject(f);
-}
-
 MetadataRequest all_topics() { return MetadataRequest{}; }  // null topics: all of them
 
 }  // namespace
 
-TEST(MockRequestAbandon, AShortWaitKeepsTheConnectionAndDropsTheLateAnswer) {
+// A connection to a mock broker whose Metadata answers come `delay` late.
+class MockRequestAbandon : public ::testing::Test {
+ protected:
+  Connection& connect(std::chrono::milliseconds request_timeout, std::chrono::milliseconds delay, int partitions = 1) {
+    c.create_topic("t", partitions);
+    ConnectionOptions opts;
+    opts.request_timeout = request_timeout;
+    conn = std::make_unique<Connection>(io, "127.0.0.1", c.port(c.node_ids().front()), opts);
+    conn->connect(Clock::now() + 5s);
+    Fault f;
+    f.api = ApiKey::metadata;
+    f.delay = delay;
+    c.inject(f);
+    return *conn;
+  }
+  void TearDown() override { c.clear_faults(); }
+
   MockCluster c;
-  c.create_topic("t", 2);
   boost::asio::io_context io;
-  ConnectionOptions opts;
-  opts.request_timeout = 5000ms;
-  Connection conn(io, "127.0.0.1", c.port(c.node_ids().front()), opts);
-  conn.connect(Clock::now() + 5s);
-  slow_metadata(c, 400ms);
+  std::unique_ptr<Connection> conn;
+};
+
+TEST_F(MockRequestAbandon, AShortWaitKeepsTheConnectionAndDropsTheLateAnswer) {
+  Connection& conn = connect(5000ms, 400ms, 2);
   EXPECT_THROW((conn.request<MetadataResponse>(all_topics(), Clock::now() + 50ms)), TimeoutError);
   EXPECT_TRUE(conn.is_open());
   EXPECT_EQ(conn.in_flight(), 1u);
@@ -61,15 +70,8 @@ TEST(MockRequestAbandon, AShortWaitKeepsTheConnectionAndDropsTheLateAnswer) {
   EXPECT_EQ(c.requests(ApiKey::metadata).size(), 2u);
 }
 
-TEST(MockRequestAbandon, ARequestUnansweredForRequestTimeoutFailsTheConnection) {
-  MockCluster c;
-  c.create_topic("t", 1);
-  boost::asio::io_context io;
-  ConnectionOptions opts;
-  opts.request_timeout = 300ms;
-  Connection conn(io, "127.0.0.1", c.port(c.node_ids().front()), opts);
-  conn.connect(Clock::now() + 5s);
-  slow_metadata(c, 3000ms);
+TEST_F(MockRequestAbandon, ARequestUnansweredForRequestTimeoutFailsTheConnection) {
+  Connection& conn = connect(300ms, 3000ms);
   EXPECT_THROW((conn.request<MetadataResponse>(all_topics(), Clock::now() + 50ms)), TimeoutError);
   EXPECT_TRUE(conn.is_open());
   std::this_thread::sleep_for(350ms);
@@ -82,19 +84,10 @@ TEST(MockRequestAbandon, ARequestUnansweredForRequestTimeoutFailsTheConnection) 
   } catch (const ConnectionError& e) {
     EXPECT_NE(std::string(e.what()).find("request.timeout.ms"), std::string::npos) << e.what();
   }
-  c.clear_faults();
 }
 
-TEST(MockRequestAbandon, AWaitToTheRequestsOwnTimeoutFailsTheConnection) {
-  MockCluster c;
-  c.create_topic("t", 1);
-  boost::asio::io_context io;
-  ConnectionOptions opts;
-  opts.request_timeout = 300ms;
-  Connection conn(io, "127.0.0.1", c.port(c.node_ids().front()), opts);
-  conn.connect(Clock::now() + 5s);
-  slow_metadata(c, 3000ms);
+TEST_F(MockRequestAbandon, AWaitToTheRequestsOwnTimeoutFailsTheConnection) {
+  Connection& conn = connect(300ms, 3000ms);
   EXPECT_THROW((conn.request<MetadataResponse>(all_topics(), Clock::now() + 300ms)), TimeoutError);
   EXPECT_FALSE(conn.is_open());
-  c.clear_faults();
 }
