@@ -52,10 +52,12 @@ void Sender::txn_failed(std::int16_t code, const std::string& what) {
   if (is(code, ErrorCode::transaction_abortable) || is(code, ErrorCode::topic_authorization_failed) ||
       is(code, ErrorCode::group_authorization_failed) || is(code, ErrorCode::unknown_member_id) ||
       is(code, ErrorCode::illegal_generation) || is(code, ErrorCode::fenced_instance_id) ||
-      is(code, ErrorCode::unknown_producer_id)) {
+      is(code, ErrorCode::unknown_producer_id) || is(code, ErrorCode::invalid_producer_id_mapping)) {
     auto e = std::make_exception_ptr(TransactionAbortableError(
         code, fmt::format("{}: {}; call abort_transaction(), then begin a new transaction", what, error_name(code))));
-    state_.abortable(e, false);
+    // The coordinator lost the producer's id or state: after the abort the
+    // epoch is bumped (KIP-360), as Java's abortableErrorIfPossible.
+    state_.abortable(e, is(code, ErrorCode::unknown_producer_id) || is(code, ErrorCode::invalid_producer_id_mapping));
     std::rethrow_exception(e);
   }
   auto e = std::make_exception_ptr(ProducerFatalError(
@@ -123,12 +125,25 @@ void Sender::run_task(TxnTask& t) {
       if (auto e = state_.abortable_error()) std::rethrow_exception(e);
       end_transaction(true, t.deadline);
       return;
-    case TxnTask::Kind::abort:
+    case TxnTask::Kind::abort: {
+      // A coordinator that lost the id (INVALID_PRODUCER_ID_MAPPING) takes
+      // no EndTxn for it: the abort goes straight to a new InitProducerId.
+      bool id_lost = false;
+      if (auto e = state_.abortable_error()) {
+        try {
+          std::rethrow_exception(e);
+        } catch (const KafkaError& k) {
+          id_lost = is(k.code(), ErrorCode::invalid_producer_id_mapping);
+        } catch (...) {
+        }
+      }
+      if (id_lost) state_.set_started(false);
       end_transaction(false, t.deadline);
-      if (state_.bump_after_abort() && !state_.v2()) init_producer_id(t.deadline, true);  // KIP-360
+      if (id_lost || (state_.bump_after_abort() && !state_.v2())) init_producer_id(t.deadline, true);  // KIP-360
       state_.clear_abortable();
       state_.set_state(TxnState::ready);
       return;
+    }
   }
 }
 

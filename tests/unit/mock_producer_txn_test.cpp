@@ -376,6 +376,33 @@ TEST_P(MockProducerTxn, AFailedRecordMakesTheTransactionAbortable) {
   EXPECT_EQ(p.stats().transactions_committed, 1u);
 }
 
+// A coordinator that lost the producer's id (INVALID_PRODUCER_ID_MAPPING,
+// e.g. the id expired) takes no EndTxn for it: the transaction is abortable,
+// the abort sends no EndTxn and gets the id again with InitProducerId (Java's
+// TransactionManager), and the next transaction commits.
+TEST(MockProducerTxnState, ALostProducerIdIsAbortedWithANewInitProducerId) {
+  MockCluster c(1);
+  c.create_topic("t", 1);
+  MockTransactions txn(c, false);
+  Producer p(txn_props(c, "tx"));
+  p.init_transactions();
+  p.begin_transaction();
+  txn.fail_next(ApiKey::add_partitions_to_txn, ErrorCode::invalid_producer_id_mapping);
+  p.send(message("t", 0, "lost"));
+  EXPECT_EQ(thrown_code<TransactionAbortableError>([&] { p.commit_transaction(); }),
+            code(ErrorCode::invalid_producer_id_mapping));
+  const auto end_txns = c.requests(ApiKey::end_txn).size();
+  p.abort_transaction();
+  EXPECT_EQ(c.requests(ApiKey::end_txn).size(), end_txns);
+  EXPECT_EQ(c.requests(ApiKey::init_producer_id).size(), 2u);
+  p.begin_transaction();
+  auto f = p.send_future(message("t", 0, "kept"));
+  p.commit_transaction();
+  EXPECT_EQ(f.get().offset, 0);
+  EXPECT_EQ(txn.transaction("tx")->commits, 1);
+  EXPECT_EQ(p.stats().transactions_aborted, 1u);
+}
+
 // The coordinator calls run on the sender thread: what the callers do
 // meanwhile (a record, close()) must not wait for the sender's idle timeout.
 TEST_P(MockProducerTxn, RecordsAndCloseAfterACoordinatorCallGoAtOnce) {
