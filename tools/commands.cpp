@@ -1,5 +1,7 @@
 #include "commands.hpp"
 
+#include <signal.h>
+
 #include <charconv>
 #include <chrono>
 #include <csignal>
@@ -33,7 +35,7 @@ using kwire::source::json_string;
 
 namespace {
 volatile std::sig_atomic_t g_stop = 0;
-void on_signal(int) { g_stop = 1; }
+void on_signal(int sig) { g_stop = sig; }
 
 }  // namespace
 
@@ -264,6 +266,20 @@ int cmd_produce(const CommonOptions& common, const ProduceArgs& args) {
   if (!props.count("linger.ms")) props["linger.ms"] = "5";
   if (!props.count("batch.size")) props["batch.size"] = "262144";
   if (args.transactional_id) props["transactional.id"] = *args.transactional_id;
+  const auto tid = props.count("transactional.id") && !props["transactional.id"].empty()
+                       ? std::optional<std::string>(props["transactional.id"])
+                       : std::nullopt;
+  if (args.records_per_transaction && !tid)
+    throw std::invalid_argument("--records-per-transaction needs --transactional-id (or -X transactional.id)");
+  // SIGINT / SIGTERM end the input (not restarted, so a read waiting on
+  // standard input returns): what was read is flushed, or the open
+  // transaction aborted, before exiting with 130 / 143.
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = 0;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
   Producer producer(props);
   // With a transactional id: one transaction per --records-per-transaction
   // records (all of standard input when not given). A transaction that cannot
@@ -271,7 +287,7 @@ int cmd_produce(const CommonOptions& common, const ProduceArgs& args) {
   // to read_committed readers. A process killed mid-transaction leaves it to
   // the coordinator (aborted after transaction.timeout.ms, or at once by the
   // next producer of the id).
-  const bool txn = args.transactional_id.has_value();
+  const bool txn = tid.has_value();
   std::uint64_t in_txn = 0, committed = 0;
   auto commit = [&] {
     try {
@@ -294,7 +310,7 @@ int cmd_produce(const CommonOptions& common, const ProduceArgs& args) {
   }
   std::string line;
   std::uint64_t n = 0;
-  while (std::getline(std::cin, line)) {
+  while (!g_stop && std::getline(std::cin, line)) {
     ProducerMessage msg;
     msg.topic = args.topic;
     msg.partition = args.partition;
@@ -318,15 +334,28 @@ int cmd_produce(const CommonOptions& common, const ProduceArgs& args) {
       producer.begin_transaction();
     }
   }
+  const auto records = [](std::uint64_t k) { return fmt::format("{} record{}", k, k == 1 ? "" : "s"); };
+  if (g_stop) {
+    const int code = g_stop == SIGTERM ? 143 : 130;
+    if (txn) {
+      producer.abort_transaction();
+      fmt::print(stderr, "interrupted: the open transaction ({}) was aborted; {} committed in {} transaction{}\n",
+                 records(in_txn), records(n - in_txn), committed, committed == 1 ? "" : "s");
+    } else {
+      producer.flush();
+      fmt::print(stderr, "interrupted: produced {} to '{}'\n", records(n), args.topic);
+    }
+    return code;
+  }
   if (txn) {
-    if (in_txn > 0 || committed == 0) commit();
-    else producer.abort_transaction();  // the empty transaction begun after the last commit
-    fmt::print(stderr, "produced {} records to '{}' in {} transaction{} of '{}'\n", n, args.topic, committed,
-               committed == 1 ? "" : "s", *args.transactional_id);
+    if (in_txn > 0) commit();
+    else producer.abort_transaction();  // nothing in it: nothing to commit
+    fmt::print(stderr, "produced {} to '{}' in {} transaction{} of '{}'\n", records(n), args.topic, committed,
+               committed == 1 ? "" : "s", *tid);
     return 0;
   }
   producer.flush();
-  fmt::print(stderr, "produced {} records to '{}'\n", n, args.topic);
+  fmt::print(stderr, "produced {} to '{}'\n", records(n), args.topic);
   return 0;
 }
 

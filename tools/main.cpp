@@ -130,14 +130,14 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"none", "gzip", "snappy", "lz4", "zstd"}));
   p->add_option("-H,--header", pr.headers, "Header KEY=VALUE added to every record (repeatable)");
   p->add_option("--acks", pr.acks, "acks: all, 1 or 0");
-  auto* txid = p->add_option("--transactional-id", pr.transactional_id,
-                             "Write in transactions of this transactional.id (read_committed readers see a "
-                             "transaction's records once it commits; fences older producers of the id)");
+  p->add_option("--transactional-id", pr.transactional_id,
+                "Write in transactions of this transactional.id (read_committed readers see a "
+                "transaction's records once it commits; fences older producers of the id; one transaction "
+                "must end within transaction.timeout.ms, 60 s by default)");
   p->add_option("--records-per-transaction", pr.records_per_transaction,
                 "With --transactional-id: commit after this many records (default: one transaction for all "
                 "of standard input)")
-      ->check(at_least(1))
-      ->needs(txid);
+      ->check(at_least(1));
 
   // consume
   ConsumeArgs co;

@@ -44,9 +44,8 @@ int cmd_transactions_describe(const CommonOptions& common, const TransactionsArg
   const auto now_ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
           .count();
-  // How long the open transaction has run (none when no transaction is open).
-  const bool open = d.state == "Ongoing" || d.state == "PrepareCommit" || d.state == "PrepareAbort";
-  const std::int64_t duration = open && d.transaction_start_time_ms >= 0 ? now_ms - d.transaction_start_time_ms : -1;
+  // Since the transaction began (as kafka-transactions prints it, finished or not).
+  const std::int64_t duration = d.transaction_start_time_ms >= 0 ? now_ms - d.transaction_start_time_ms : -1;
   std::string parts;
   for (std::size_t i = 0; i < d.partitions.size(); ++i)
     parts += fmt::format("{}{}-{}", i ? "," : "", d.partitions[i].topic, d.partitions[i].partition);
@@ -62,11 +61,12 @@ int cmd_transactions_describe(const CommonOptions& common, const TransactionsArg
                          d.partitions[i].partition);
     out += "]}\n";
   } else {
-    out = fmt::format("{:<12} {:<30} {:<12} {:<14} {:<17} {:<22} {:<22} {:<12} {}\n", "CoordinatorId",
-                      "TransactionalId", "ProducerId", "ProducerEpoch", "TransactionState", "TransactionTimeoutMs",
-                      "CurrentTransactionStartTimeMs", "TransactionDurationMs", "TopicPartitions");
-    out += fmt::format("{:<12} {:<30} {:<12} {:<14} {:<17} {:<22} {:<22} {:<12} {}\n", d.coordinator_id,
-                       d.transactional_id, d.producer_id, d.producer_epoch, d.state, d.transaction_timeout_ms,
+    constexpr auto kRow = "{:<13} {:<30} {:<12} {:<13} {:<16} {:<20} {:<29} {:<21} {}\n";
+    out = fmt::format(kRow, "CoordinatorId", "TransactionalId", "ProducerId", "ProducerEpoch", "TransactionState",
+                      "TransactionTimeoutMs", "CurrentTransactionStartTimeMs", "TransactionDurationMs",
+                      "TopicPartitions");
+    out += fmt::format(kRow, d.coordinator_id, d.transactional_id, d.producer_id, d.producer_epoch, d.state,
+                       d.transaction_timeout_ms,
                        d.transaction_start_time_ms >= 0 ? std::to_string(d.transaction_start_time_ms) : "None",
                        duration >= 0 ? std::to_string(duration) : "None", parts);
   }

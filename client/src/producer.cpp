@@ -216,9 +216,27 @@ class Producer::Impl {
   }
 
   void close(std::chrono::milliseconds timeout) {
-    if (closed_.exchange(true)) return;
+    if (closed_) return;
     const auto deadline =
         timeout == std::chrono::milliseconds::max() ? Clock::time_point::max() : Clock::now() + timeout;
+    // An unfinished transaction is aborted, as Java's close does: its records
+    // never become visible, and read_committed readers are not held back
+    // until transaction.timeout.ms.
+    if (state_.transactional() && !state_.fatal_error()) {
+      const auto s = state_.state();
+      if (s == TxnState::in_transaction || s == TxnState::abortable_error || s == TxnState::committing) {
+        try {
+          state_.transition({s}, TxnState::aborting, "close()");
+          auto t = std::make_unique<TxnTask>();
+          t->kind = TxnTask::Kind::abort;
+          run(std::move(t), "close()",
+              std::min(deadline, Clock::now() + std::chrono::milliseconds(config_.max_block_ms)));
+        } catch (const std::exception&) {
+          // closing anyway: the coordinator aborts it after transaction.timeout.ms
+        }
+      }
+    }
+    if (closed_.exchange(true)) return;
     if (sender_) sender_->close(deadline);
   }
 
@@ -267,7 +285,22 @@ Producer::Producer(ClientConfig config) : impl_(std::make_unique<Impl>(std::move
 Producer::~Producer() = default;
 
 void Producer::send(const ProducerRecordView& record, SendCallback callback) {
-  impl_->send(record, std::move(callback));
+  try {
+    impl_->send(record, std::move(callback));
+  } catch (const TransactionStateError&) {
+    throw;
+  } catch (const ClientError& e) {
+    // A record that could not be sent leaves the transaction incomplete: it
+    // can only be aborted (Java's maybeTransitionToErrorState).
+    if (impl_->state_.transactional() && impl_->state_.state() == TxnState::in_transaction)
+      impl_->state_.abortable(
+          std::make_exception_ptr(TransactionAbortableError(
+              -1, fmt::format("a record of the transaction could not be sent: {}; call abort_transaction(), then "
+                              "begin a new transaction",
+                              e.what()))),
+          false);
+    throw;
+  }
 }
 
 void Producer::send(const ProducerMessage& m, SendCallback callback) {
@@ -278,13 +311,13 @@ void Producer::send(const ProducerMessage& m, SendCallback callback) {
   v.value = view(m.value);
   v.headers = m.headers;
   v.timestamp = m.timestamp;
-  impl_->send(v, std::move(callback));
+  send(v, std::move(callback));
 }
 
 std::future<RecordMetadata> Producer::send_future(const ProducerRecordView& record) {
   auto promise = std::make_shared<std::promise<RecordMetadata>>();
   auto f = promise->get_future();
-  impl_->send(record, [promise](const RecordMetadata& md, std::exception_ptr e) {
+  send(record, [promise](const RecordMetadata& md, std::exception_ptr e) {
     if (e) promise->set_exception(e);
     else promise->set_value(md);
   });
@@ -354,6 +387,10 @@ void Producer::abort_transaction() {
   t->kind = TxnTask::Kind::abort;
   impl_->run(std::move(t), "abort_transaction()",
              Clock::now() + std::chrono::milliseconds(impl_->config_.max_block_ms));
+  // The failures of the aborted transaction's records are its own: a later
+  // flush() does not report them.
+  std::lock_guard lock(impl_->err_mu_);
+  impl_->silent_ = nullptr;
 }
 
 ProducerStats Producer::stats() const { return impl_->sender_->stats(); }

@@ -87,8 +87,9 @@ void Sender::on_partition(BatchPtr b, std::int16_t code, std::int64_t base_offse
       (code == code_of(ErrorCode::invalid_producer_epoch) && txn && state_.v2())) {
     auto e = make_error<ProducerFencedError>(
         *b, code,
-        fmt::format("{}: another producer with transactional.id '{}' has started; close this one", name,
-                    state_.transactional_id()));
+        fmt::format("{}: another producer with transactional.id '{}' has started, or the coordinator ended the "
+                    "transaction after transaction.timeout.ms ({} ms); close this producer",
+                    name, state_.transactional_id(), config_.transaction_timeout_ms));
     state_.fatal(e);
     return fail(std::move(b), e);
   }
@@ -194,7 +195,15 @@ void Sender::fail(BatchPtr b, std::exception_ptr error) {
     } catch (...) {
     }
   }
-  if (b->silent) hooks_.silent_error(error);
+  // A record dropped by an abort is not a delivery error to report later.
+  bool aborted = false;
+  try {
+    std::rethrow_exception(error);
+  } catch (const TransactionAbortedError&) {
+    aborted = true;
+  } catch (...) {
+  }
+  if (b->silent && !aborted) hooks_.silent_error(error);
   {
     std::lock_guard lock(mu_);
     stats_.records_failed += static_cast<std::uint64_t>(b->record_count());

@@ -44,8 +44,9 @@ void Sender::txn_failed(std::int16_t code, const std::string& what) {
   const std::string id = state_.transactional_id();
   if (is(code, ErrorCode::producer_fenced) || is(code, ErrorCode::invalid_producer_epoch)) {
     auto e = std::make_exception_ptr(ProducerFencedError(
-        code, fmt::format("{}: {}: another producer with transactional.id '{}' has started; close this one", what,
-                          error_name(code), id)));
+        code, fmt::format("{}: {}: another producer with transactional.id '{}' has started, or the coordinator "
+                          "ended the transaction after transaction.timeout.ms ({} ms); close this producer",
+                          what, error_name(code), id, config_.transaction_timeout_ms)));
     state_.fatal(e);
     std::rethrow_exception(e);
   }

@@ -49,10 +49,26 @@ class PyProducer {
     msg.value = to_bytes(value);
     msg.timestamp = timestamp.value_or(-1);
     if (!headers.is_none()) {
-      for (nb::handle item : headers) {
-        nb::tuple t = nb::cast<nb::tuple>(item);
-        if (t.size() != 2) throw nb::value_error("kwire: a header is a (key, value) pair");
-        msg.headers.push_back(protocol::RecordHeader{nb::cast<std::string>(t[0]), to_bytes(t[1])});
+      auto add = [&](nb::handle key, nb::handle value) {
+        std::string k;
+        if (nb::isinstance<nb::str>(key)) k = nb::cast<std::string>(key);
+        else if (nb::isinstance<nb::bytes>(key)) {
+          nb::bytes b = nb::borrow<nb::bytes>(key);
+          k.assign(static_cast<const char*>(b.data()), b.size());
+        } else {
+          throw nb::type_error("kwire: a header key must be str or bytes");
+        }
+        msg.headers.push_back(protocol::RecordHeader{std::move(k), to_bytes(value)});
+      };
+      if (nb::isinstance<nb::dict>(headers)) {
+        for (auto [k, v] : nb::borrow<nb::dict>(headers)) add(k, v);
+      } else {
+        for (nb::handle item : headers) {
+          if (!nb::isinstance<nb::tuple>(item) || nb::len(item) != 2)
+            throw nb::type_error("kwire: headers are (key, value) pairs or a dict");
+          nb::tuple t = nb::borrow<nb::tuple>(item);
+          add(t[0], t[1]);
+        }
       }
     }
     client::Producer& p = get();
@@ -66,10 +82,13 @@ class PyProducer {
     p.flush();
   }
 
+  // Sends what is buffered and waits for it, aborts an unfinished
+  // transaction (as Java's close); never raises: delivery errors go to
+  // flush(), the next call of which no longer comes.
   void close() {
     if (!producer_) return;
     nb::gil_scoped_release release;
-    producer_->flush();
+    producer_->close();
     producer_.reset();
   }
 
@@ -204,6 +223,8 @@ void register_producer(nb::module_& m) {
            nb::arg("headers").none() = nb::none(), nb::arg("timestamp").none() = nb::none())
       .def("flush", &PyProducer::flush)
       .def("close", &PyProducer::close)
+      .def("__enter__", [](nb::handle self) { return nb::borrow(self); })
+      .def("__exit__", [](PyProducer& self, nb::args) { self.close(); })
       .def("produce_arrow", &PyProducer::produce_arrow, nb::arg("data"), nb::arg("topic").none() = nb::none())
       .def("init_transactions", [](PyProducer& self) { self.without_gil([](auto& p) { p.init_transactions(); }); })
       .def("begin_transaction", [](PyProducer& self) { self.without_gil([](auto& p) { p.begin_transaction(); }); })

@@ -126,3 +126,52 @@ def test_an_older_producer_is_fenced(bootstrap, new_topic):
         older.commit_transaction()
     assert isinstance(e.value, kwire.KafkaError) and e.value.code in (47, 90)  # INVALID_PRODUCER_EPOCH, PRODUCER_FENCED
     newer.close()
+
+
+def test_close_aborts_an_open_transaction_and_never_raises(bootstrap, new_topic):
+    topic = new_topic(1)
+    tid = "py-close-" + uuid.uuid4().hex[:8]
+    with kwire.Producer({"bootstrap.servers": bootstrap, "transactional.id": tid}) as p:
+        p.init_transactions()
+        p.begin_transaction()
+        p.send(topic, value=b"left-open", headers={"h": b"1", b"k": None})
+        p.flush()
+    # Aborted by close: a later plain record is readable under read_committed
+    # at once (the open transaction no longer holds the last stable offset).
+    plain = kwire.Producer({"bootstrap.servers": bootstrap})
+    plain.send(topic, value=b"after")
+    plain.flush()
+    plain.close()
+    assert read_until(bootstrap, topic, [b"after"], timeout_s=5) == [b"after"]
+    t = read_topic(bootstrap, topic, headers=True).to_pylist()
+    assert [r["headers"] for r in t if r["value"] == b"left-open"] == [[{"key": "h", "value": b"1"}, {"key": "k", "value": None}]]
+
+
+def test_an_abort_leaves_no_error_for_later_calls(bootstrap, new_topic):
+    topic = new_topic(1)
+    p = kwire.Producer({"bootstrap.servers": bootstrap, "transactional.id": "py-later-" + uuid.uuid4().hex[:8],
+                        "linger.ms": "60000"})
+    p.init_transactions()
+    p.begin_transaction()
+    p.send(topic, value=b"dropped")  # still queued: the abort drops it
+    p.abort_transaction()
+    p.begin_transaction()
+    p.send(topic, value=b"kept")
+    p.commit_transaction()
+    p.flush()  # nothing of the aborted transaction is reported here
+    p.close()
+    assert read_until(bootstrap, topic, [b"kept"]) == [b"kept"]
+
+
+def test_a_record_that_cannot_be_sent_makes_the_transaction_abortable(bootstrap, new_topic):
+    topic = new_topic(1)
+    p = kwire.Producer({"bootstrap.servers": bootstrap, "transactional.id": "py-half-" + uuid.uuid4().hex[:8]})
+    p.init_transactions()
+    p.begin_transaction()
+    with pytest.raises(kwire.KwireError, match="too large"):
+        p.produce_arrow(pa.table({"value": [b"r0", b"r1", b"x" * 2_000_000, b"r3"]}), topic=topic)
+    with pytest.raises(kwire.TransactionAbortableError, match="could not be sent"):
+        p.commit_transaction()
+    p.abort_transaction()
+    p.close()
+    assert read_until(bootstrap, topic, [], timeout_s=2) == []

@@ -302,5 +302,25 @@ TEST_P(Transactions, AProducerKilledInsideATransactionLeavesNothingOfItVisible) 
   EXPECT_NE(done.out.find("\"state\":\"CompleteCommit\""), std::string::npos) << done.out;
 }
 
+TEST_P(Transactions, AnInterruptedProducerAbortsItsOpenTransaction) {
+  auto topic = unique_topic("ktxn-int");
+  create_on_broker(topic, 1);
+  const std::string id = "ktxn-" + topic;
+  TempDir dir;
+  PipedKwire cli({"produce", "-b", broker(), "-t", topic, "--transactional-id", id}, dir.path());
+  ASSERT_TRUE(cli.write_line("open-0"));
+  EXPECT_EVENTUALLY_EQ(consume_on_broker(topic).size(), std::size_t{1});
+  cli.kill(SIGINT);  // Ctrl-C: the transaction is aborted before the exit
+  EXPECT_NE(read_file(dir.path() / "err").find("interrupted: the open transaction (1 record) was aborted"),
+            std::string::npos)
+      << read_file(dir.path() / "err");
+  auto d = run_kwire({"transactions", "describe", "-b", broker(), "--transactional-id", id, "--json"});
+  EXPECT_NE(d.out.find("\"state\":\"CompleteAbort\""), std::string::npos) << d.out;
+  // Nothing holds read_committed readers back: a plain record is readable at once.
+  ASSERT_EQ(run_kwire({"produce", "-b", broker(), "-t", topic}, "plain\n").exit_code, 0);
+  EXPECT_EVENTUALLY_EQ(values_of(consume_on_broker(topic, {"-X", "isolation.level=read_committed"})),
+                       std::multiset<std::string>{"plain"});
+}
+
 INSTANTIATE_TEST_SUITE_P(BothMajors, Transactions, ::testing::Values("current", "previous"),
                          [](const ::testing::TestParamInfo<const char*>& info) { return std::string(info.param); });
