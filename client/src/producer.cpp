@@ -6,6 +6,7 @@
 
 #include <condition_variable>
 #include <random>
+#include <stdexcept>
 
 #include <fmt/format.h>
 
@@ -167,6 +168,9 @@ class Producer::Impl {
     } else {
       state_.check(false);
     }
+    if (r.timestamp < -1)
+      throw std::invalid_argument(
+          fmt::format("invalid record timestamp {}: a timestamp is never negative (-1: now)", r.timestamp));
     const std::int64_t ts = r.timestamp == -1 ? wall_ms() : r.timestamp;
     std::unique_lock lock(part_mu_);
     const std::string topic(r.topic);
@@ -358,6 +362,10 @@ void Producer::send_offsets_to_transaction(const std::map<TopicPartition, Offset
   impl_->require_transactional("send_offsets_to_transaction()");
   if (group.group_id.empty()) throw TransactionStateError("send_offsets_to_transaction() needs a group id");
   impl_->state_.transition({TxnState::in_transaction}, TxnState::in_transaction, "send_offsets_to_transaction()");
+  for (auto& [tp, om] : offsets)
+    if (om.offset < 0)
+      throw std::invalid_argument(
+          fmt::format("send_offsets_to_transaction(): invalid offset {} for {}-{}", om.offset, tp.topic, tp.partition));
   if (offsets.empty()) return;
   auto t = std::make_unique<TxnTask>();
   t->kind = TxnTask::Kind::send_offsets;

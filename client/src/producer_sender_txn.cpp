@@ -121,7 +121,18 @@ void Sender::run_task(TxnTask& t) {
       state_.clear_added();
       state_.set_state(TxnState::ready);
       return;
-    case TxnTask::Kind::send_offsets: send_offsets(t); return;
+    case TxnTask::Kind::send_offsets: try { send_offsets(t);
+      } catch (const TimeoutError& e) {
+        // Offsets that may not be in the transaction: it must not commit
+        // without them (the records would be read again after a restart).
+        state_.abortable(std::make_exception_ptr(TransactionAbortableError(
+                             -1, fmt::format("the offsets could not be added to the transaction: {}; call "
+                                             "abort_transaction(), then begin a new transaction",
+                                             e.what()))),
+                         false);
+        throw;
+      }
+      return;
     case TxnTask::Kind::commit:
       if (auto e = state_.abortable_error()) std::rethrow_exception(e);
       end_transaction(true, t.deadline);
@@ -320,7 +331,12 @@ void Sender::add_partitions(Clock::time_point now) {
     add_failures_ = 0;
     return;
   }
-  add_not_before_ = now + retry_backoff(config_, add_failures_++);
+  // CONCURRENT_TRANSACTIONS: the coordinator is still writing the previous
+  // transaction's markers, a matter of milliseconds: asked again after 20 ms
+  // at most, as Java does for this answer.
+  const auto pause = retry_backoff(config_, add_failures_++);
+  add_not_before_ =
+      now + (is(code, ErrorCode::concurrent_transactions) ? std::min(pause, std::chrono::milliseconds(20)) : pause);
 }
 
 void Sender::fail_queued_if_abortable() {
