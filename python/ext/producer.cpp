@@ -36,7 +36,7 @@ class PyProducer {
       : producer_(std::make_unique<client::Producer>(to_options(properties))) {}
 
   client::Producer& get() {
-    if (!producer_) throw nb::value_error("kwire: the producer is closed");
+    if (!producer_) throw client::ClientError("the producer is closed");
     return *producer_;
   }
 
