@@ -1,6 +1,9 @@
 #!/usr/bin/env python3
 """Writes the markdown results of scripts/bench from its raw rows.
 
+--kind consume (default) or produce (scripts/bench --produce: rows as the
+consume rows with the shape label in place of the topic; no decode rows).
+
 Consume rows (tab-separated): topic, contender, wall s, CPU s, peak RSS KB,
 records/s. Decode rows: label, decoder, the `key=value ...` line printed by
 `kwire_fetch_decode decode` and `franz decode`. Topic specs after `--`:
@@ -12,6 +15,7 @@ import platform
 import statistics
 
 CONTENDERS = ["kwire", "librdkafka-newest", "librdkafka-debian", "franz-go", "kcat", "java"]
+PRODUCE_CONTENDERS = ["kwire", "librdkafka-newest", "franz-go", "java"]
 
 
 def cpu_model():
@@ -32,8 +36,11 @@ def main():
     ap = argparse.ArgumentParser()
     for a in ("raw", "decode", "settings", "out", "mode", "runs", "load-before", "load-after", "command"):
         ap.add_argument("--" + a, required=True)
+    ap.add_argument("--kind", choices=("consume", "produce"), default="consume")
     ap.add_argument("specs", nargs="*")
     a = ap.parse_args()
+    produce = a.kind == "produce"
+    contenders = PRODUCE_CONTENDERS if produce else CONTENDERS
     specs = [s.split() for s in a.specs]
 
     rows = {}
@@ -43,7 +50,7 @@ def main():
 
     mem_gb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
     out = [
-        f"# kwire consume benchmark ({a.mode})",
+        f"# kwire {a.kind} benchmark ({a.mode})",
         "",
         f"- command: `{a.command}`",
         f"- machine: {cpu_model()}, {os.cpu_count()} CPUs, {mem_gb:.0f} GB RAM, Linux {platform.release()}",
@@ -55,14 +62,32 @@ def main():
             f"- **the machine was busy (1-min load {busy:.1f} before it, on {os.cpu_count()} CPUs): these figures show "
             "that the benchmark runs, they are not a result**"
         )
+    out.append(f"- rounds: {a.runs}, contenders in rotating order; figures are medians (min-max over the rounds)")
+    if produce:
+        out += [
+            "- each run: N records of S bytes without key (one value of random letters A-Z, generated once) to a "
+            "fresh topic of 6 partitions, acks=all with idempotence on, every acknowledgement awaited; the topic "
+            "is deleted after the run",
+            "- records/s: each program's own figure, from its first send to the last acknowledgement (java: "
+            "ProducerPerformance's records/sec; process and JVM start-up excluded for all)",
+            "- CPU: user + sys seconds of the whole process (GNU time) per million records (java's include JVM "
+            "start-up); RSS: peak resident set",
+        ]
+    else:
+        out.append(
+            "- records/s: records / whole-process wall time (process start, metadata and offset lookups "
+            "included), except java: its fetch.nMsg.sec (JVM start-up and group join excluded)"
+        )
+        out.append(
+            "- CPU: user + sys seconds of the whole process (GNU time) per million records; RSS: peak resident set"
+        )
     out += [
-        f"- rounds: {a.runs}, contenders in rotating order; figures are medians (min-max over the rounds)",
-        "- records/s: records / whole-process wall time (process start, metadata and offset lookups included), "
-        "except java: its fetch.nMsg.sec (JVM start-up and group join excluded)",
-        "- CPU: user + sys seconds of the whole process (GNU time) per million records; RSS: peak resident set",
         "- ratios are kwire's: records/s kwire/peer (above 1: kwire faster); CPU per record and peak RSS "
         "kwire/peer (below 1: kwire uses less)",
-        "- every contender's record count was checked against the topic's",
+        "- every contender's count of acknowledged records and the topic's record count (sum of the high "
+        "watermarks) after the run were checked against N"
+        if produce
+        else "- every contender's record count was checked against the topic's",
         "",
         "## Versions and settings",
         "",
@@ -70,15 +95,15 @@ def main():
     out += [f"- {line.strip()}" for line in open(a.settings) if line.strip()]
     out += [
         "",
-        "## Consume",
+        "## Produce" if produce else "## Consume",
         "",
-        "| topic | records | contender | records/s | CPU s / M records | peak RSS MB | kwire ratio: records/s | CPU/record | RSS |",
+        f"| {'shape' if produce else 'topic'} | records | contender | records/s | CPU s / M records | peak RSS MB | kwire ratio: records/s | CPU/record | RSS |",
         "|---|---:|---|---:|---:|---:|---:|---:|---:|",
     ]
     for name, n, size, codec, parts in specs:
         n = int(n)
         med = {}
-        for who in CONTENDERS:
+        for who in contenders:
             r = rows.get((name, who))
             if not r:
                 continue
