@@ -80,9 +80,18 @@ struct Checker {
     req.protocol_type = "consumer";
     const Bytes metadata = subscription(g.topic);
     req.protocols.push_back({"range", metadata, {}});
-    for (int round = 0; round < 2; ++round) {
+    for (int round = 0, waits = 0; round < 2; ++round) {
       auto r = call<JoinGroupResponse>(c, req, v, out.error);
       if (!out.error.empty()) return out;
+      // A fresh broker loads its __consumer_offsets partition first: asked
+      // again for up to 10 s, as a client does.
+      if ((r.error_code == static_cast<std::int16_t>(ErrorCode::coordinator_load_in_progress) ||
+           r.error_code == static_cast<std::int16_t>(ErrorCode::coordinator_not_available)) &&
+          waits++ < 100) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        --round;
+        continue;
+      }
       if (r.error_code == static_cast<std::int16_t>(ErrorCode::member_id_required) && round == 0) {
         if (v < 4) {
           out.error = "MEMBER_ID_REQUIRED before v4";
