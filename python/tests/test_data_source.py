@@ -85,14 +85,15 @@ def test_batch_ranges_reject_a_resolved_start_after_its_end(bootstrap, new_topic
     from conftest import recent_ms
 
     topic = new_topic(1)
+    t0 = recent_ms()  # once: a second ticking between calls would move every timestamp after it
     for i in range(6):
-        producer.send(topic, value=b"v", partition=0, timestamp=recent_ms(i * 1000))
+        producer.send(topic, value=b"v", partition=0, timestamp=t0 + i * 1000)
     producer.flush()
     planner = _kwire.SourcePlanner(
         {
             "kafka.bootstrap.servers": bootstrap,
             "subscribe": topic,
-            "startingTimestamp": str(recent_ms(4000)),  # offset 4
+            "startingTimestamp": str(t0 + 4000),  # offset 4
             "endingOffsets": json.dumps({topic: {"0": 2}}),
         },
         False,
