@@ -30,11 +30,11 @@ bool txn_retriable(std::int16_t code) {
 }
 
 // The first error of a per-partition result list (0 when none).
-template <class Topics, class Code>
-std::int16_t first_error(const Topics& topics, Code code) {
+template <class Topics, class Parts, class Code>
+std::int16_t first_error(const Topics& topics, Parts parts, Code code) {
   for (auto& t : topics)
-    for (auto& p : code(t))
-      if (p) return p;
+    for (auto& p : t.*parts)
+      if (p.*code) return p.*code;
   return 0;
 }
 
@@ -234,11 +234,8 @@ void Sender::send_offsets(const TxnTask& t) {
     std::int16_t v = c.version_for<TxnOffsetCommitRequest>();
     if (!state_.v2()) v = std::min<std::int16_t>(v, 4);  // v5 is transactions v2's
     auto r = c.receive<TxnOffsetCommitResponse>(c.send(req, v), v, loop.request_deadline()).body;
-    const std::int16_t code = first_error(r.topics, [](auto& topic) {
-      std::vector<std::int16_t> codes;
-      for (auto& p : topic.partitions) codes.push_back(p.error_code);
-      return codes;
-    });
+    using Resp = TxnOffsetCommitResponse;
+    const std::int16_t code = first_error(r.topics, &Resp::Topic::partitions, &Resp::Partition::error_code);
     if (txn_retriable(code) || is(code, ErrorCode::coordinator_load_in_progress) ||
         is(code, ErrorCode::unstable_offset_commit))
       return CoordinatorReply::retry(code);
@@ -301,11 +298,9 @@ void Sender::add_partitions(Clock::time_point now) {
                                                      AddPartitionsToTxnRequest::kClientMaxVersion),
                                       AddPartitionsToTxnRequest::kClientMaxVersion);
       auto r = c.receive<AddPartitionsToTxnResponse>(c.send(req, v), v, deadline).body;
-      code = first_error(r.results_by_topic_v3_and_below, [](auto& topic) {
-        std::vector<std::int16_t> codes;
-        for (auto& p : topic.results_by_partition) codes.push_back(p.partition_error_code);
-        return codes;
-      });
+      using Resp = AddPartitionsToTxnResponse;
+      code = first_error(r.results_by_topic_v3_and_below, &Resp::TopicResult::results_by_partition,
+                         &Resp::PartitionResult::partition_error_code);
       if (code && !txn_retriable(code)) {
         to_add_.clear();
         try {
