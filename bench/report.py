@@ -32,11 +32,49 @@ def med_range(xs, fmt):
     return f"{fmt(statistics.median(xs))} ({fmt(min(xs))}-{fmt(max(xs))})" if len(xs) > 1 else fmt(xs[0])
 
 
+def transactions_table(path):
+    """Rows: label, contender, records per transaction, wall s, CPU s, peak RSS KB, records/s, commits/s."""
+    rows, shapes = {}, {}
+    for line in open(path):
+        label, who, per_txn, wall, cpu, rss, rec_s, commits_s = line.rstrip("\n").split("\t")
+        shapes[label] = int(per_txn)
+        rows.setdefault((label, who), []).append((float(cpu), int(rss), float(rec_s), float(commits_s)))
+    if not rows:
+        return []
+    out = [
+        "## Transactions",
+        "",
+        "Records of 100 B without key, no compression, 6 partitions, acks=all; each program begins a "
+        "transaction, sends K records and commits, over and over (transactional.id fresh per run; "
+        "init_transactions before the clock starts). commits/s and records/s from the first begin to the last "
+        "commit; CPU of the whole process (java's include JVM start-up and compiling TxnBench.java).",
+        "",
+        "| records per transaction | contender | commits/s | records/s | CPU s | peak RSS MB | kwire ratio: commits/s |",
+        "|---:|---|---:|---:|---:|---:|---:|",
+    ]
+    for label, k in shapes.items():
+        by = {w: rows[(label, w)] for w in ("kwire", "franz-go", "java") if (label, w) in rows}
+        kw = by.get("kwire")
+        for who, r in by.items():
+            ratio = ""
+            if kw and who != "kwire":
+                ratio = f"{statistics.median([x[3] for x in kw]) / statistics.median([x[3] for x in r]):.2f}x"
+            out.append(
+                f"| {k:,} | {who} | {med_range([x[3] for x in r], lambda v: f'{v:,.1f}')} | "
+                f"{med_range([x[2] for x in r], lambda v: f'{v:,.0f}')} | "
+                f"{med_range([x[0] for x in r], lambda v: f'{v:.2f}')} | "
+                f"{med_range([x[1] / 1024 for x in r], lambda v: f'{v:.0f}')} | {ratio} |"
+            )
+    out.append("")
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser()
     for a in ("raw", "decode", "settings", "out", "mode", "runs", "load-before", "load-after", "command"):
         ap.add_argument("--" + a, required=True)
     ap.add_argument("--kind", choices=("consume", "produce"), default="consume")
+    ap.add_argument("--txn-raw", help="produce: rows of the transactions runs")
     ap.add_argument("specs", nargs="*")
     a = ap.parse_args()
     produce = a.kind == "produce"
@@ -127,6 +165,8 @@ def main():
                 + " | ".join(ratios) + " |"
             )
     out.append("")
+    if produce and a.txn_raw:
+        out += transactions_table(a.txn_raw)
 
     drows = {}
     for line in open(a.decode):

@@ -259,6 +259,31 @@ void check_read_range(const CommonOptions& common, const ReadRangeArgs& args) {
                     args.from, args.until, to_string(tp), args.until, latest, earliest));
 }
 
+// kcat's delimiter escapes: \t, \n, \r, \\ and \xNN; other text as it is.
+std::string unescape_delimiter(const std::string& s) {
+  std::string out;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] != '\\' || i + 1 >= s.size()) {
+      out += s[i];
+      continue;
+    }
+    const char c = s[++i];
+    if (c == 't') out += '\t';
+    else if (c == 'n') out += '\n';
+    else if (c == 'r') out += '\r';
+    else if (c == '\\') out += '\\';
+    else if (c == 'x' && i + 2 < s.size() + 0 && std::isxdigit(static_cast<unsigned char>(s[i + 1])) &&
+             std::isxdigit(static_cast<unsigned char>(s[i + 2]))) {
+      out += static_cast<char>(std::stoi(s.substr(i + 1, 2), nullptr, 16));
+      i += 2;
+    } else {
+      out += '\\';
+      out += c;
+    }
+  }
+  return out;
+}
+
 int cmd_produce(const CommonOptions& common, const ProduceArgs& args) {
   auto props = common.client_properties();
   if (args.compression) props["compression.type"] = *args.compression;
@@ -308,18 +333,25 @@ int cmd_produce(const CommonOptions& common, const ProduceArgs& args) {
     auto [k, v] = split_key_value(h, "header");
     headers.push_back({k, Bytes(v.begin(), v.end())});
   }
+  // -p -1, as kcat's: the partitioner chooses (by key hash, else sticky).
+  if (args.partition && *args.partition < -1)
+    throw std::invalid_argument(
+        fmt::format("invalid partition {}: 0 or more, or -1 for the partitioner", *args.partition));
+  const std::optional<std::int32_t> partition = args.partition && *args.partition >= 0 ? args.partition : std::nullopt;
+  const std::string delimiter = args.key_delimiter ? unescape_delimiter(*args.key_delimiter) : std::string();
   std::string line;
-  std::uint64_t n = 0;
+  std::uint64_t n = 0, line_no = 0, refused = 0;
   while (!g_stop && std::getline(std::cin, line)) {
+    ++line_no;
     ProducerMessage msg;
     msg.topic = args.topic;
-    msg.partition = args.partition;
+    msg.partition = partition;
     msg.headers = headers;
-    if (args.key_delimiter && !args.key_delimiter->empty()) {
-      auto pos = line.find(*args.key_delimiter);
+    if (!delimiter.empty()) {
+      auto pos = line.find(delimiter);
       if (pos != std::string::npos) {
         msg.key = Bytes(line.begin(), line.begin() + static_cast<std::ptrdiff_t>(pos));
-        auto vstart = pos + args.key_delimiter->size();
+        auto vstart = pos + delimiter.size();
         msg.value = Bytes(line.begin() + static_cast<std::ptrdiff_t>(vstart), line.end());
       } else {
         msg.value = Bytes(line.begin(), line.end());
@@ -327,7 +359,19 @@ int cmd_produce(const CommonOptions& common, const ProduceArgs& args) {
     } else {
       msg.value = Bytes(line.begin(), line.end());
     }
-    producer.send(std::move(msg));
+    if (txn) {
+      producer.send(std::move(msg));  // a refused record makes the transaction abortable: it fails at commit
+    } else {
+      // A line that cannot be a record (larger than max.request.size): said,
+      // and the rest of the input still goes; the exit status is 1.
+      try {
+        producer.send(std::move(msg));
+      } catch (const RecordTooLargeError& e) {
+        fmt::print(stderr, "line {} not produced: {}\n", line_no, e.what());
+        ++refused;
+        continue;
+      }
+    }
     ++n;
     if (txn && ++in_txn == static_cast<std::uint64_t>(args.records_per_transaction.value_or(0))) {
       commit();
@@ -356,6 +400,10 @@ int cmd_produce(const CommonOptions& common, const ProduceArgs& args) {
   }
   producer.flush();
   fmt::print(stderr, "produced {} to '{}'\n", records(n), args.topic);
+  if (refused) {
+    fmt::print(stderr, "{} line{} not produced (see above)\n", refused, refused == 1 ? " was" : "s were");
+    return 1;
+  }
   return 0;
 }
 

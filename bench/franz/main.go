@@ -210,6 +210,67 @@ func produce(brokers, topic string, records int64, size int, codec string) {
 	}
 }
 
+// produceTxn sends the records in transactions of perTxn records each
+// (transactional id franz-bench-<pid>): BeginTransaction, perTxn Produce,
+// Flush and EndTransaction(TryCommit). Prints "<acknowledged> <seconds>
+// <records/s> <commits> <commits/s>" from the first BeginTransaction to the
+// last commit.
+func produceTxn(brokers, topic string, records int64, size int, perTxn int64) {
+	cl, err := kgo.NewClient(
+		kgo.SeedBrokers(brokers),
+		kgo.DefaultProduceTopic(topic),
+		kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.ProducerBatchCompression(kgo.NoCompression()),
+		kgo.TransactionalID(fmt.Sprintf("franz-bench-%d", os.Getpid())),
+	)
+	if err != nil {
+		fail("client: %v", err)
+	}
+	payload := make([]byte, size)
+	rng := rand.New(rand.NewSource(42))
+	for i := range payload {
+		payload[i] = byte('A' + rng.Intn(26))
+	}
+	var acked, failed atomic.Int64
+	var firstErr sync.Once
+	promise := func(_ *kgo.Record, err error) {
+		if err == nil {
+			acked.Add(1)
+			return
+		}
+		failed.Add(1)
+		firstErr.Do(func() { fmt.Fprintf(os.Stderr, "franz: record failed: %v\n", err) })
+	}
+	ctx := context.Background()
+	var commits int64
+	t0 := time.Now()
+	for i := int64(0); i < records; i++ {
+		if i%perTxn == 0 {
+			if err := cl.BeginTransaction(); err != nil {
+				fail("begin: %v", err)
+			}
+		}
+		cl.Produce(ctx, &kgo.Record{Value: payload}, promise)
+		if (i+1)%perTxn == 0 || i+1 == records {
+			if err := cl.Flush(ctx); err != nil {
+				fail("flush: %v", err)
+			}
+			if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+				fail("commit: %v", err)
+			}
+			commits++
+		}
+	}
+	secs := time.Since(t0).Seconds()
+	cl.Close()
+	n := acked.Load()
+	span := max(secs, 1e-3)
+	fmt.Printf("%d %.3f %.0f %d %.1f\n", n, secs, float64(n)/span, commits, float64(commits)/span)
+	if failed.Load() != 0 || n != records {
+		fail("%d acknowledged, %d failed, expected %d", n, failed.Load(), records)
+	}
+}
+
 func cpuSeconds() float64 {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
@@ -298,6 +359,17 @@ func main() {
 				produce(os.Args[2], os.Args[3], n, size, os.Args[6])
 				return
 			}
+		case "produce-txn":
+			if len(os.Args) == 7 {
+				n, err1 := strconv.ParseInt(os.Args[4], 10, 64)
+				size, err2 := strconv.Atoi(os.Args[5])
+				k, err3 := strconv.ParseInt(os.Args[6], 10, 64)
+				if err1 != nil || err2 != nil || err3 != nil || n <= 0 || size < 0 || k <= 0 {
+					fail("bad RECORDS, SIZE or PER_TXN")
+				}
+				produceTxn(os.Args[2], os.Args[3], n, size, k)
+				return
+			}
 		case "decode":
 			if len(os.Args) == 5 {
 				v, err1 := strconv.ParseInt(os.Args[3], 10, 16)
@@ -311,6 +383,7 @@ func main() {
 		}
 	}
 	fmt.Fprintln(os.Stderr, "usage: franz consume BROKERS TOPIC | franz settings | franz decode FILE VERSION SECONDS | "+
-		"franz produce BROKERS TOPIC RECORDS SIZE CODEC | franz produce-settings")
+		"franz produce BROKERS TOPIC RECORDS SIZE CODEC | franz produce-txn BROKERS TOPIC RECORDS SIZE PER_TXN | "+
+		"franz produce-settings")
 	os.Exit(2)
 }

@@ -324,6 +324,7 @@ ClientConfig ClientConfig::from_properties(const std::map<std::string, std::stri
       c.max_request_size = static_cast<std::int32_t>(parse_int(key, value, 1, kMaxInt));
     } else if (key == "delivery.timeout.ms" || key == "message.timeout.ms") {
       c.delivery_timeout_ms = static_cast<std::int32_t>(parse_int(key, value, 1, kMaxInt));
+      c.delivery_timeout_given = true;
     } else if (key == "buffer.memory") {
       c.buffer_memory = parse_int(key, value, 1, std::numeric_limits<std::int64_t>::max());
     } else if (key == "queue.buffering.max.kbytes") {

@@ -500,6 +500,8 @@ std::int16_t Connection::pick_version(std::int16_t api_key, std::int16_t ours_mi
   return hi;
 }
 
+std::shared_ptr<Bytes> Connection::request_buffer(std::size_t size) { return detail::make_empty_frame(size); }
+
 void Connection::enqueue(std::int32_t corr, std::int16_t api_key, std::int16_t version, std::shared_ptr<Bytes> frame,
                          bool expect_response) {
   if (!error_ && abandoned_expired()) fail("a request went unanswered for request.timeout.ms");

@@ -56,4 +56,12 @@ std::shared_ptr<protocol::Bytes> make_frame(std::size_t size) {
   return std::shared_ptr<protocol::Bytes>(buf.release(), [](protocol::Bytes* b) { pool().give(b); });
 }
 
+std::shared_ptr<protocol::Bytes> make_empty_frame(std::size_t capacity) {
+  auto buf = pool().take(capacity);
+  if (!buf) buf = std::make_unique<protocol::Bytes>();
+  buf->clear();
+  buf->reserve(capacity);
+  return std::shared_ptr<protocol::Bytes>(buf.release(), [](protocol::Bytes* b) { pool().give(b); });
+}
+
 }  // namespace kwire::client::detail

@@ -17,6 +17,9 @@ namespace kwire::client::detail {
 /// goes. Thread-safe:
 /// the last owner of a frame may be any thread.
 std::shared_ptr<protocol::Bytes> make_frame(std::size_t size);
+/// An empty buffer (size 0) with room for `capacity` bytes, from the same
+/// pool: for a frame written by appending (a request).
+std::shared_ptr<protocol::Bytes> make_empty_frame(std::size_t capacity);
 
 inline constexpr std::size_t kMaxPooledFrames = 4;
 inline constexpr std::size_t kMaxPooledFrameBytes = std::size_t{8} << 20;  // 8 MiB

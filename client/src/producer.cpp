@@ -5,6 +5,7 @@
 #include "kwire/client/producer.hpp"
 
 #include <condition_variable>
+#include <limits>
 #include <random>
 #include <stdexcept>
 
@@ -54,6 +55,21 @@ namespace {
 // Java's ProducerConfig rule: idempotence is on unless turned off; when not
 // given, settings it cannot work with turn it off; when given as true, they
 // are an error.
+// A record may wait linger.ms and then one request.timeout.ms: as Java's
+// producer, a delivery.timeout.ms below their sum is an error when given, and
+// raised to the sum when it is the default.
+ClientConfig checked_delivery_timeout(ClientConfig c) {
+  const std::int64_t floor = std::min<std::int64_t>(static_cast<std::int64_t>(c.linger_ms) + c.request_timeout_ms,
+                                                    std::numeric_limits<std::int32_t>::max());
+  if (c.delivery_timeout_ms >= floor) return c;
+  if (c.delivery_timeout_given)
+    throw ConfigError(fmt::format(
+        "delivery.timeout.ms ({} ms) should be equal to or larger than linger.ms + request.timeout.ms ({} + {} ms)",
+        c.delivery_timeout_ms, c.linger_ms, c.request_timeout_ms));
+  c.delivery_timeout_ms = static_cast<std::int32_t>(floor);
+  return c;
+}
+
 bool decide_idempotence(const ClientConfig& c) {
   std::string conflict;
   if (c.acks != -1) conflict = fmt::format("acks={} (idempotence needs acks=all)", c.acks);
@@ -89,7 +105,7 @@ std::int64_t wall_ms() {
 class Producer::Impl {
  public:
   explicit Impl(ClientConfig config)
-      : config_(std::move(config)),
+      : config_(checked_delivery_timeout(std::move(config))),
         idempotent_(decide_idempotence(config_)),
         state_(idempotent_, config_.transactional_id),
         acc_(config_, [this] { wake(); }),
@@ -176,7 +192,6 @@ class Producer::Impl {
     const std::string topic(r.topic);
     const std::int32_t count = partitions(topic, lock);
     std::int32_t partition;
-    Sticky* sticky = nullptr;
     if (r.partition) {
       if (*r.partition < 0 || *r.partition >= count)
         throw ClientError(
@@ -185,27 +200,24 @@ class Producer::Impl {
     } else if (r.key) {
       partition = static_cast<std::int32_t>((murmur2(*r.key) & 0x7fffffff) % count);
     } else {
-      sticky = &sticky_[topic];
-      if (sticky->partition < 0 || sticky->partition >= count) {
-        sticky->partition = static_cast<std::int32_t>(rng_() % static_cast<std::uint32_t>(count));
-        sticky->bytes = 0;
+      Sticky& sticky = sticky_[topic];
+      if (sticky.partition < 0 || sticky.partition >= count) {
+        sticky.partition = static_cast<std::int32_t>(rng_() % static_cast<std::uint32_t>(count));
+        sticky.bytes = 0;
       }
-      partition = sticky->partition;
+      partition = sticky.partition;
+      // KIP-794: move on once batch.size bytes went to the partition (the
+      // record's size as the first of a batch: close enough for the count).
+      sticky.bytes += RecordBatchBuilder().record_size(ts, r.key, r.value, r.headers);
+      if (sticky.bytes >= static_cast<std::size_t>(std::max(config_.batch_size, 1)) && count > 1) {
+        sticky.partition =
+            static_cast<std::int32_t>((sticky.partition + 1 + rng_() % static_cast<std::uint32_t>(count - 1)) %
+                                      static_cast<std::uint32_t>(count));
+        sticky.bytes = 0;
+      }
     }
     lock.unlock();
-    const auto appended =
-        acc_.append(TopicPartition{topic, partition}, ts, r.key, r.value, r.headers, std::move(callback));
-    if (sticky) {
-      // KIP-794: move on once batch.size bytes went to the partition.
-      lock.lock();
-      sticky->bytes += appended.bytes;
-      if (sticky->bytes >= static_cast<std::size_t>(std::max(config_.batch_size, 1)) && count > 1) {
-        sticky->partition =
-            static_cast<std::int32_t>((sticky->partition + 1 + rng_() % static_cast<std::uint32_t>(count - 1)) %
-                                      static_cast<std::uint32_t>(count));
-        sticky->bytes = 0;
-      }
-    }
+    acc_.append(TopicPartition{topic, partition}, ts, r.key, r.value, r.headers, std::move(callback));
   }
 
   void flush() {

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "kwire/protocol/errors.hpp"
+
 namespace kwire::client {
 
 using namespace kwire::protocol;
@@ -25,8 +27,9 @@ BatchPtr RecordAccumulator::open_batch(const TopicPartition& tp, std::size_t fir
                                        std::unique_lock<std::mutex>& lock) {
   const std::size_t reserve = std::max(batch_size_, kBatchHeader + first_record);
   if (reserve > buffer_memory_)
-    throw ClientError(fmt::format("a record of {} bytes for {} is larger than buffer.memory ({} bytes)", first_record,
-                                  to_string(tp), buffer_memory_));
+    throw RecordTooLargeError(tp, static_cast<std::int16_t>(ErrorCode::message_too_large), false,
+                              fmt::format("a record of {} bytes for {} is larger than buffer.memory ({} bytes)",
+                                          first_record, to_string(tp), buffer_memory_));
   const auto until = Clock::now() + max_block_;
   while (used_ + reserve > buffer_memory_) {
     if (closed_) throw ClientError("the producer is closed");
@@ -79,7 +82,8 @@ RecordAccumulator::Appended RecordAccumulator::append(const TopicPartition& tp, 
     RecordBatchBuilder probe;
     size = probe.record_size(timestamp, key, value, headers);
     if (kBatchHeader + size > static_cast<std::size_t>(config_.max_request_size))
-      throw ClientError(
+      throw RecordTooLargeError(
+          tp, static_cast<std::int16_t>(ErrorCode::message_too_large), false,
           fmt::format("a record of {} bytes for {} is larger than max.request.size ({} bytes): record too large",
                       kBatchHeader + size, to_string(tp), config_.max_request_size));
     auto batch = open_batch(tp, size, lock);

@@ -98,6 +98,15 @@ void Sender::on_partition(BatchPtr b, std::int16_t code, std::int64_t base_offse
        code == code_of(ErrorCode::out_of_order_sequence_number) || code == code_of(ErrorCode::unknown_producer_id))) {
     // The transaction cannot commit; after the abort the epoch is bumped
     // (the broker's sequence for the partition no longer matches ours).
+    if (code == code_of(ErrorCode::invalid_producer_epoch))
+      // The classic protocol's answer to a fenced producer (KIP-588): the
+      // abort then says whether it was fenced.
+      return fail(std::move(b), make_error<TransactionAbortableError>(
+                                    *b, code,
+                                    fmt::format("{}: the broker knows a newer epoch of transactional.id '{}' (another "
+                                                "producer of the id may have started); call abort_transaction(), "
+                                                "which raises ProducerFencedError if this producer was fenced",
+                                                name, state_.transactional_id())));
     return fail(std::move(b), batch_error(*b, code, false));
   }
   if (state_.idempotent() &&

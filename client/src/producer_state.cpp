@@ -43,6 +43,7 @@ TxnState ProducerState::state() const {
 }
 
 void ProducerState::check(bool abortable_throws) const {
+  if (!errored_.load(std::memory_order_acquire)) return;
   std::lock_guard lock(mu_);
   if (fatal_) std::rethrow_exception(fatal_);
   if (abortable_throws && abortable_) std::rethrow_exception(abortable_);
@@ -72,6 +73,7 @@ void ProducerState::abortable(std::exception_ptr error, bool bump) {
   std::lock_guard lock(mu_);
   if (fatal_) return;
   if (!abortable_) abortable_ = std::move(error);
+  errored_.store(true, std::memory_order_release);
   bump_after_abort_ = bump_after_abort_ || bump;
   if (state_ == TxnState::in_transaction || state_ == TxnState::committing) state_ = TxnState::abortable_error;
 }
@@ -79,6 +81,7 @@ void ProducerState::abortable(std::exception_ptr error, bool bump) {
 void ProducerState::fatal(std::exception_ptr error) {
   std::lock_guard lock(mu_);
   if (!fatal_) fatal_ = std::move(error);
+  errored_.store(true, std::memory_order_release);
   state_ = TxnState::fatal_error;
 }
 
@@ -100,6 +103,7 @@ bool ProducerState::bump_after_abort() const {
 void ProducerState::clear_abortable() {
   std::lock_guard lock(mu_);
   abortable_ = nullptr;
+  errored_.store(fatal_ != nullptr, std::memory_order_release);
   bump_after_abort_ = false;
 }
 

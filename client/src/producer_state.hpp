@@ -8,6 +8,7 @@
 // the producer id are read by the callers' threads too, under a mutex.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <exception>
 #include <map>
@@ -124,6 +125,8 @@ class ProducerState {
   TxnState state_ = TxnState::uninitialized;
   std::exception_ptr fatal_;
   std::exception_ptr abortable_;
+  // Set with fatal_ or abortable_ (under mu_): check() reads it without the lock.
+  std::atomic<bool> errored_{false};
   bool bump_after_abort_ = false;
   bool v2_ = false;
   bool started_ = false;

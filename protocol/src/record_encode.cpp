@@ -107,7 +107,7 @@ void RecordBatchBuilder::clear() noexcept {
 void RecordBatchBuilder::grow(std::size_t need) {
   if (need <= cap_) return;
   std::size_t cap = std::max<std::size_t>({need, cap_ * 2, 256});
-  auto next = std::make_unique<std::uint8_t[]>(cap);
+  auto next = std::make_unique_for_overwrite<std::uint8_t[]>(cap);  // written before read
   if (size_) std::memcpy(next.get(), buf_.get(), size_);
   buf_ = std::move(next);
   cap_ = cap;

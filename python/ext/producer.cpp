@@ -7,6 +7,10 @@
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
+#include <chrono>
+#include <future>
+#include <memory>
+
 #include "common.hpp"
 #include "kwire/client/kafka_client.hpp"
 #include "kwire/client/producer.hpp"
@@ -33,7 +37,9 @@ std::optional<protocol::Bytes> to_bytes(nb::handle h) {
 class PyProducer {
  public:
   explicit PyProducer(const nb::dict& properties)
-      : producer_(std::make_unique<client::Producer>(to_options(properties))) {}
+      : producer_(std::make_shared<client::Producer>(to_options(properties))) {}
+  PyProducer(const PyProducer&) = delete;
+  PyProducer& operator=(const PyProducer&) = delete;
 
   client::Producer& get() {
     if (!producer_) throw client::ClientError("the producer is closed");
@@ -77,9 +83,7 @@ class PyProducer {
   }
 
   void flush() {
-    client::Producer& p = get();
-    nb::gil_scoped_release release;
-    p.flush();
+    interruptible([](client::Producer& p) { p.flush(); });
   }
 
   // Sends what is buffered and waits for it, aborts an unfinished
@@ -88,16 +92,38 @@ class PyProducer {
   void close() {
     if (!producer_) return;
     nb::gil_scoped_release release;
+    background_.clear();  // waits for calls a KeyboardInterrupt left running
     producer_->close();
     producer_.reset();
+  }
+
+  // A call that may wait long (flush, the transaction calls) runs on a
+  // thread of its own while this one checks for signals every 100 ms:
+  // Ctrl-C raises KeyboardInterrupt at once, as it does for Java's
+  // InterruptException. The call itself goes on in the background (its
+  // outcome is what a later call sees; close() waits for it).
+  template <class F>
+  void interruptible(F&& f) {
+    get();  // raises when closed
+    std::shared_ptr<client::Producer> p = producer_;
+    auto done = std::async(std::launch::async, [p, f = std::forward<F>(f)]() mutable { f(*p); });
+    for (;;) {
+      {
+        nb::gil_scoped_release release;
+        if (done.wait_for(std::chrono::milliseconds(100)) == std::future_status::ready) break;
+      }
+      if (PyErr_CheckSignals() != 0) {
+        background_.push_back(std::move(done));
+        throw nb::python_error();
+      }
+    }
+    done.get();  // its error, if any
   }
 
   // ---- transactions ----
   template <class F>
   void without_gil(F&& f) {
-    client::Producer& p = get();
-    nb::gil_scoped_release release;
-    f(p);
+    interruptible(std::forward<F>(f));
   }
 
   void send_offsets(const std::map<std::pair<std::string, std::int32_t>, std::int64_t>& offsets,
@@ -106,7 +132,8 @@ class PyProducer {
     std::map<client::TopicPartition, client::OffsetAndMetadata> o;
     for (const auto& [tp, off] : offsets) o[client::TopicPartition{tp.first, tp.second}].offset = off;
     client::ConsumerGroupMetadata g{group_id, member_id, generation, std::move(group_instance_id)};
-    without_gil([&](client::Producer& p) { p.send_offsets_to_transaction(o, g); });
+    // By value: an interrupted call goes on after this frame is gone.
+    without_gil([o = std::move(o), g = std::move(g)](client::Producer& p) { p.send_offsets_to_transaction(o, g); });
   }
 
   // Every row of an Arrow table, record batch or stream (anything with
@@ -170,7 +197,8 @@ class PyProducer {
   }
 
  private:
-  std::unique_ptr<client::Producer> producer_;
+  std::shared_ptr<client::Producer> producer_;
+  std::vector<std::future<void>> background_;  // calls interrupted in Python, still running
 };
 
 class PyAdmin {

@@ -81,6 +81,9 @@ def test_produce_arrow_schema_errors_name_the_column(bootstrap):
         p.produce_arrow(pa.table({"key": [1], "value": [b"v"]}), topic="t")
     with pytest.raises(kwire.ConfigError, match="partition attribute unsupported type bigint"):
         p.produce_arrow(pa.table({"value": [b"v"], "partition": [0]}), topic="t")
+    two_values = pa.Table.from_arrays([pa.array([b"a"]), pa.array([b"b"])], names=["value", "value"])
+    with pytest.raises(kwire.ConfigError, match="Reference `value` is ambiguous"):
+        p.produce_arrow(two_values, topic="t")
     with pytest.raises(TypeError, match="Arrow table"):
         p.produce_arrow([1, 2, 3], topic="t")
     p.close()
@@ -175,3 +178,57 @@ def test_a_record_that_cannot_be_sent_makes_the_transaction_abortable(bootstrap,
     p.abort_transaction()
     p.close()
     assert read_until(bootstrap, topic, [], timeout_s=2) == []
+
+
+def test_ctrl_c_stops_a_blocking_transaction_call():
+    """A broker that accepts connections and never answers: init_transactions
+    would wait max.block.ms; Ctrl-C (SIGINT) raises KeyboardInterrupt at once,
+    and close() then waits for the call left running."""
+    import os
+    import signal
+    import socket
+    import threading
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    accepted = []
+    stop = threading.Event()
+
+    def accept():
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                accepted.append(server.accept()[0])
+            except OSError:
+                pass
+
+    t = threading.Thread(target=accept, daemon=True)
+    t.start()
+    bootstrap = "127.0.0.1:%d" % server.getsockname()[1]
+    p = kwire.Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "transactional.id": "never-answered",
+            "max.block.ms": 4000,
+            "request.timeout.ms": 2000,
+        }
+    )
+    timer = threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT))
+    timer.start()
+    began = time.monotonic()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            p.init_transactions()
+        assert time.monotonic() - began < 2.5
+        began = time.monotonic()
+        p.close()  # the interrupted call ends by max.block.ms, its request by request.timeout.ms
+        assert time.monotonic() - began < 10
+        assert accepted, "the producer never connected"
+    finally:
+        timer.cancel()
+        stop.set()
+        t.join()
+        for c in accepted:
+            c.close()
+        server.close()

@@ -87,6 +87,11 @@ ArrowRecordReader::ArrowRecordReader(const ArrowSchema& schema, std::optional<st
     if (c.dictionary)
       throw ArrowRecordSchemaError(fmt::format("{} attribute is dictionary-encoded: decode it first", name));
     const int col = static_cast<int>(i);
+    for (std::int64_t j = 0; j < i; ++j)
+      if (name == std::string_view(schema.children[j]->name ? schema.children[j]->name : "") &&
+          (name == "topic" || name == "key" || name == "value" || name == "partition" || name == "headers"))
+        throw ArrowRecordSchemaError(
+            fmt::format("Reference `{}` is ambiguous: the records have more than one column named '{}'", name, name));
     if (name == "topic") {
       topic_col_ = col;
       topic_kind_ = bytes_kind(c, "topic", false);

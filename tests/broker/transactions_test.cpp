@@ -268,6 +268,37 @@ TEST_P(Transactions, AnOlderProducerOfTheIdIsFenced) {
   EXPECT_EQ(values_of(consume_on_broker(topic)), (std::multiset<std::string>{"newer", "older"}));
 }
 
+TEST_P(Transactions, AFencedProducersNextRecordFailsTypedAndTheAbortSaysFenced) {
+  auto topic = unique_topic("ktxn-fence-send");
+  create_on_broker(topic, 1);
+  const std::map<std::string, std::string> props{{"bootstrap.servers", broker()},
+                                                 {"transactional.id", "ktxn-" + topic}};
+  Producer older(props);
+  older.init_transactions();
+  older.begin_transaction();
+  older.send(message(topic, "older-1"));
+  older.flush();
+  Producer newer(props);
+  newer.init_transactions();
+  older.send(message(topic, "older-2"));
+  if (std::string(GetParam()) == "current") {
+    // Transactions v2: the broker says PRODUCER_FENCED or INVALID_PRODUCER_EPOCH; both are fencing.
+    EXPECT_THROW(older.flush(), kwire::client::ProducerFencedError);
+  } else {
+    // The classic protocol: INVALID_PRODUCER_EPOCH makes the transaction
+    // abortable (KIP-588), and the abort tells that it was fenced.
+    try {
+      older.flush();
+      ADD_FAILURE() << "flush succeeded after the producer was fenced";
+    } catch (const kwire::client::TransactionAbortableError& e) {
+      EXPECT_EQ(e.code(), 47) << e.what();
+      EXPECT_NE(std::string(e.what()).find("call abort_transaction()"), std::string::npos) << e.what();
+    }
+    EXPECT_THROW(older.abort_transaction(), kwire::client::ProducerFencedError);
+  }
+  EXPECT_THROW(older.begin_transaction(), kwire::client::ProducerFencedError);
+}
+
 TEST_P(Transactions, AProducerKilledInsideATransactionLeavesNothingOfItVisible) {
   auto topic = unique_topic("ktxn-kill");
   create_on_broker(topic, 1);

@@ -63,6 +63,45 @@ TEST(MockProducerErrors, NotEnoughReplicasIsRetriedThenRaisedTypedNamingTheParti
   EXPECT_EQ(c.high_watermark("p", 1), 2);
 }
 
+TEST(MockProducerErrors, ARecordLargerThanMaxRequestSizeIsRefusedTypedAndTheNextOneGoes) {
+  MockCluster c(1);
+  c.create_topic("p", 1);
+  Producer prod(props(c, {{"max.request.size", "1000"}}));
+  ProducerMessage big;
+  big.topic = "p";
+  big.partition = 0;
+  big.value = kwire::protocol::Bytes(2000, 'x');
+  try {
+    prod.send(std::move(big));
+    FAIL() << "send accepted a 2000-byte record";
+  } catch (const RecordTooLargeError& e) {
+    EXPECT_EQ(e.code(), static_cast<std::int16_t>(ErrorCode::message_too_large));
+    EXPECT_EQ(e.partition(), (TopicPartition{"p", 0}));
+    EXPECT_FALSE(e.retriable());
+    EXPECT_NE(std::string(e.what()).find("max.request.size (1000 bytes)"), std::string::npos) << e.what();
+  }
+  send_values(prod, "p", 0, 2);
+  prod.flush();
+  EXPECT_EQ(c.high_watermark("p", 0), 2);
+}
+
+TEST(MockProducerErrors, DeliveryTimeoutBelowLingerPlusRequestTimeoutIsAConfigError) {
+  MockCluster c(1);
+  try {
+    Producer prod(props(c, {{"delivery.timeout.ms", "1000"}, {"linger.ms", "10"}, {"request.timeout.ms", "2000"}}));
+    FAIL() << "accepted delivery.timeout.ms 1000 < 10 + 2000";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("delivery.timeout.ms (1000 ms) should be equal to or larger than linger.ms + "
+                                         "request.timeout.ms (10 + 2000 ms)"),
+              std::string::npos)
+        << e.what();
+  }
+  // Equal is allowed; the default is raised to the sum instead of refused.
+  EXPECT_NO_THROW(
+      Producer(props(c, {{"delivery.timeout.ms", "2010"}, {"linger.ms", "10"}, {"request.timeout.ms", "2000"}})));
+  EXPECT_NO_THROW(Producer(props(c, {{"request.timeout.ms", "200000"}})));
+}
+
 TEST(MockProducerErrors, NotEnoughReplicasAfterAppendIsTypedToo) {
   MockCluster c(1);
   c.create_topic("p", 1);

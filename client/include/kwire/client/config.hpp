@@ -89,6 +89,7 @@ struct ClientConfig {
   std::int32_t linger_ms = 5;                                            // linger.ms
   std::int32_t max_request_size = 1048576;                               // max.request.size
   std::int32_t delivery_timeout_ms = 120000;                             // delivery.timeout.ms
+  bool delivery_timeout_given = false;    // delivery.timeout.ms was set (not the default)
   std::int64_t buffer_memory = 33554432;  // buffer.memory (queue.buffering.max.kbytes * 1024)
   std::int32_t max_block_ms = 60000;      // max.block.ms
   // max.in.flight.requests.per.connection (max.in.flight): Produce requests

@@ -144,8 +144,8 @@ class Connection {
   template <protocol::Message M>
   std::int32_t send(const M& request, std::int16_t version, bool expect_response = true) {
     std::int32_t corr = next_correlation_id_++;
-    auto frame =
-        std::make_shared<protocol::Bytes>(protocol::encode_request_frame(request, version, corr, opts_.client_id));
+    auto frame = request_buffer(protocol::request_frame_size(request, version, corr, opts_.client_id));
+    protocol::encode_request_frame(*frame, request, version, corr, opts_.client_id);
     enqueue(corr, static_cast<std::int16_t>(M::api_key), version, std::move(frame), expect_response);
     return corr;
   }
@@ -231,6 +231,9 @@ class Connection {
     return out;
   }
   void note_throttle(std::int32_t throttle_ms);
+  // An empty buffer with room for `size` bytes, from the frame pool: a
+  // request of megabytes is not page-faulted in afresh each time.
+  static std::shared_ptr<protocol::Bytes> request_buffer(std::size_t size);
   void enqueue(std::int32_t corr, std::int16_t api_key, std::int16_t version, std::shared_ptr<protocol::Bytes> frame,
                bool expect_response);
   /// The answer to `corr` by `deadline`. With `cut_short`, `cut` may end the

@@ -166,6 +166,14 @@ class DeliveryTimeoutError : public ProduceError {
   using ProduceError::ProduceError;
 };
 
+/// A record larger than max.request.size or buffer.memory (Java's
+/// RecordTooLargeException), refused by send() before it is queued; code
+/// MESSAGE_TOO_LARGE (10). Not retriable: the record is never sent.
+class RecordTooLargeError : public ProduceError {
+ public:
+  using ProduceError::ProduceError;
+};
+
 /// buffer.memory stayed full for max.block.ms while send() waited for room
 /// (Java's BufferExhaustedException): the producer cannot send as fast as
 /// records are given to it.

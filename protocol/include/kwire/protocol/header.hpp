@@ -43,19 +43,40 @@ void decode_request_header(Reader& r, RequestHeader& h, std::int16_t header_vers
 void encode_response_header(Writer& w, const ResponseHeader& h, std::int16_t header_version);
 void decode_response_header(Reader& r, ResponseHeader& h, std::int16_t header_version);
 
-/// A complete request frame: int32 size, header, body.
+/// Bytes of the request frame encode_request_frame() writes (size prefix included).
+template <Message M>
+std::size_t request_frame_size(const M& body, std::int16_t version, std::int32_t correlation_id,
+                               const std::optional<std::string>& client_id) {
+  auto ctx = context_for<M>(version);
+  RequestHeader h{static_cast<std::int16_t>(M::api_key), version, correlation_id, client_id, {}};
+  Writer counter;
+  encode_request_header(counter, h, request_header_version(ctx.flexible));
+  encode_struct(counter, body, ctx);
+  return 4 + counter.size();
+}
+
+/// A complete request frame (int32 size, header, body) appended to `out`.
+template <Message M>
+void encode_request_frame(Bytes& out, const M& body, std::int16_t version, std::int32_t correlation_id,
+                          const std::optional<std::string>& client_id) {
+  auto ctx = context_for<M>(version);
+  RequestHeader h{static_cast<std::int16_t>(M::api_key), version, correlation_id, client_id, {}};
+  const std::size_t start = out.size();
+  Writer w(out);
+  w.i32(0);
+  encode_request_header(w, h, request_header_version(ctx.flexible));
+  encode_struct(w, body, ctx);
+  w.patch_i32(start, static_cast<std::int32_t>(out.size() - start - 4));
+}
+
+/// A complete request frame: int32 size, header, body; allocated once, at
+/// its exact size (a Produce request may be megabytes).
 template <Message M>
 Bytes encode_request_frame(const M& body, std::int16_t version, std::int32_t correlation_id,
                            const std::optional<std::string>& client_id) {
-  auto ctx = context_for<M>(version);
   Bytes out;
-  out.reserve(64);
-  Writer w(out);
-  w.i32(0);
-  RequestHeader h{static_cast<std::int16_t>(M::api_key), version, correlation_id, client_id, {}};
-  encode_request_header(w, h, request_header_version(ctx.flexible));
-  encode_struct(w, body, ctx);
-  w.patch_i32(0, static_cast<std::int32_t>(out.size() - 4));
+  out.reserve(request_frame_size(body, version, correlation_id, client_id));
+  encode_request_frame(out, body, version, correlation_id, client_id);
   return out;
 }
 
