@@ -3,10 +3,10 @@
 // --per-transaction K` and `franz produce-txn`). Run as a single source file
 // against the broker's jars:
 //
-//   java -cp "$(scripts/kafka classpath)" bench/TxnBench.java BROKERS TOPIC RECORDS SIZE K
+//   java -cp "$(scripts/kafka classpath)" bench/TxnBench.java BROKERS TOPIC RECORDS SIZE K [key=value ...]
 //
-// transactional.id java-bench-<pid>, acks=all, idempotence on, Java's
-// defaults otherwise. initTransactions(), then beginTransaction(), K send()s
+// transactional.id java-bench-<pid>, acks=all, idempotence on, then the
+// key=value producer properties given, Java's defaults otherwise. initTransactions(), then beginTransaction(), K send()s
 // and commitTransaction() until RECORDS are sent. Prints "<acknowledged>
 // <seconds> <records/s> <commits> <commits/s>", seconds from the first
 // beginTransaction() to the last commit. A benchmark tool only.
@@ -19,8 +19,8 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
 
 public class TxnBench {
   public static void main(String[] args) {
-    if (args.length != 5) {
-      System.err.println("usage: TxnBench BROKERS TOPIC RECORDS SIZE K");
+    if (args.length < 5) {
+      System.err.println("usage: TxnBench BROKERS TOPIC RECORDS SIZE K [key=value ...]");
       System.exit(2);
     }
     final String topic = args[1];
@@ -32,6 +32,14 @@ public class TxnBench {
     p.put("acks", "all");
     p.put("enable.idempotence", "true");
     p.put("transactional.id", "java-bench-" + ProcessHandle.current().pid());
+    for (int i = 5; i < args.length; i++) {
+      int eq = args[i].indexOf('=');
+      if (eq <= 0) {
+        System.err.println("TxnBench: not key=value: " + args[i]);
+        System.exit(2);
+      }
+      p.put(args[i].substring(0, eq), args[i].substring(eq + 1));
+    }
     byte[] payload = new byte[size];
     Random rng = new Random(42);
     for (int i = 0; i < size; i++) payload[i] = (byte) ('A' + rng.nextInt(26));
@@ -55,6 +63,11 @@ public class TxnBench {
         }
       }
       secs = (System.nanoTime() - t0) / 1e9;
+    } catch (RuntimeException e) {
+      // Said here: the source-file launcher fails on an exception leaving main.
+      System.err.println("TxnBench: " + e);
+      System.exit(1);
+      return;
     }
     double span = Math.max(secs, 1e-3);
     System.out.printf("%d %.3f %.0f %d %.1f%n", acked.get(), secs, acked.get() / span, commits, commits / span);

@@ -32,7 +32,7 @@ def med_range(xs, fmt):
     return f"{fmt(statistics.median(xs))} ({fmt(min(xs))}-{fmt(max(xs))})" if len(xs) > 1 else fmt(xs[0])
 
 
-def transactions_table(path):
+def transactions_table(path, failed_path=None):
     """Rows: label, contender, records per transaction, wall s, CPU s, peak RSS KB, records/s, commits/s."""
     rows, shapes = {}, {}
     for line in open(path):
@@ -65,6 +65,10 @@ def transactions_table(path):
                 f"{med_range([x[0] for x in r], lambda v: f'{v:.2f}')} | "
                 f"{med_range([x[1] / 1024 for x in r], lambda v: f'{v:.0f}')} | {ratio} |"
             )
+    failed = [line.rstrip("\n").split("\t") for line in open(failed_path)] if failed_path else []
+    if failed:
+        out += ["Runs that failed (not in the medians):", ""]
+        out += [f"- {f[0]}, {f[1]}: {f[2] if len(f) > 2 and f[2] else 'non-zero exit'}" for f in failed]
     out.append("")
     return out
 
@@ -75,6 +79,7 @@ def main():
         ap.add_argument("--" + a, required=True)
     ap.add_argument("--kind", choices=("consume", "produce"), default="consume")
     ap.add_argument("--txn-raw", help="produce: rows of the transactions runs")
+    ap.add_argument("--txn-failed", help="produce: transactions runs that failed (label, contender, error)")
     ap.add_argument("specs", nargs="*")
     a = ap.parse_args()
     produce = a.kind == "produce"
@@ -166,7 +171,7 @@ def main():
             )
     out.append("")
     if produce and a.txn_raw:
-        out += transactions_table(a.txn_raw)
+        out += transactions_table(a.txn_raw, a.txn_failed)
 
     drows = {}
     for line in open(a.decode):
