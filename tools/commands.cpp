@@ -272,7 +272,7 @@ std::string unescape_delimiter(const std::string& s) {
     else if (c == 'n') out += '\n';
     else if (c == 'r') out += '\r';
     else if (c == '\\') out += '\\';
-    else if (c == 'x' && i + 2 < s.size() + 0 && std::isxdigit(static_cast<unsigned char>(s[i + 1])) &&
+    else if (c == 'x' && i + 2 < s.size() && std::isxdigit(static_cast<unsigned char>(s[i + 1])) &&
              std::isxdigit(static_cast<unsigned char>(s[i + 2]))) {
       out += static_cast<char>(std::stoi(s.substr(i + 1, 2), nullptr, 16));
       i += 2;

@@ -158,6 +158,52 @@ const produceSettings = "idempotent (default), RequiredAcks(AllISRAcks()), Produ
 	"defaults otherwise: ProducerLinger=10ms, ProducerBatchMaxBytes=1000012, MaxBufferedRecords=50000, " +
 	"sticky partitioning of records without key"
 
+// producerRun is what both produce modes share: the client (idempotent,
+// acks=all, the codec, extra options), the value of `size` random letters
+// and a promise counting acknowledged and failed records.
+type producerRun struct {
+	cl       *kgo.Client
+	payload  []byte
+	acked    atomic.Int64
+	failed   atomic.Int64
+	firstErr sync.Once
+}
+
+func newProducerRun(brokers, topic string, size int, comp kgo.CompressionCodec, extra ...kgo.Opt) *producerRun {
+	opts := append([]kgo.Opt{
+		kgo.SeedBrokers(brokers),
+		kgo.DefaultProduceTopic(topic),
+		kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.ProducerBatchCompression(comp),
+	}, extra...)
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		fail("client: %v", err)
+	}
+	r := &producerRun{cl: cl, payload: make([]byte, size)}
+	rng := rand.New(rand.NewSource(42))
+	for i := range r.payload {
+		r.payload[i] = byte('A' + rng.Intn(26))
+	}
+	return r
+}
+
+func (r *producerRun) promise(_ *kgo.Record, err error) {
+	if err == nil {
+		r.acked.Add(1)
+		return
+	}
+	r.failed.Add(1)
+	r.firstErr.Do(func() { fmt.Fprintf(os.Stderr, "franz: record failed: %v\n", err) })
+}
+
+// check fails unless every one of `records` was acknowledged.
+func (r *producerRun) check(records int64) {
+	if n := r.acked.Load(); r.failed.Load() != 0 || n != records {
+		fail("%d acknowledged, %d failed, expected %d", n, r.failed.Load(), records)
+	}
+}
+
 func produce(brokers, topic string, records int64, size int, codec string) {
 	var comp kgo.CompressionCodec
 	switch codec {
@@ -168,46 +214,21 @@ func produce(brokers, topic string, records int64, size int, codec string) {
 	default:
 		fail("unknown codec %q (none or lz4)", codec)
 	}
-	cl, err := kgo.NewClient(
-		kgo.SeedBrokers(brokers),
-		kgo.DefaultProduceTopic(topic),
-		kgo.RequiredAcks(kgo.AllISRAcks()),
-		kgo.ProducerBatchCompression(comp),
-	)
-	if err != nil {
-		fail("client: %v", err)
-	}
-	payload := make([]byte, size)
-	rng := rand.New(rand.NewSource(42))
-	for i := range payload {
-		payload[i] = byte('A' + rng.Intn(26))
-	}
-	var acked, failed atomic.Int64
-	var firstErr sync.Once
-	promise := func(_ *kgo.Record, err error) {
-		if err == nil {
-			acked.Add(1)
-			return
-		}
-		failed.Add(1)
-		firstErr.Do(func() { fmt.Fprintf(os.Stderr, "franz: record failed: %v\n", err) })
-	}
+	r := newProducerRun(brokers, topic, size, comp)
 	ctx := context.Background()
 	t0 := time.Now()
 	for i := int64(0); i < records; i++ {
 		// The value is shared: kgo does not modify it.
-		cl.Produce(ctx, &kgo.Record{Value: payload}, promise)
+		r.cl.Produce(ctx, &kgo.Record{Value: r.payload}, r.promise)
 	}
-	if err := cl.Flush(ctx); err != nil {
+	if err := r.cl.Flush(ctx); err != nil {
 		fail("flush: %v", err)
 	}
 	secs := time.Since(t0).Seconds()
-	cl.Close()
-	n := acked.Load()
+	r.cl.Close()
+	n := r.acked.Load()
 	fmt.Printf("%d %.3f %.0f\n", n, secs, float64(n)/max(secs, 1e-3))
-	if failed.Load() != 0 || n != records {
-		fail("%d acknowledged, %d failed, expected %d", n, failed.Load(), records)
-	}
+	r.check(records)
 }
 
 // produceTxn sends the records in transactions of perTxn records each
@@ -216,31 +237,9 @@ func produce(brokers, topic string, records int64, size int, codec string) {
 // <records/s> <commits> <commits/s>" from the first BeginTransaction to the
 // last commit.
 func produceTxn(brokers, topic string, records int64, size int, perTxn int64) {
-	cl, err := kgo.NewClient(
-		kgo.SeedBrokers(brokers),
-		kgo.DefaultProduceTopic(topic),
-		kgo.RequiredAcks(kgo.AllISRAcks()),
-		kgo.ProducerBatchCompression(kgo.NoCompression()),
-		kgo.TransactionalID(fmt.Sprintf("franz-bench-%d", os.Getpid())),
-	)
-	if err != nil {
-		fail("client: %v", err)
-	}
-	payload := make([]byte, size)
-	rng := rand.New(rand.NewSource(42))
-	for i := range payload {
-		payload[i] = byte('A' + rng.Intn(26))
-	}
-	var acked, failed atomic.Int64
-	var firstErr sync.Once
-	promise := func(_ *kgo.Record, err error) {
-		if err == nil {
-			acked.Add(1)
-			return
-		}
-		failed.Add(1)
-		firstErr.Do(func() { fmt.Fprintf(os.Stderr, "franz: record failed: %v\n", err) })
-	}
+	r := newProducerRun(brokers, topic, size, kgo.NoCompression(),
+		kgo.TransactionalID(fmt.Sprintf("franz-bench-%d", os.Getpid())))
+	cl := r.cl
 	ctx := context.Background()
 	var commits int64
 	t0 := time.Now()
@@ -250,7 +249,7 @@ func produceTxn(brokers, topic string, records int64, size int, perTxn int64) {
 				fail("begin: %v", err)
 			}
 		}
-		cl.Produce(ctx, &kgo.Record{Value: payload}, promise)
+		cl.Produce(ctx, &kgo.Record{Value: r.payload}, r.promise)
 		if (i+1)%perTxn == 0 || i+1 == records {
 			if err := cl.Flush(ctx); err != nil {
 				fail("flush: %v", err)
@@ -263,12 +262,10 @@ func produceTxn(brokers, topic string, records int64, size int, perTxn int64) {
 	}
 	secs := time.Since(t0).Seconds()
 	cl.Close()
-	n := acked.Load()
+	n := r.acked.Load()
 	span := max(secs, 1e-3)
 	fmt.Printf("%d %.3f %.0f %d %.1f\n", n, secs, float64(n)/span, commits, float64(commits)/span)
-	if failed.Load() != 0 || n != records {
-		fail("%d acknowledged, %d failed, expected %d", n, failed.Load(), records)
-	}
+	r.check(records)
 }
 
 func cpuSeconds() float64 {

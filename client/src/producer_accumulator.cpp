@@ -57,13 +57,12 @@ BatchPtr RecordAccumulator::open_batch(const TopicPartition& tp, std::size_t fir
   return b;
 }
 
-RecordAccumulator::Appended RecordAccumulator::append(const TopicPartition& tp, std::int64_t timestamp,
-                                                      const std::optional<ByteSpan>& key,
-                                                      const std::optional<ByteSpan>& value,
-                                                      std::span<const RecordHeader> headers, SendCallback callback) {
+void RecordAccumulator::append(const TopicPartition& tp, std::int64_t timestamp, const std::optional<ByteSpan>& key,
+                               const std::optional<ByteSpan>& value, std::span<const RecordHeader> headers,
+                               SendCallback callback) {
   std::unique_lock lock(mu_);
   if (closed_) throw ClientError("the producer is closed: send() after close()");
-  Appended out;
+  bool new_batch = false;
   auto& q = queues_[tp];
   ProducerBatch* last = q.batches.empty() ? nullptr : q.batches.back().get();
   // The size a record takes after others (its deltas are at most 10 bytes
@@ -92,18 +91,16 @@ RecordAccumulator::Appended RecordAccumulator::append(const TopicPartition& tp, 
     if (!queue.batches.empty()) queue.batches.back()->full = true;
     queue.batches.push_back(std::move(batch));
     last = queue.batches.back().get();
-    out.new_batch = true;
+    new_batch = true;
   }
   const std::int32_t index = last->builder.count();
   const std::int64_t ts = last->builder.append(timestamp, key, value, headers);
   if (callback) last->callbacks.push_back({index, ts, std::move(callback)});
   else last->silent = true;
-  out.bytes = size;
   const bool now_full = last->builder.size() >= last->reserved;
   if (now_full) last->full = true;
   lock.unlock();
-  if (out.new_batch || now_full) wake_sender_();
-  return out;
+  if (new_batch || now_full) wake_sender_();
 }
 
 std::uint64_t RecordAccumulator::begin_flush() {

@@ -34,16 +34,13 @@ class RecordAccumulator {
 
   // ---- callers' threads ----
 
-  struct Appended {
-    bool new_batch = false;  // the record opened a batch
-    std::size_t bytes = 0;   // the record's size in the batch
-  };
   /// Appends one record to `tp`'s batch. Throws BufferExhaustedError after
-  /// max.block.ms without room, ClientError when the record alone is larger
-  /// than buffer.memory or max.request.size, or when the producer is closed.
-  Appended append(const TopicPartition& tp, std::int64_t timestamp, const std::optional<protocol::ByteSpan>& key,
-                  const std::optional<protocol::ByteSpan>& value, std::span<const protocol::RecordHeader> headers,
-                  SendCallback callback);
+  /// max.block.ms without room, RecordTooLargeError when the record alone is
+  /// larger than buffer.memory or max.request.size, ClientError when the
+  /// producer is closed.
+  void append(const TopicPartition& tp, std::int64_t timestamp, const std::optional<protocol::ByteSpan>& key,
+              const std::optional<protocol::ByteSpan>& value, std::span<const protocol::RecordHeader> headers,
+              SendCallback callback);
 
   /// Makes every batch opened so far ready and returns a mark for wait_flushed().
   std::uint64_t begin_flush();

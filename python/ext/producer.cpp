@@ -121,10 +121,6 @@ class PyProducer {
   }
 
   // ---- transactions ----
-  template <class F>
-  void without_gil(F&& f) {
-    interruptible(std::forward<F>(f));
-  }
 
   void send_offsets(const std::map<std::pair<std::string, std::int32_t>, std::int64_t>& offsets,
                     const std::string& group_id, const std::string& member_id, std::int32_t generation,
@@ -133,7 +129,7 @@ class PyProducer {
     for (const auto& [tp, off] : offsets) o[client::TopicPartition{tp.first, tp.second}].offset = off;
     client::ConsumerGroupMetadata g{group_id, member_id, generation, std::move(group_instance_id)};
     // By value: an interrupted call goes on after this frame is gone.
-    without_gil([o = std::move(o), g = std::move(g)](client::Producer& p) { p.send_offsets_to_transaction(o, g); });
+    interruptible([o = std::move(o), g = std::move(g)](client::Producer& p) { p.send_offsets_to_transaction(o, g); });
   }
 
   // Every row of an Arrow table, record batch or stream (anything with
@@ -254,10 +250,10 @@ void register_producer(nb::module_& m) {
       .def("__enter__", [](nb::handle self) { return nb::borrow(self); })
       .def("__exit__", [](PyProducer& self, nb::args) { self.close(); })
       .def("produce_arrow", &PyProducer::produce_arrow, nb::arg("data"), nb::arg("topic").none() = nb::none())
-      .def("init_transactions", [](PyProducer& self) { self.without_gil([](auto& p) { p.init_transactions(); }); })
-      .def("begin_transaction", [](PyProducer& self) { self.without_gil([](auto& p) { p.begin_transaction(); }); })
-      .def("commit_transaction", [](PyProducer& self) { self.without_gil([](auto& p) { p.commit_transaction(); }); })
-      .def("abort_transaction", [](PyProducer& self) { self.without_gil([](auto& p) { p.abort_transaction(); }); })
+      .def("init_transactions", [](PyProducer& self) { self.interruptible([](auto& p) { p.init_transactions(); }); })
+      .def("begin_transaction", [](PyProducer& self) { self.interruptible([](auto& p) { p.begin_transaction(); }); })
+      .def("commit_transaction", [](PyProducer& self) { self.interruptible([](auto& p) { p.commit_transaction(); }); })
+      .def("abort_transaction", [](PyProducer& self) { self.interruptible([](auto& p) { p.abort_transaction(); }); })
       .def("send_offsets_to_transaction", &PyProducer::send_offsets, nb::arg("offsets"), nb::arg("group_id"),
            nb::arg("member_id") = "", nb::arg("generation") = -1, nb::arg("group_instance_id").none() = nb::none())
       .def_prop_ro("transactions_v2", [](PyProducer& self) { return self.get().transactions_v2(); });

@@ -8,6 +8,8 @@
 // reach the group only when it commits; an older producer of the id is
 // fenced; a producer killed inside a transaction leaves nothing of it
 // visible once the id is taken up again.
+#include <map>
+#include <memory>
 #include <set>
 #include <thread>
 
@@ -69,6 +71,19 @@ class Transactions : public BrokerTest, public ::testing::WithParamInterface<con
     BrokerTest::SetUp();
     ASSERT_FALSE(broker().empty()) << "KWIRE_BOOTSTRAP_PREVIOUS is not set (scripts/test sets it)";
     ASSERT_TRUE(tcp_reachable(broker())) << "nothing answers at " << broker();
+  }
+  // A producer of transactional.id "ktxn-<topic>" with a transaction open
+  // that holds one flushed record `value`.
+  std::unique_ptr<kwire::client::Producer> producer_in_transaction(const std::string& topic, const std::string& value) {
+    auto p = std::make_unique<kwire::client::Producer>(txn_props(topic));
+    p->init_transactions();
+    p->begin_transaction();
+    p->send(message(topic, value));
+    p->flush();
+    return p;
+  }
+  std::map<std::string, std::string> txn_props(const std::string& topic) const {
+    return {{"bootstrap.servers", broker()}, {"transactional.id", "ktxn-" + topic}};
   }
   void create_on_broker(const std::string& topic, int partitions) {
     auto r = run_kwire({"create-topic", "-b", broker(), "-t", topic, "--partitions", std::to_string(partitions)});
@@ -248,14 +263,9 @@ TEST_P(Transactions, OffsetsSentToATransactionReachTheGroupOnlyWhenItCommits) {
 TEST_P(Transactions, AnOlderProducerOfTheIdIsFenced) {
   auto topic = unique_topic("ktxn-fence");
   create_on_broker(topic, 1);
-  const std::map<std::string, std::string> props{{"bootstrap.servers", broker()},
-                                                 {"transactional.id", "ktxn-" + topic}};
-  Producer older(props);
-  older.init_transactions();
-  older.begin_transaction();
-  older.send(message(topic, "older"));
-  older.flush();
-  Producer newer(props);
+  auto older_p = producer_in_transaction(topic, "older");
+  Producer& older = *older_p;
+  Producer newer(txn_props(topic));
   newer.init_transactions();  // fences `older` and aborts its open transaction
   newer.begin_transaction();
   newer.send(message(topic, "newer"));
@@ -271,14 +281,9 @@ TEST_P(Transactions, AnOlderProducerOfTheIdIsFenced) {
 TEST_P(Transactions, AFencedProducersNextRecordFailsTypedAndTheAbortSaysFenced) {
   auto topic = unique_topic("ktxn-fence-send");
   create_on_broker(topic, 1);
-  const std::map<std::string, std::string> props{{"bootstrap.servers", broker()},
-                                                 {"transactional.id", "ktxn-" + topic}};
-  Producer older(props);
-  older.init_transactions();
-  older.begin_transaction();
-  older.send(message(topic, "older-1"));
-  older.flush();
-  Producer newer(props);
+  auto older_p = producer_in_transaction(topic, "older-1");
+  Producer& older = *older_p;
+  Producer newer(txn_props(topic));
   newer.init_transactions();
   older.send(message(topic, "older-2"));
   if (std::string(GetParam()) == "current") {
