@@ -29,6 +29,11 @@ ProducerCluster::Leader ProducerCluster::leader(const TopicPartition& tp) const 
 bool ProducerCluster::new_leader(const TopicPartition& tp, const ProduceResponse& answer,
                                  const ProduceResponse::PartitionProduceResponse& p) {
   const std::int32_t id = p.current_leader.leader_id;
+  // A refusal of a request sent before an earlier refusal's hint was taken
+  // names the leader the cache already has: nothing left to look up.
+  const Leader known = leader(tp);
+  if (id >= 0 && known.node == id && p.current_leader.leader_epoch >= 0 && known.epoch >= p.current_leader.leader_epoch)
+    return true;
   for (auto& e : answer.node_endpoints)
     if (e.node_id == id) {
       const BrokerMetadata b{e.node_id, e.host, e.port, e.rack};
