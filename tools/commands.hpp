@@ -78,6 +78,7 @@ struct RecordOutputArgs {
   std::string kafka_columns = "topic,partition,offset,timestamp";  // with --value-format json
   std::string binary = "text";                                     // text | base64: key, value and header values
   std::string time_zone = "UTC";                                   // timestamps' zone (Spark's session time zone)
+  std::vector<std::string> sink_options;                           // --sink kafka: Spark's Kafka sink options KEY=VALUE
 };
 struct StreamArgs {
   std::vector<std::string> options;

@@ -19,6 +19,7 @@
 #include "kwire/source/batch.hpp"
 #include "kwire/source/json_escape.hpp"
 #include "kwire/source/json_writer.hpp"
+#include "kwire/source/kafka_sink.hpp"
 #include "kwire/source/stream.hpp"
 #include "kwire/source/value_format.hpp"
 
@@ -52,7 +53,8 @@ std::map<std::string, std::string> source_options(const CommonOptions& common, c
 // writer does.
 struct RecordOutput {
   RecordJsonWriter writer;
-  JsonLinesSink::Formatter formatter;  // set with --value-format json
+  JsonLinesSink::Formatter formatter;             // set with --value-format json
+  std::map<std::string, std::string> kafka_sink;  // --sink kafka: the sink's options
 };
 
 RecordOutput record_output(const RecordOutputArgs& args) {
@@ -61,7 +63,7 @@ RecordOutput record_output(const RecordOutputArgs& args) {
   options.time_zone = TimeZone::parse(args.time_zone);
   if (args.value_format == "raw") {
     if (args.schema) throw std::invalid_argument("--schema needs --value-format json");
-    return {RecordJsonWriter(std::move(options)), {}};
+    return {RecordJsonWriter(std::move(options)), {}, {}};
   }
   if (!args.schema) throw std::invalid_argument("--value-format json needs --schema 'name TYPE, ...'");
   auto decoder = std::make_shared<JsonValueDecoder>(Schema::parse_ddl(*args.schema));
@@ -84,16 +86,40 @@ RecordOutput record_output(const RecordOutputArgs& args) {
     writer.append(out, row, decoder->schema(), *decoded);
     return true;
   };
-  return {writer, formatter};
+  return {writer, formatter, {}};
 }
 
 void check_sink_spec(const std::string& spec) {
-  if (spec == "console" || (spec.rfind("jsonl:", 0) == 0 && spec.size() > 6)) return;
-  throw std::invalid_argument(fmt::format("invalid --sink '{}': expected jsonl:DIR or console", spec));
+  if (spec == "console" || spec == "kafka" || (spec.rfind("jsonl:", 0) == 0 && spec.size() > 6)) return;
+  throw std::invalid_argument(fmt::format("invalid --sink '{}': expected jsonl:DIR, console or kafka", spec));
+}
+
+// The Kafka sink's options: --sink-option KEY=VALUE, with kafka.* from -b and
+// -X where not given (a sink on the source's cluster needs no repetition).
+RecordOutput with_sink_options(RecordOutput output, const std::string& spec, const CommonOptions& common,
+                               const RecordOutputArgs& args) {
+  if (spec != "kafka") {
+    if (!args.sink_options.empty()) throw std::invalid_argument("--sink-option is only used with --sink kafka");
+    return output;
+  }
+  if (args.value_format != "raw")
+    throw std::invalid_argument("--sink kafka writes the records as they are read: --value-format does not apply");
+  for (auto& kv : args.sink_options) {
+    auto [k, v] = split_key_value(kv, "--sink-option");
+    output.kafka_sink[k] = v;
+  }
+  for (auto& kv : common.properties) {
+    auto [k, v] = split_key_value(kv, "-X property");
+    output.kafka_sink.emplace("kafka." + k, v);
+  }
+  if (!common.brokers.empty()) output.kafka_sink.emplace("kafka.bootstrap.servers", common.brokers);
+  KafkaSinkOptions::parse(output.kafka_sink);  // Spark's checks, before anything runs
+  return output;
 }
 
 std::unique_ptr<Sink> make_sink(const std::string& spec, RecordOutput output) {
   check_sink_spec(spec);
+  if (spec == "kafka") return std::make_unique<KafkaSink>(output.kafka_sink);
   if (spec == "console") {
     if (output.formatter) return std::make_unique<ConsoleSink>(std::move(output.formatter));
     return std::make_unique<ConsoleSink>(std::move(output.writer));
@@ -155,7 +181,7 @@ int cmd_stream(const CommonOptions& common, const StreamArgs& args) {
     throw std::invalid_argument(fmt::format("--max-batches must be positive, got {}", *args.max_batches));
   if (args.prometheus) check_prometheus_path(*args.prometheus);
   auto options = source_options(common, args.options);
-  auto output = record_output(args.output);
+  auto output = with_sink_options(record_output(args.output), args.sink, common, args.output);
   if (args.plan_only) {
     // A read-only view: the sink is checked but not opened (its folder is not
     // created) and the checkpoint is opened read-only (nothing is created in it).
@@ -203,7 +229,7 @@ int cmd_read_range(const CommonOptions& common, const ReadRangeArgs& args) {
   auto options = source_options(common, args.options);
   if (args.until < args.from)
     throw std::invalid_argument(fmt::format("--until {} is below --from {}", args.until, args.from));
-  auto sink = make_sink(args.sink, record_output(args.output));
+  auto sink = make_sink(args.sink, with_sink_options(record_output(args.output), args.sink, common, args.output));
   OffsetRange range{TopicPartition{args.topic, args.partition}, args.from, args.until, std::nullopt};
   auto progress = read_offset_range(options, range, *sink);
   fmt::print(stderr, "{}\n", progress.to_line());
@@ -212,7 +238,7 @@ int cmd_read_range(const CommonOptions& common, const ReadRangeArgs& args) {
 
 int cmd_read(const CommonOptions& common, const ReadArgs& args) {
   auto options = source_options(common, args.options);
-  auto output = record_output(args.output);
+  auto output = with_sink_options(record_output(args.output), args.sink, common, args.output);
   check_sink_spec(args.sink);
   BatchQuery query(options);
   auto plan = query.plan();

@@ -32,7 +32,8 @@ void with_coordinator(KafkaClient& client, Coordinators& coordinators, const std
   call_coordinator(client, coordinators, CoordinatorType::group, group, loop, [&](Connection& c) {
     const std::int16_t code = attempt(c, loop.request_deadline());
     if (code == 0) return CoordinatorReply::done();
-    if (!coordinator_retriable(code)) throw_group_error(group, api, code);
+    if (!coordinator_retriable(code) && !is(code, ErrorCode::unstable_offset_commit))
+      throw_group_error(group, api, code);
     return CoordinatorReply::retry(code);
   });
 }
@@ -159,8 +160,9 @@ void GroupAdmin::describe_consumer_group(GroupDescription& g) {
                    });
 }
 
-std::map<TopicPartition, OffsetAndMetadata> GroupAdmin::committed_offsets(
-    const std::string& group, const std::vector<TopicPartition>& partitions) {
+std::map<TopicPartition, OffsetAndMetadata> GroupAdmin::committed_offsets(const std::string& group,
+                                                                          const std::vector<TopicPartition>& partitions,
+                                                                          bool require_stable) {
   std::optional<std::vector<OffsetFetchRequest::OffsetFetchRequestTopic>> topics;  // null: every partition (v2+)
   if (!partitions.empty()) {
     auto sorted = partitions;
@@ -178,8 +180,9 @@ std::map<TopicPartition, OffsetAndMetadata> GroupAdmin::committed_offsets(
         req.group_id = group;
         req.topics = topics;
         req.groups.push_back({group, std::nullopt, -1, topics, {}});
-        const std::int16_t v =
-            c.pick_version(static_cast<std::int16_t>(ApiKey::offset_fetch), 2, OffsetFetchRequest::max_version);
+        req.require_stable = require_stable;
+        const std::int16_t v = c.pick_version(static_cast<std::int16_t>(ApiKey::offset_fetch), require_stable ? 7 : 2,
+                                              OffsetFetchRequest::max_version);
         auto o = c.receive<OffsetFetchResponse>(c.send(req, v), v, deadline).body;
         const std::int16_t code = v >= 8 ? (o.groups.empty() ? 0 : o.groups[0].error_code) : o.error_code;
         if (coordinator_retriable(code)) return code;
@@ -188,6 +191,7 @@ std::map<TopicPartition, OffsetAndMetadata> GroupAdmin::committed_offsets(
         const auto& rtopics = v >= 8 ? (o.groups.empty() ? o.topics : o.groups[0].topics) : o.topics;
         for (auto& t : rtopics)
           for (auto& p : t.partitions) {
+            if (is(p.error_code, ErrorCode::unstable_offset_commit)) return p.error_code;  // retried
             if (p.error_code)
               throw KafkaError(p.error_code, fmt::format("OffsetFetch of {}-{} for group {}: {}", t.name,
                                                          p.partition_index, group, error_name(p.error_code)));

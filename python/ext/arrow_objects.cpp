@@ -8,6 +8,7 @@
 
 #include "common.hpp"
 #include "kwire/client/errors.hpp"
+#include "kwire/source/arrow_records.hpp"
 
 namespace kwire::python {
 
@@ -212,6 +213,62 @@ void register_arrow_objects(nb::module_& m) {
             return nb::steal(cap);
           },
           nb::arg("requested_schema") = nb::none());
+}
+
+}  // namespace kwire::python
+
+namespace kwire::python {
+
+namespace {
+template <class T>
+struct Released {  // calls T's release callback, if any, at scope exit
+  T* p;
+  ~Released() {
+    if (p->release) p->release(p);
+  }
+};
+}  // namespace
+
+std::int64_t for_each_arrow_batch(nb::handle data, const char* caller,
+                                  const std::function<std::int64_t(const ArrowSchema&, const ArrowArray&)>& fn) {
+  if (nb::hasattr(data, "__arrow_c_stream__")) {
+    nb::object cap = data.attr("__arrow_c_stream__")();
+    auto* src = static_cast<ArrowArrayStream*>(PyCapsule_GetPointer(cap.ptr(), "arrow_array_stream"));
+    if (!src) throw nb::python_error();
+    ArrowArrayStream stream = *src;  // moved out of the capsule
+    src->release = nullptr;
+    Released<ArrowArrayStream> release_stream{&stream};
+    nb::gil_scoped_release unlocked;
+    auto failed = [&](const char* what) {
+      const char* last = stream.get_last_error(&stream);
+      return source::ArrowRecordError(std::string(what) + (last ? last : "?"));
+    };
+    ArrowSchema schema{};
+    if (stream.get_schema(&stream, &schema) != 0) throw failed("reading the Arrow stream's schema failed: ");
+    Released<ArrowSchema> release_schema{&schema};
+    std::int64_t total = 0;
+    for (;;) {
+      ArrowArray batch{};
+      if (stream.get_next(&stream, &batch) != 0) throw failed("reading the Arrow stream failed: ");
+      if (!batch.release) break;  // end of stream
+      Released<ArrowArray> release_batch{&batch};
+      total += fn(schema, batch);
+    }
+    return total;
+  }
+  if (nb::hasattr(data, "__arrow_c_array__")) {
+    nb::tuple caps = nb::cast<nb::tuple>(data.attr("__arrow_c_array__")());
+    auto* schema = static_cast<ArrowSchema*>(PyCapsule_GetPointer(caps[0].ptr(), "arrow_schema"));
+    auto* array = static_cast<ArrowArray*>(PyCapsule_GetPointer(caps[1].ptr(), "arrow_array"));
+    if (!schema || !array) throw nb::python_error();
+    nb::gil_scoped_release unlocked;
+    return fn(*schema, *array);  // the capsules release both
+  }
+  throw nb::type_error(
+      (std::string("kwire: ") + caller +
+       " takes an Arrow table, record batch or stream (an object with __arrow_c_stream__ or __arrow_c_array__, e.g. "
+       "pyarrow.Table)")
+          .c_str());
 }
 
 }  // namespace kwire::python

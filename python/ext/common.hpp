@@ -5,6 +5,7 @@
 #include <nanobind/nanobind.h>
 
 #include <atomic>
+#include <cstdint>
 #include <exception>
 #include <functional>
 #include <map>
@@ -90,11 +91,20 @@ void run_interruptible(const std::function<void()>& work, std::atomic<bool>& abo
 /// arrived; GIL required.
 void check_signals();
 
+/// Calls `fn(schema, batch)` for every record batch of `data` (anything with
+/// __arrow_c_stream__ or __arrow_c_array__: a pyarrow Table, RecordBatch,
+/// RecordBatchReader, a polars DataFrame...), with the GIL released, and
+/// returns the sum of what `fn` returns. TypeError naming `caller` for other
+/// objects; source::ArrowRecordError when the stream fails.
+std::int64_t for_each_arrow_batch(nb::handle data, const char* caller,
+                                  const std::function<std::int64_t(const ArrowSchema&, const ArrowArray&)>& fn);
+
 void register_errors(nb::module_& m);
 void register_arrow_objects(nb::module_& m);
 void register_consumer(nb::module_& m);
 void register_stream(nb::module_& m);
 void register_producer(nb::module_& m);
+void register_kafka_sink(nb::module_& m);
 void register_planning(nb::module_& m);
 void register_data_source(nb::module_& m);
 void register_warnings(nb::module_& m);

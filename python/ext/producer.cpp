@@ -137,59 +137,9 @@ class PyProducer {
   std::int64_t produce_arrow(nb::handle data, std::optional<std::string> topic) {
     client::Producer& p = get();
     auto send = [&p](const client::ProducerRecordView& v) { p.send(v); };
-    if (nb::hasattr(data, "__arrow_c_stream__")) {
-      nb::object cap = data.attr("__arrow_c_stream__")();
-      auto* src = static_cast<ArrowArrayStream*>(PyCapsule_GetPointer(cap.ptr(), "arrow_array_stream"));
-      if (!src) throw nb::python_error();
-      ArrowArrayStream stream = *src;  // moved out of the capsule
-      src->release = nullptr;
-      struct Release {
-        ArrowArrayStream* s;
-        ~Release() {
-          if (s->release) s->release(s);
-        }
-      } release_stream{&stream};
-      nb::gil_scoped_release unlocked;
-      ArrowSchema schema{};
-      if (stream.get_schema(&stream, &schema) != 0)
-        throw source::ArrowRecordError(std::string("reading the Arrow stream's schema failed: ") +
-                                       (stream.get_last_error(&stream) ? stream.get_last_error(&stream) : "?"));
-      struct ReleaseSchema {
-        ArrowSchema* s;
-        ~ReleaseSchema() {
-          if (s->release) s->release(s);
-        }
-      } release_schema{&schema};
-      source::ArrowRecordReader reader(schema, topic);
-      std::int64_t rows = 0;
-      for (;;) {
-        ArrowArray batch{};
-        if (stream.get_next(&stream, &batch) != 0)
-          throw source::ArrowRecordError(std::string("reading the Arrow stream failed: ") +
-                                         (stream.get_last_error(&stream) ? stream.get_last_error(&stream) : "?"));
-        if (!batch.release) break;  // end of stream
-        struct ReleaseArray {
-          ArrowArray* a;
-          ~ReleaseArray() {
-            if (a->release) a->release(a);
-          }
-        } release_batch{&batch};
-        rows += reader.for_each(batch, send);
-      }
-      return rows;
-    }
-    if (nb::hasattr(data, "__arrow_c_array__")) {
-      nb::tuple caps = nb::cast<nb::tuple>(data.attr("__arrow_c_array__")());
-      auto* schema = static_cast<ArrowSchema*>(PyCapsule_GetPointer(caps[0].ptr(), "arrow_schema"));
-      auto* array = static_cast<ArrowArray*>(PyCapsule_GetPointer(caps[1].ptr(), "arrow_array"));
-      if (!schema || !array) throw nb::python_error();
-      nb::gil_scoped_release unlocked;
-      source::ArrowRecordReader reader(*schema, topic);
-      return reader.for_each(*array, send);  // the capsules release both
-    }
-    throw nb::type_error(
-        "kwire: produce_arrow takes an Arrow table, record batch or stream (an object with __arrow_c_stream__ "
-        "or __arrow_c_array__, e.g. pyarrow.Table)");
+    return for_each_arrow_batch(data, "produce_arrow", [&](const ArrowSchema& schema, const ArrowArray& batch) {
+      return source::ArrowRecordReader(schema, topic).for_each(batch, send);
+    });
   }
 
  private:

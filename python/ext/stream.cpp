@@ -8,6 +8,7 @@
 #include <nanobind/stl/string.h>
 
 #include "common.hpp"
+#include "kafka_sink.hpp"
 #include "kwire/source/stream.hpp"
 
 namespace kwire::python {
@@ -20,8 +21,12 @@ namespace {
 class PythonSink : public source::Sink {
  public:
   PythonSink(nb::object on_batch, std::optional<source::Schema> value_schema, bool include_headers,
-             std::atomic<bool>& abort, PendingError& pending)
-      : on_batch_(std::move(on_batch)), kafka_(include_headers), abort_(abort), pending_(pending) {
+             std::atomic<bool>& abort, PendingError& pending, source::KafkaSink* kafka_sink)
+      : on_batch_(std::move(on_batch)),
+        kafka_(include_headers),
+        abort_(abort),
+        pending_(pending),
+        kafka_sink_(kafka_sink) {
     if (value_schema) {
       decoder_.emplace(*value_schema);
       decoded_.emplace(*value_schema);
@@ -34,8 +39,13 @@ class PythonSink : public source::Sink {
     if (schema_.release != nullptr) schema_.release(&schema_);
   }
 
-  void begin_batch(std::int64_t) override {
+  void prepare_batch(const source::BatchContext& context) override {
+    if (kafka_sink_) kafka_sink_->prepare_batch(context);
+  }
+
+  void begin_batch(std::int64_t batch_id) override {
     if (abort_) throw PythonRaised();
+    if (kafka_sink_) kafka_sink_->begin_batch(batch_id);
     if (decoded_) {
       decoded_->finish();  // drop what a failed batch left
     } else {
@@ -70,21 +80,28 @@ class PythonSink : public source::Sink {
   std::int64_t commit_batch(std::int64_t batch_id) override {
     if (abort_) throw PythonRaised();
     batches_.push_back(decoded_ ? decoded_->finish() : kafka_.finish());
-    nb::gil_scoped_acquire acquire;
-    try {
-      nb::list list;
-      for (source::ArrowBatch& b : batches_) list.append(make_batch_object(schema_, std::move(b)));
-      batches_.clear();
-      nb::object kept = on_batch_(list, make_schema_object(schema_), batch_id);
-      return kept.is_none() ? rows_ : nb::cast<std::int64_t>(kept);
-    } catch (nb::python_error& e) {
-      pending_.capture(std::move(e));
-      abort_ = true;
-      throw PythonRaised();
+    std::int64_t kept_rows = rows_;
+    {
+      nb::gil_scoped_acquire acquire;
+      try {
+        nb::list list;
+        for (source::ArrowBatch& b : batches_) list.append(make_batch_object(schema_, std::move(b)));
+        batches_.clear();
+        nb::object kept = on_batch_(list, make_schema_object(schema_), batch_id);
+        if (!kept.is_none()) kept_rows = nb::cast<std::int64_t>(kept);
+      } catch (nb::python_error& e) {
+        pending_.capture(std::move(e));
+        abort_ = true;
+        throw PythonRaised();
+      }
     }
+    // The Kafka sink's rows were sent by on_batch (KafkaSink.write): its
+    // transaction commits here, without the GIL.
+    if (kafka_sink_) return kafka_sink_->commit_batch(batch_id);
+    return kept_rows;
   }
 
-  std::string description() const override { return "PythonSink"; }
+  std::string description() const override { return kafka_sink_ ? kafka_sink_->description() : "PythonSink"; }
 
  private:
   nb::object on_batch_;
@@ -96,19 +113,23 @@ class PythonSink : public source::Sink {
   std::int64_t rows_ = 0;
   std::atomic<bool>& abort_;
   PendingError& pending_;
+  source::KafkaSink* kafka_sink_;  // the query's KafkaSink (held by PyStreamingQuery::kafka_sink_obj_), or null
 };
 
 class PyStreamingQuery {
  public:
   PyStreamingQuery(const nb::dict& options, const std::string& checkpoint, const std::string& trigger,
-                   std::optional<std::string> value_schema_ddl, nb::object on_batch) {
+                   std::optional<std::string> value_schema_ddl, nb::object on_batch, nb::object kafka_sink)
+      : kafka_sink_obj_(std::move(kafka_sink)) {
     auto opts = to_options(options);
     std::optional<source::Schema> schema;
     if (value_schema_ddl) schema = source::Schema::parse_ddl(*value_schema_ddl);
     source::Trigger t = source::Trigger::parse(trigger);
     // includeHeaders as the query parses it (the Kafka columns only).
     const bool headers = source::parse_source_options(opts, source::QueryMode::streaming).include_headers;
-    sink_ = std::make_unique<PythonSink>(std::move(on_batch), schema, headers, abort_, pending_);
+    source::KafkaSink* kafka_sink_ptr = nullptr;
+    if (!kafka_sink_obj_.is_none()) kafka_sink_ptr = &nb::cast<PyKafkaSink&>(kafka_sink_obj_).get();
+    sink_ = std::make_unique<PythonSink>(std::move(on_batch), schema, headers, abort_, pending_, kafka_sink_ptr);
     nb::gil_scoped_release release;
     query_ = std::make_unique<source::StreamingQuery>(opts, std::filesystem::path(checkpoint), *sink_, t);
   }
@@ -158,6 +179,7 @@ class PyStreamingQuery {
  private:
   std::atomic<bool> abort_{false};
   PendingError pending_;
+  nb::object kafka_sink_obj_;         // a kwire._kwire.KafkaSink, or None
   std::unique_ptr<PythonSink> sink_;  // declared before query_: outlives it
   std::unique_ptr<source::StreamingQuery> query_;
 };
@@ -166,9 +188,10 @@ class PyStreamingQuery {
 
 void register_stream(nb::module_& m) {
   nb::class_<PyStreamingQuery>(m, "StreamingQuery")
-      .def(nb::init<const nb::dict&, const std::string&, const std::string&, std::optional<std::string>, nb::object>(),
+      .def(nb::init<const nb::dict&, const std::string&, const std::string&, std::optional<std::string>, nb::object,
+                    nb::object>(),
            nb::arg("options"), nb::arg("checkpoint"), nb::arg("trigger"), nb::arg("value_schema").none(),
-           nb::arg("on_batch"))
+           nb::arg("on_batch"), nb::arg("kafka_sink").none() = nb::none())
       .def("run", &PyStreamingQuery::run, nb::arg("max_batches").none() = nb::none(),
            nb::arg("on_progress") = nb::none())
       .def("stop", &PyStreamingQuery::stop)

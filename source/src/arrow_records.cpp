@@ -174,7 +174,9 @@ std::int64_t ArrowRecordReader::for_each(const ArrowArray& batch,
       v.topic = *topic_;
     } else {
       if (!valid(*topic, i))
-        throw ArrowRecordError("Null topic present in the data. Use the topic option for setting a topic.");
+        throw ArrowRecordError(
+            "The Kafka message data sent to the producer contains a null topic. Use the "
+            "`topic` option for setting a default topic.");
       v.topic = bytes_at(*topic, i, topic_kind_ == Bytes::wide);
     }
     auto span_of = [](std::string_view s) {

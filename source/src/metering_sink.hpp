@@ -18,6 +18,7 @@ namespace kwire::source::detail {
 class MeteringSink : public Sink {
  public:
   explicit MeteringSink(Sink& inner) : inner_(inner) {}
+  void prepare_batch(const BatchContext& context) override { inner_.prepare_batch(context); }
   void begin_batch(std::int64_t batch_id) override {
     seen_.clear();
     inner_.begin_batch(batch_id);

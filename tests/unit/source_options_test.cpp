@@ -3,6 +3,7 @@
 #include <map>
 #include <string>
 
+#include "kwire/source/kafka_sink.hpp"
 #include "kwire/source/options.hpp"
 
 using namespace kwire::source;
@@ -436,4 +437,58 @@ TEST(SourceOptions, RateLimitsRetriesAndTimeoutsMustBeInRange) {
   EXPECT_EQ(s.min_offsets_per_trigger, std::optional<std::int64_t>(1));
   EXPECT_EQ(s.fetch_offset_num_retries, 0);
   EXPECT_EQ(s.poll_timeout_ms, 0);
+}
+
+// ---- the Kafka sink's options (KafkaSourceProvider's sink checks, Spark's texts)
+
+namespace {
+std::string sink_error(const Opts& o) {
+  try {
+    KafkaSinkOptions::parse(o);
+  } catch (const SinkOptionError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+}  // namespace
+
+TEST(KafkaSinkOptions, SparksChecksAndTexts) {
+  EXPECT_EQ(sink_error({{"topic", "t"}}),
+            "Option 'kafka.bootstrap.servers' must be specified for configuring Kafka producer");
+  EXPECT_EQ(sink_error({{"kafka.bootstrap.servers", "b:9092"}, {"kafka.key.serializer", "x"}}),
+            "Kafka option 'key.serializer' is not supported as keys are serialized with ByteArraySerializer.");
+  EXPECT_EQ(sink_error({{"kafka.bootstrap.servers", "b:9092"}, {"kafka.value.serializer", "x"}}),
+            "Kafka option 'value.serializer' is not supported as value are serialized with ByteArraySerializer.");
+  EXPECT_EQ(sink_error({{"kafka.bootstrap.servers", "b:9092"}, {"exactlyOnce", "yes"}}),
+            "Option 'exactlyOnce' must be true or false, not 'yes'");
+  EXPECT_NE(
+      sink_error({{"kafka.bootstrap.servers", "b:9092"}, {"kafka.transactional.id", "x"}}).find("exactlyOnce=true"),
+      std::string::npos);
+}
+
+TEST(KafkaSinkOptions, ProducerPropertiesTopicAndModeAreParsedCaseInsensitively) {
+  auto o = KafkaSinkOptions::parse({{"KAFKA.bootstrap.servers", "b:9092"},
+                                    {"kafka.linger.ms", "5"},
+                                    {"Topic", "out"},
+                                    {"EXACTLYONCE", "TRUE"},
+                                    {"kafka.transactional.id", "mine"},
+                                    {"checkpointLocation", "/x"}});
+  EXPECT_EQ(o.producer_properties,
+            (Opts{{"bootstrap.servers", "b:9092"}, {"linger.ms", "5"}, {"transactional.id", "mine"}}));
+  EXPECT_EQ(o.topic, std::optional<std::string>("out"));
+  EXPECT_TRUE(o.exactly_once);
+  EXPECT_FALSE(KafkaSinkOptions::parse({{"kafka.bootstrap.servers", "b"}}).exactly_once);
+  EXPECT_FALSE(KafkaSinkOptions::parse({{"kafka.bootstrap.servers", "b"}}).topic.has_value());
+}
+
+TEST(KafkaSinkOptions, ExactlyOnceRefusesABatchWriteBeforeConnecting) {
+  KafkaSink sink(Opts{{"kafka.bootstrap.servers", "127.0.0.1:1"}, {"topic", "t"}, {"exactlyOnce", "true"}});
+  try {
+    sink.begin_batch(0);
+    FAIL() << "begin_batch without a streaming query";
+  } catch (const SinkOptionError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "exactlyOnce=true needs a streaming query with a checkpoint: a batch write cannot be exactly once");
+  }
+  EXPECT_EQ(sink.description(), "KafkaSink[topic=t, exactlyOnce]");
 }

@@ -6,7 +6,9 @@
   ``pyarrow.RecordBatch``, and the offset look-ups of Java's consumer;
 - ``stream(options, checkpoint=..., sink=...)``: a streaming query
   (``spark.readStream.format("kafka")``) with a checkpoint, exactly-once into
-  JSON Lines or Parquet files.
+  JSON Lines or Parquet files, or into Kafka (``sink="kafka"``);
+- ``write(table, options)``: a batch write to Kafka
+  (``df.write.format("kafka")``'s columns and options).
 
 Record batches come from the C++ core through the Arrow C Data Interface
 (PyCapsule protocol): pyarrow, polars and DuckDB take them without copies.
@@ -40,7 +42,7 @@ from .errors import (
     TransactionAbortedError,
     TransactionStateError,
 )
-from ._stream import JsonLinesSink, ParquetSink, StreamingQuery, stream
+from ._stream import JsonLinesSink, KafkaSink, ParquetSink, StreamingQuery, stream, write
 
 __version__: str = _kwire.__version__  # the project() version of the top-level CMakeLists.txt
 
@@ -191,6 +193,8 @@ __all__ = [
     "StreamingQuery",
     "ParquetSink",
     "JsonLinesSink",
+    "KafkaSink",
+    "write",
     *errors.__all__,
 ]
 

@@ -114,6 +114,61 @@ class JsonLinesSink(_AtomicDirSink):
                 f.write("\n")
 
 
+class KafkaSink:
+    """Writes each batch to Kafka with the contract of Spark's Kafka sink
+    (``df.writeStream.format("kafka")``): the table's columns ``value``
+    (required; string or binary), ``key``, ``topic``, ``partition`` and
+    ``headers`` (list of struct<key: string, value: binary>); options by
+    Spark's names: ``kafka.bootstrap.servers`` (required), ``topic``
+    (overrides the column), ``kafka.*`` producer properties.
+
+    At-least-once by default, as Spark's. ``exactlyOnce=True`` (kwire's) makes
+    every batch one Kafka transaction that also commits the source offsets
+    (to the consumer group ``kwire-query-<query id>``): after any crash,
+    ``isolation.level=read_committed`` readers see every row exactly once.
+    A transform's Table with these columns is written without a Python loop.
+    """
+
+    def __init__(self, options: Mapping[str, Any]):
+        self._native = _kwire.KafkaSink(dict(options))
+
+    def write(self, table: pa.Table, batch_id: int) -> int:
+        # The rows go to the producer now; the streaming query commits the
+        # batch (waits for the acknowledgements, or commits the transaction).
+        return self._native.write(table)
+
+    @property
+    def transactional_id(self) -> str:
+        return self._native.transactional_id
+
+    @property
+    def batches_skipped(self) -> int:
+        """Batches found committed to Kafka before a restart and not written again."""
+        return self._native.batches_skipped
+
+    def close(self) -> None:
+        self._native.close()
+
+    def description(self) -> str:
+        return self._native.description
+
+
+def write(data: Any, options: Mapping[str, Any]) -> int:
+    """A batch write to Kafka, as ``df.write.format("kafka").options(...).save()``:
+    every row of ``data`` (a pyarrow Table / RecordBatch / RecordBatchReader,
+    or anything with ``__arrow_c_stream__``) with Spark's Kafka sink columns
+    and options (see ``KafkaSink``). Returns the row count once every record
+    is acknowledged; raises ConfigError (options, columns: Spark's texts) and
+    the producer's errors."""
+    sink = _kwire.KafkaSink(dict(options))
+    try:
+        sink.begin_batch(0)
+        sink.write(data)
+        return sink.commit_batch(0)
+    finally:
+        sink.close()
+
+
 _SINKS = {"parquet": ParquetSink, "json": JsonLinesSink, "jsonl": JsonLinesSink}
 
 Transform = Callable[[pa.Table], pa.Table]
@@ -144,10 +199,17 @@ class StreamingQuery:
         transform: Optional[Transform] = None,
         foreach_batch: Optional[ForeachBatch] = None,
         on_progress: Optional[Callable[[Dict[str, Any]], Any]] = None,
+        sink_options: Optional[Mapping[str, Any]] = None,
     ):
-        if isinstance(sink, str):
+        if sink_options is not None and sink != "kafka":
+            raise ConfigError("kwire: sink_options= is only used with sink='kafka'")
+        if sink == "kafka":
+            if path:
+                raise ConfigError("kwire: the Kafka sink takes sink_options=, not path=")
+            sink = KafkaSink(sink_options or {})
+        elif isinstance(sink, str):
             if sink not in _SINKS:
-                raise ConfigError("kwire: unknown sink %r (parquet, json or a sink object)" % sink)
+                raise ConfigError("kwire: unknown sink %r (parquet, json, kafka or a sink object)" % sink)
             if not path:
                 raise ConfigError("kwire: sink %r needs path=" % sink)
             sink = _SINKS[sink](path)
@@ -174,7 +236,12 @@ class StreamingQuery:
             return me()._batch(batches, schema_obj, batch_id)
 
         self._q = _kwire.StreamingQuery(
-            dict(options), os.fspath(checkpoint), trigger, schema if value_format == "json" else None, on_batch
+            dict(options),
+            os.fspath(checkpoint),
+            trigger,
+            schema if value_format == "json" else None,
+            on_batch,
+            sink._native if isinstance(sink, KafkaSink) else None,
         )
 
     def _batch(self, batches, schema_obj, batch_id: int) -> int:
@@ -223,6 +290,8 @@ class StreamingQuery:
         """Releases the checkpoint (another query may then use it) and the
         Kafka connections; ``recent_progress`` stays readable."""
         self._q.close()
+        if isinstance(self.sink, KafkaSink):
+            self.sink.close()  # its producer; a later batch would open a new one
 
     def __enter__(self) -> "StreamingQuery":
         return self
@@ -244,13 +313,15 @@ def stream(
     foreach_batch: Optional[ForeachBatch] = None,
     on_progress: Optional[Callable[[Dict[str, Any]], Any]] = None,
     max_batches: Optional[int] = None,
+    sink_options: Optional[Mapping[str, Any]] = None,
 ) -> StreamingQuery:
     """Creates a StreamingQuery, runs it (``start().awaitTermination()``)
     and closes it (the checkpoint is free again); returns it, with
     ``recent_progress`` (Spark-like progress dicts).
 
-    ``sink``: "parquet" or "json" (with ``path=``), a ParquetSink /
-    JsonLinesSink, or any object with ``write(table, batch_id) -> rows`` that
+    ``sink``: "parquet" or "json" (with ``path=``), "kafka" (with
+    ``sink_options=``: Spark's Kafka sink options, see KafkaSink), a
+    ParquetSink / JsonLinesSink / KafkaSink, or any object with ``write(table, batch_id) -> rows`` that
     is idempotent per batch id. ``trigger``: "available-now", "once",
     "processing-time=10 seconds".
     """
@@ -265,6 +336,7 @@ def stream(
         transform=transform,
         foreach_batch=foreach_batch,
         on_progress=on_progress,
+        sink_options=sink_options,
     )
     try:
         return q.run(max_batches)
@@ -272,4 +344,4 @@ def stream(
         q.close()
 
 
-__all__ = ["stream", "StreamingQuery", "ParquetSink", "JsonLinesSink"]
+__all__ = ["stream", "StreamingQuery", "ParquetSink", "JsonLinesSink", "KafkaSink", "write"]

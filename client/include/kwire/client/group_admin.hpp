@@ -84,9 +84,13 @@ class GroupAdmin {
   /// (OffsetFetch of all partitions).
   GroupDescription describe_group(const std::string& group);
   /// The group's committed offset of each partition that has one
-  /// (every partition when `partitions` is empty).
+  /// (every partition when `partitions` is empty). `require_stable` (KIP-447,
+  /// OffsetFetch v7+): offsets a transaction still holds are waited for
+  /// (UNSTABLE_OFFSET_COMMIT is retried until default.api.timeout.ms) rather
+  /// than answered as the last stable ones.
   std::map<TopicPartition, OffsetAndMetadata> committed_offsets(const std::string& group,
-                                                                const std::vector<TopicPartition>& partitions = {});
+                                                                const std::vector<TopicPartition>& partitions = {},
+                                                                bool require_stable = false);
   /// Commits `offsets` for the group (the next offset to read of each
   /// partition). Kafka refuses while the group has members: KafkaError
   /// UNKNOWN_MEMBER_ID (or a consumer-protocol group's error).

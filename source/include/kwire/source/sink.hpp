@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "kwire/checkpoint/checkpoint.hpp"
 #include "kwire/source/json_writer.hpp"
 #include "kwire/source/row.hpp"
 
@@ -20,6 +21,17 @@ class AtomicFileWriter;
 
 namespace kwire::source {
 
+/// What a streaming query tells its sink about a batch before begin_batch:
+/// a sink that stores the source position with its output (KafkaSink's
+/// exactly-once mode) needs it. Batch queries and single range reads have
+/// no checkpoint and never call prepare_batch.
+struct BatchContext {
+  std::string query_id;  // the checkpoint's query id (its `metadata` file)
+  std::int64_t batch_id = 0;
+  /// The batch's end offsets (next offset to read), as in offsets/N.
+  checkpoint::PartitionOffsets end;
+};
+
 /// Where a query's rows go. For exactly-once output the sink must be
 /// idempotent per batch id: a batch may be started again with the same id and
 /// the same rows after a crash, and a batch that failed (an exception between
@@ -27,6 +39,8 @@ namespace kwire::source {
 class Sink {
  public:
   virtual ~Sink() = default;
+  /// Called by a streaming query before begin_batch (default: nothing).
+  virtual void prepare_batch(const BatchContext& context) { (void)context; }
   virtual void begin_batch(std::int64_t batch_id) = 0;
   /// Rows of the current batch, in chunks (partition order within a chunk).
   virtual void write(std::span<const Row> rows) = 0;
