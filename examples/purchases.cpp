@@ -14,7 +14,7 @@
 //          .option("checkpointLocation", checkpoint)
 //          .trigger(availableNow=True).start().awaitTermination())
 //
-// Usage: purchases --bootstrap HOST:PORT --checkpoint DIR --output DIR
+// Usage: purchases --bootstrap HOST:PORT --checkpoint DIR (--output DIR | --output-topic TOPIC)
 //                  [--topic user-events] [--max-offsets-per-trigger 20000|none]
 //                  [--trigger available-now|once|processing-time=5s]
 //                  [-X KEY=VALUE]...
@@ -25,15 +25,24 @@
 //   -X sasl.username=alice -X sasl.password=... -X ssl.ca.location=ca.pem
 // --max-offsets-per-trigger none reads each trigger's whole backlog (no
 // maxOffsetsPerTrigger option).
+//
+// --output-topic writes the purchases to a Kafka topic instead, exactly once
+// (KafkaSink with exactlyOnce=true: one transaction per batch): the same JSON
+// as the value, the event's key as the key, and a header "source" holding
+// "<partition>:<offset>" of the event it came from.
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 #include <simdjson.h>
 
+#include "kwire/client/producer.hpp"
 #include "kwire/source/json_writer.hpp"
+#include "kwire/source/kafka_sink.hpp"
 #include "kwire/source/stream.hpp"
 
 namespace {
@@ -43,6 +52,7 @@ struct Args {
   std::string topic = "user-events";
   std::string checkpoint;
   std::string output;
+  std::string output_topic;
   std::string max_offsets = "20000";
   std::string trigger = "available-now";
   std::map<std::string, std::string> properties;  // -X KEY=VALUE
@@ -50,7 +60,7 @@ struct Args {
 
 [[noreturn]] void usage(const char* why) {
   fmt::print(stderr,
-             "purchases: {}\nusage: purchases --bootstrap HOST:PORT --checkpoint DIR --output DIR "
+             "purchases: {}\nusage: purchases --bootstrap HOST:PORT --checkpoint DIR (--output DIR | --output-topic T) "
              "[--topic T] [--max-offsets-per-trigger N|none] [--trigger T] [-X KEY=VALUE]...\n",
              why);
   std::exit(2);
@@ -66,6 +76,7 @@ Args parse_args(int argc, char** argv) {
     else if (k == "--topic") a.topic = v;
     else if (k == "--checkpoint") a.checkpoint = v;
     else if (k == "--output") a.output = v;
+    else if (k == "--output-topic") a.output_topic = v;
     else if (k == "--max-offsets-per-trigger") a.max_offsets = v;
     else if (k == "--trigger") a.trigger = v;
     else if (k == "-X") {
@@ -75,7 +86,7 @@ Args parse_args(int argc, char** argv) {
     } else usage(("unknown argument " + k).c_str());
   }
   if (a.checkpoint.empty()) usage("--checkpoint is required");
-  if (a.output.empty()) usage("--output is required");
+  if (a.output.empty() == a.output_topic.empty()) usage("one of --output DIR and --output-topic TOPIC is required");
   return a;
 }
 
@@ -131,9 +142,32 @@ int main(int argc, char** argv) {
     return true;
   };
 
+  // --output-topic: the line becomes the record's value.
+  std::string value;
+  std::vector<kwire::protocol::RecordHeader> headers(1);
+  headers[0].key = "source";
+  auto purchase_record = [&](const kwire::source::Row& row, kwire::client::ProducerRecordView& record) {
+    value.clear();
+    if (!purchases_only(value, row)) return false;
+    const std::string source = fmt::format("{}:{}", row.partition, row.offset);
+    headers[0].value = kwire::protocol::Bytes(source.begin(), source.end());
+    record.value = kwire::protocol::ByteSpan(reinterpret_cast<const std::uint8_t*>(value.data()), value.size());
+    record.headers = headers;
+    record.partition = std::nullopt;  // the producer's partitioner, by key
+    return true;
+  };
+
   try {
-    kwire::source::JsonLinesSink sink(args.output, purchases_only);
-    kwire::source::StreamingQuery query(options, args.checkpoint, sink, kwire::source::Trigger::parse(args.trigger));
+    std::unique_ptr<kwire::source::Sink> sink;
+    if (args.output_topic.empty()) {
+      sink = std::make_unique<kwire::source::JsonLinesSink>(args.output, purchases_only);
+    } else {
+      std::map<std::string, std::string> sink_options{
+          {"kafka.bootstrap.servers", args.bootstrap}, {"topic", args.output_topic}, {"exactlyOnce", "true"}};
+      for (auto& [k, v] : args.properties) sink_options["kafka." + k] = v;
+      sink = std::make_unique<kwire::source::KafkaSink>(sink_options, purchase_record);
+    }
+    kwire::source::StreamingQuery query(options, args.checkpoint, *sink, kwire::source::Trigger::parse(args.trigger));
     std::int64_t total_in = 0, total_out = 0, batches = 0;
     query.run([&](const kwire::source::BatchProgress& p) {
       total_in += p.num_input_rows;
@@ -143,7 +177,7 @@ int main(int argc, char** argv) {
       std::fflush(stdout);
     });
     fmt::print("done: {} batches, {} rows read, {} purchases written to {}\n", batches, total_in, total_out,
-               args.output);
+               args.output_topic.empty() ? args.output : "topic " + args.output_topic);
   } catch (const std::exception& e) {
     fmt::print(stderr, "purchases: error: {}\n", e.what());
     return 1;

@@ -31,11 +31,21 @@ bool parse_bool(const std::string& name, const std::string& text) {
   throw SinkOptionError(fmt::format("Option '{}' must be true or false, not '{}'", name, text));
 }
 
-// The batch id kept in a committed offset's metadata; nullopt when it is not one.
-std::optional<std::int64_t> batch_id_of(const std::string& metadata) {
+// The metadata of the offsets a batch commits: "<query id>:<batch id>".
+std::string batch_metadata(const std::string& query_id, std::int64_t batch_id) {
+  return query_id + ":" + std::to_string(batch_id);
+}
+
+// The batch id in `metadata` when it was written by query `query_id`; nullopt otherwise.
+std::optional<std::int64_t> batch_id_of(const std::string& metadata, const std::string& query_id) {
+  if (metadata.size() <= query_id.size() + 1 || metadata.compare(0, query_id.size(), query_id) != 0 ||
+      metadata[query_id.size()] != ':')
+    return std::nullopt;
+  const char* first = metadata.data() + query_id.size() + 1;
+  const char* last = metadata.data() + metadata.size();
   std::int64_t v = 0;
-  auto [end, ec] = std::from_chars(metadata.data(), metadata.data() + metadata.size(), v);
-  if (ec != std::errc() || end != metadata.data() + metadata.size() || v < 0) return std::nullopt;
+  auto [end, ec] = std::from_chars(first, last, v);
+  if (ec != std::errc() || end != last || v < 0) return std::nullopt;
   return v;
 }
 
@@ -76,9 +86,11 @@ KafkaSinkOptions KafkaSinkOptions::parse(const std::map<std::string, std::string
   return out;
 }
 
-KafkaSink::KafkaSink(const std::map<std::string, std::string>& options) : KafkaSink(KafkaSinkOptions::parse(options)) {}
+KafkaSink::KafkaSink(const std::map<std::string, std::string>& options, Mapper mapper)
+    : KafkaSink(KafkaSinkOptions::parse(options), std::move(mapper)) {}
 
-KafkaSink::KafkaSink(KafkaSinkOptions options) : options_(std::move(options)) {}
+KafkaSink::KafkaSink(KafkaSinkOptions options, Mapper mapper)
+    : options_(std::move(options)), mapper_(std::move(mapper)) {}
 
 KafkaSink::~KafkaSink() { drop_producer(true); }
 
@@ -88,6 +100,22 @@ std::string KafkaSink::description() const {
 }
 
 void KafkaSink::prepare_batch(const BatchContext& context) { context_ = context; }
+
+// The batch the group holds, by this query (the highest batch id among its
+// committed offsets' metadata, once no transaction holds them:
+// require_stable), and the offsets committed with it.
+void KafkaSink::read_last_committed_batch() {
+  client::KafkaClient admin(options_.producer_properties);
+  client::GroupAdmin groups(admin);
+  last_committed_ = -1;
+  last_committed_end_.clear();
+  const auto committed = groups.committed_offsets(transactional_id_, {}, true);
+  for (const auto& [tp, o] : committed)
+    if (auto id = batch_id_of(o.metadata, context_->query_id)) last_committed_ = std::max(last_committed_, *id);
+  for (const auto& [tp, o] : committed)
+    if (batch_id_of(o.metadata, context_->query_id) == last_committed_)
+      last_committed_end_[tp.topic][tp.partition] = o.offset;
+}
 
 void KafkaSink::open_producer() {
   auto props = options_.producer_properties;
@@ -99,22 +127,11 @@ void KafkaSink::open_producer() {
   if (!options_.exactly_once) return;
   try {
     producer_->init_transactions();
-    last_committed_ = read_last_committed_batch();
+    read_last_committed_batch();
   } catch (...) {
     drop_producer(false);
     throw;
   }
-}
-
-// The highest batch id among the group's committed offsets' metadata, once
-// no transaction holds them (require_stable).
-std::int64_t KafkaSink::read_last_committed_batch() {
-  client::KafkaClient admin(options_.producer_properties);
-  client::GroupAdmin groups(admin);
-  std::int64_t last = -1;
-  for (const auto& [tp, committed] : groups.committed_offsets(transactional_id_, {}, true))
-    if (auto id = batch_id_of(committed.metadata)) last = std::max(last, *id);
-  return last;
 }
 
 void KafkaSink::drop_producer(bool abort) noexcept {
@@ -143,8 +160,10 @@ void KafkaSink::fail_transaction() {
   auto fenced = [&](const client::ProducerFencedError& e) {
     error = std::make_exception_ptr(client::ProducerFencedError(
         e.code(), fmt::format("Kafka sink: another process of this query (same checkpoint id) took over the "
-                              "transactional id {}; this one cannot write any more: {}",
+                              "transactional id {}, or this batch's transaction ran past transaction.timeout.ms "
+                              "and was aborted; this sink writes nothing more: {}",
                               transactional_id_, e.what())));
+    fenced_ = error;
   };
   try {
     std::rethrow_exception(error);
@@ -162,6 +181,7 @@ void KafkaSink::fail_transaction() {
     }
   }
   in_txn_ = false;
+  context_.reset();
   drop_producer(false);
   std::rethrow_exception(error);
 }
@@ -173,8 +193,15 @@ void KafkaSink::begin_batch(std::int64_t batch_id) {
   if (options_.exactly_once && context_->batch_id != batch_id)
     throw std::logic_error(
         fmt::format("KafkaSink: batch {} begun after batch {} was prepared", batch_id, context_->batch_id));
+  // Fenced once, fenced for good: opening a producer again would fence the
+  // newer process in turn.
+  if (fenced_) std::rethrow_exception(fenced_);
   if (in_txn_) drop_producer(true);  // the previous batch failed inside its transaction
+  // At-least-once: records of a batch that failed before its commit may be
+  // in flight; their outcome belongs to that batch.
+  if (batch_open_ && producer_ && !options_.exactly_once) producer_->flush();
   batch_id_ = batch_id;
+  batch_open_ = true;
   rows_ = 0;
   skip_ = false;
   {
@@ -185,6 +212,16 @@ void KafkaSink::begin_batch(std::int64_t batch_id) {
   if (!producer_) open_producer();
   if (!options_.exactly_once) return;
   if (batch_id <= last_committed_) {
+    // Only the replay of the very batch the group holds, over the same
+    // offsets, was committed before a crash. Anything else means the
+    // checkpoint is behind what this query id wrote to Kafka (a stale copy of
+    // it, or offsets/ and commits/ removed): writing would double rows.
+    if (!context_->replay || batch_id != last_committed_ || context_->end != last_committed_end_)
+      throw KafkaSinkError(fmt::format(
+          "Kafka sink: the checkpoint's batch {} ({}) is not the last batch this query committed to Kafka "
+          "(batch {} in group {}): the checkpoint is behind its output, e.g. an older copy of it; refusing to "
+          "write rows twice",
+          batch_id, context_->replay ? "a replay" : "a new batch", last_committed_, transactional_id_));
     skip_ = true;
     ++batches_skipped_;
     log_warning(
@@ -218,9 +255,7 @@ void KafkaSink::send(const client::ProducerRecordView& record) {
 
 void KafkaSink::write(std::span<const Row> rows) {
   if (!producer_ && !skip_) throw std::logic_error("KafkaSink: write without begin_batch");
-  rows_ += static_cast<std::int64_t>(rows.size());
-  if (skip_) return;
-  if (failed_) {
+  if (!skip_ && failed_) {
     std::lock_guard lock(error_mu_);
     std::rethrow_exception(first_error_);
   }
@@ -228,19 +263,23 @@ void KafkaSink::write(std::span<const Row> rows) {
     client::ProducerRecordView v;
     for (const Row& r : rows) {
       v.topic = options_.topic ? std::string_view(*options_.topic) : r.topic;
-      if (v.topic.empty())
-        throw ArrowRecordError(
-            "The Kafka message data sent to the producer contains a null topic. Use the "
-            "`topic` option for setting a default topic.");
       v.partition = r.partition;
       v.key = r.key;
       v.value = r.value;
       v.headers =
           r.headers ? std::span<const protocol::RecordHeader>(*r.headers) : std::span<const protocol::RecordHeader>();
+      v.timestamp = -1;
+      if (mapper_ && !mapper_(r, v)) continue;
+      ++rows_;  // a batch committed before a crash counts its rows and sends none
+      if (skip_) continue;
+      if (v.topic.empty())
+        throw ArrowRecordError(
+            "The Kafka message data sent to the producer contains a null topic. Use the "
+            "`topic` option for setting a default topic.");
       send(v);
     }
   } catch (...) {
-    if (options_.exactly_once) fail_transaction();
+    if (options_.exactly_once && !skip_) fail_transaction();
     throw;
   }
 }
@@ -263,17 +302,22 @@ void KafkaSink::write_arrow(const ArrowSchema& schema, const ArrowArray& batch) 
 std::int64_t KafkaSink::commit_batch(std::int64_t batch_id) {
   if (batch_id != batch_id_)
     throw std::logic_error(fmt::format("KafkaSink: commit of batch {} while batch {} is open", batch_id, batch_id_));
-  if (skip_) return rows_;
+  if (skip_) {
+    batch_open_ = false;
+    context_.reset();
+    return rows_;
+  }
   if (!producer_) throw std::logic_error("KafkaSink: commit without begin_batch");
   if (!options_.exactly_once) {
     producer_->flush();
+    batch_open_ = false;
     std::lock_guard lock(error_mu_);
     if (first_error_) std::rethrow_exception(first_error_);
     return rows_;
   }
   try {
     std::map<client::TopicPartition, client::OffsetAndMetadata> offsets;
-    const std::string metadata = std::to_string(batch_id);
+    const std::string metadata = batch_metadata(context_->query_id, batch_id);
     for (const auto& [topic, parts] : context_->end)
       for (const auto& [partition, offset] : parts) offsets[{topic, partition}] = {offset, -1, metadata};
     if (!offsets.empty()) producer_->send_offsets_to_transaction(offsets, {transactional_id_, "", -1, std::nullopt});
@@ -284,7 +328,10 @@ std::int64_t KafkaSink::commit_batch(std::int64_t batch_id) {
     fail_transaction();
   }
   in_txn_ = false;
+  batch_open_ = false;
   last_committed_ = batch_id;
+  last_committed_end_ = context_->end;
+  context_.reset();
   return rows_;
 }
 

@@ -262,7 +262,7 @@ BatchProgress StreamingQuery::execute(std::int64_t batch_id, const PartitionOffs
   if (!replay) checkpoint_.write_offsets(batch_id, end, now_ms());
   progress.durations_ms["walCommit"] = elapsed_ms(t);
   t = std::chrono::steady_clock::now();
-  sink_.prepare_batch(BatchContext{checkpoint_.id(), batch_id, end});
+  sink_.prepare_batch(BatchContext{checkpoint_.id(), batch_id, end, replay});
   sink_.begin_batch(batch_id);
   read_range(ranges, progress);
   progress.num_output_rows = sink_.commit_batch(batch_id);

@@ -14,6 +14,7 @@
 #include <iostream>
 #include <map>
 #include <random>
+#include <set>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -191,7 +192,7 @@ TEST_F(KafkaSinkTest, ExactlyOnceCommitsEachBatchWithTheSourceOffsetsInTheQueryG
   std::int64_t total = 0;
   for (auto& [tp, o] : committed) {
     EXPECT_EQ(tp.topic, in);
-    EXPECT_EQ(o.metadata, std::to_string(*last));
+    EXPECT_EQ(o.metadata, query_id + ":" + std::to_string(*last));
     EXPECT_EQ(o.offset, cp.read_offsets(*last).at(in).at(tp.partition));
     total += o.offset;
   }
@@ -253,12 +254,47 @@ TEST_F(KafkaSinkTest, ExactlyOnceStaleCopyOfTheQueryIsFencedAndItsRowsNeverVisib
   } catch (const client::ProducerFencedError& e) {
     EXPECT_NE(std::string(e.what()).find(old_sink.transactional_id()), std::string::npos) << e.what();
   }
+  // Fenced for good: the next batch does not take the id back.
+  EXPECT_THROW(old_query.run_once_batch(), client::ProducerFencedError);
   auto dst = read_committed_until(out, 20);
   std::this_thread::sleep_for(std::chrono::milliseconds(500));  // nothing more may come
   dst = read_topic(out);
   EXPECT_EQ(dst.size(), 20u);  // v-0..v-19: the stale batch (v-10..v-29) never became visible
   for (auto& [v, n] : value_counts(dst)) EXPECT_EQ(n, 1) << v;
   EXPECT_EQ(value_counts(dst).count("v-25"), 0u);
+}
+
+TEST_F(KafkaSinkTest, ExactlyOnceCheckpointBehindItsOutputIsRefused) {
+  const auto in = unique_topic("sink-behind-in"), out = unique_topic("sink-behind-out");
+  create_topic(in, 1);
+  create_topic(out, 1);
+  produce_with_headers(in, 0, 10);
+  TempDir dir;
+  {
+    source::KafkaSink sink(sink_opts(out, true));
+    source::StreamingQuery q(source_opts(in), dir / "ck", sink);
+    q.run();  // batch 0
+  }
+  fs::copy(dir / "ck", dir / "old", fs::copy_options::recursive);
+  produce_with_headers(in, 10, 20);
+  {
+    source::KafkaSink sink(sink_opts(out, true));
+    source::StreamingQuery q(source_opts(in), dir / "ck", sink);
+    q.run();  // batch 1
+  }
+  // The copy taken after batch 0 would plan batch 1 again over 10..20.
+  produce_with_headers(in, 20, 30);
+  source::KafkaSink sink(sink_opts(out, true));
+  source::StreamingQuery q(source_opts(in), dir / "old", sink);
+  try {
+    q.run();
+    FAIL() << "a stale checkpoint wrote a batch";
+  } catch (const source::KafkaSinkError& e) {
+    EXPECT_NE(std::string(e.what()).find("is not the last batch this query committed to Kafka (batch 1"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(read_committed_until(out, 20).size(), 20u);
 }
 
 TEST_F(KafkaSinkTest, KillNineAtRandomPointsExactlyOnceForReadCommittedReaders) {
@@ -354,4 +390,42 @@ TEST_F(KafkaSinkTest, KillNineAtRandomPointsExactlyOnceForReadCommittedReaders) 
   std::cout << fmt::format("read_uncommitted sees {} distinct rows, {} of them more than once (aborted batches)\n",
                            all.size(), twice);
   EXPECT_EQ(all.size(), static_cast<std::size_t>(produced));
+}
+
+TEST_F(KafkaSinkTest, PurchasesExampleWritesItsPurchasesToATopicExactlyOnce) {
+  const auto in = unique_topic("sink-purchases-in"), out = unique_topic("sink-purchases-out");
+  create_topic(in, 1);
+  create_topic(out, 2);
+  {
+    client::Producer p({{"bootstrap.servers", bootstrap()}});
+    for (int i = 0; i < 50; ++i) {
+      client::ProducerMessage m;
+      m.topic = in;
+      const std::string k = "u" + std::to_string(i);
+      const std::string v = fmt::format(R"({{"user_id":{},"action":"{}","amount":{}.5,"event_ts":{}}})", i,
+                                        i % 2 ? "purchase" : "view", i, 1700000000000 + i);
+      m.key = protocol::Bytes(k.begin(), k.end());
+      m.value = protocol::Bytes(v.begin(), v.end());
+      p.send(std::move(m));
+    }
+    p.flush();
+  }
+  TempDir dir;
+  auto r = run(
+      join_quoted({std::string(KWIRE_BIN_DIR) + "/purchases", "--bootstrap", bootstrap(), "--topic", in, "--checkpoint",
+                   (dir / "ck").string(), "--output-topic", out, "--max-offsets-per-trigger", "20"}));
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_NE(r.out.find("25 purchases written to topic " + out), std::string::npos) << r.out;
+  auto records = read_committed_until(out, 25);
+  ASSERT_EQ(records.size(), 25u);
+  std::set<std::string> keys;
+  for (auto& [partition, key, value, headers] : records) {
+    const int user = std::stoi(key.substr(1));
+    EXPECT_EQ(user % 2, 1) << value;
+    // The source offset of user i's event is i (one partition, produced in order).
+    EXPECT_EQ(headers, "source=0:" + std::to_string(user) + ";");
+    EXPECT_NE(value.find(fmt::format(R"("user_id":{},"action":"purchase")", user)), std::string::npos) << value;
+    keys.insert(key);
+  }
+  EXPECT_EQ(keys.size(), 25u);
 }

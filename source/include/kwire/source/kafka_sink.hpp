@@ -35,12 +35,15 @@
 //      (which aborts, or finishes committing, whatever an earlier process of
 //      the query left open) and reads the query's consumer group (named as
 //      the transactional id) with OffsetFetch, require_stable: the group's
-//      committed offsets carry the id of the last committed batch in their
-//      metadata. A batch id at or below it was committed before a crash:
-//      its rows are counted and dropped, and the query writes commits/N.
+//      committed offsets carry "<query id>:<batch id>" of the last batch
+//      committed in their metadata. The replay of that very batch over the
+//      same offsets was committed before a crash: its rows are counted and
+//      dropped, and the query writes commits/N. Any other batch id at or
+//      below it means the checkpoint is behind the output (KafkaSinkError).
 //   2. the rows are sent in the transaction;
 //   3. commit_batch adds the batch's source end offsets to the transaction
-//      (TxnOffsetCommit to the group, metadata = the batch id) and commits.
+//      (TxnOffsetCommit to the group, metadata "<query id>:<batch id>") and
+//      commits.
 // The query then writes commits/N. A crash before step 3 completes leaves
 // an open transaction that the next init_transactions aborts: the batch is
 // replayed in a new one. A crash after it leaves commits/N unwritten: the
@@ -54,6 +57,7 @@
 #include <atomic>
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -88,20 +92,39 @@ struct KafkaSinkOptions {
   static KafkaSinkOptions parse(const std::map<std::string, std::string>& options);
 };
 
+/// The exactly-once sink found its checkpoint behind what the query wrote to
+/// Kafka (see begin_batch).
+class KafkaSinkError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 class KafkaSink : public Sink {
  public:
+  /// Turns a source row into its record, as JsonLinesSink's formatter turns
+  /// it into a line: `record` comes filled from the row (its topic or the
+  /// `topic` option, key, value, headers, partition); the mapper may point
+  /// any field at its own memory (valid until its next call) and returns
+  /// true, or false to drop the row. Only for write(Row).
+  using Mapper = std::function<bool(const Row& row, client::ProducerRecordView& record)>;
+
   /// `options`: see above. The producer connects at the first batch.
-  explicit KafkaSink(const std::map<std::string, std::string>& options);
-  explicit KafkaSink(KafkaSinkOptions options);
+  explicit KafkaSink(const std::map<std::string, std::string>& options, Mapper mapper = {});
+  explicit KafkaSink(KafkaSinkOptions options, Mapper mapper = {});
   ~KafkaSink() override;
 
   void prepare_batch(const BatchContext& context) override;
   /// Exactly-once: throws SinkOptionError when no streaming query called
   /// prepare_batch (a batch query cannot be exactly once), ProducerFencedError
-  /// when a newer process of the query took over, client errors.
+  /// when a newer process of the query took over (then again for every later
+  /// batch), KafkaSinkError when the batch id is at or below the last batch
+  /// the query committed to Kafka and is not the replay of that very batch
+  /// over the same offsets (the checkpoint is behind the output), client
+  /// errors.
   void begin_batch(std::int64_t batch_id) override;
-  /// Rows of the Kafka source. Throws SinkOptionError for a null topic with
-  /// no `topic` option (Spark's text), client errors (RecordTooLargeError...).
+  /// Rows of the Kafka source. Throws ArrowRecordError for a row without a
+  /// topic and no `topic` option (Spark's text), client errors
+  /// (RecordTooLargeError...).
   void write(std::span<const Row> rows) override;
   /// Every row of an Arrow record batch with Spark's sink columns. Throws
   /// ArrowRecordSchemaError / ArrowRecordError (arrow_records.hpp).
@@ -129,13 +152,17 @@ class KafkaSink : public Sink {
   void open_producer();
   void drop_producer(bool abort) noexcept;
   [[noreturn]] void fail_transaction();
-  std::int64_t read_last_committed_batch();
+  void read_last_committed_batch();
 
   KafkaSinkOptions options_;
+  Mapper mapper_;
   std::unique_ptr<client::Producer> producer_;
   std::optional<BatchContext> context_;  // exactly-once: the batch the query prepared
   std::string transactional_id_;
   std::int64_t last_committed_ = -1;
+  checkpoint::PartitionOffsets last_committed_end_;  // the offsets committed with last_committed_
+  std::exception_ptr fenced_;                        // set once a newer process took the transactional id
+  bool batch_open_ = false;                          // begun, not committed
   std::int64_t batch_id_ = -1;
   std::int64_t batches_skipped_ = 0;
   bool skip_ = false;  // the open batch was committed before a crash

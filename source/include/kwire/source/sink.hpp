@@ -30,6 +30,8 @@ struct BatchContext {
   std::int64_t batch_id = 0;
   /// The batch's end offsets (next offset to read), as in offsets/N.
   checkpoint::PartitionOffsets end;
+  /// The batch was logged by an earlier run (offsets/N, no commits/N) and runs again.
+  bool replay = false;
 };
 
 /// Where a query's rows go. For exactly-once output the sink must be
