@@ -29,7 +29,8 @@
 // --output-topic writes the purchases to a Kafka topic instead, exactly once
 // (KafkaSink with exactlyOnce=true: one transaction per batch): the same JSON
 // as the value, the event's key as the key, and a header "source" holding
-// "<partition>:<offset>" of the event it came from.
+// "<partition>:<offset>" of the event it came from. --exactly-once false
+// writes them at least once (Spark's Kafka sink).
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -53,6 +54,7 @@ struct Args {
   std::string checkpoint;
   std::string output;
   std::string output_topic;
+  std::string exactly_once = "true";
   std::string max_offsets = "20000";
   std::string trigger = "available-now";
   std::map<std::string, std::string> properties;  // -X KEY=VALUE
@@ -77,6 +79,7 @@ Args parse_args(int argc, char** argv) {
     else if (k == "--checkpoint") a.checkpoint = v;
     else if (k == "--output") a.output = v;
     else if (k == "--output-topic") a.output_topic = v;
+    else if (k == "--exactly-once") a.exactly_once = v;
     else if (k == "--max-offsets-per-trigger") a.max_offsets = v;
     else if (k == "--trigger") a.trigger = v;
     else if (k == "-X") {
