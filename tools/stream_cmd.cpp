@@ -113,7 +113,11 @@ RecordOutput with_sink_options(RecordOutput output, const std::string& spec, con
     output.kafka_sink.emplace("kafka." + k, v);
   }
   if (!common.brokers.empty()) output.kafka_sink.emplace("kafka.bootstrap.servers", common.brokers);
-  KafkaSinkOptions::parse(output.kafka_sink);  // Spark's checks, before anything runs
+  // Spark's checks, before anything runs.
+  if (!KafkaSinkOptions::parse(output.kafka_sink).topic)
+    throw std::invalid_argument(
+        "--sink kafka needs -S topic=TOPIC: without it every record would be written back to the topic it was read "
+        "from (the row's topic column, as Spark's Kafka sink does)");
   return output;
 }
 

@@ -21,12 +21,14 @@ namespace {
 class PythonSink : public source::Sink {
  public:
   PythonSink(nb::object on_batch, std::optional<source::Schema> value_schema, bool include_headers,
-             std::atomic<bool>& abort, PendingError& pending, source::KafkaSink* kafka_sink)
+             std::atomic<bool>& abort, PendingError& pending, source::KafkaSink* kafka_sink, bool with_kafka_columns)
       : on_batch_(std::move(on_batch)),
         kafka_(include_headers),
         abort_(abort),
         pending_(pending),
-        kafka_sink_(kafka_sink) {
+        kafka_sink_(kafka_sink),
+        with_kafka_columns_(with_kafka_columns && value_schema.has_value()) {
+    source::export_kafka_schema(include_headers, &kafka_schema_);
     if (value_schema) {
       decoder_.emplace(*value_schema);
       decoded_.emplace(*value_schema);
@@ -37,6 +39,7 @@ class PythonSink : public source::Sink {
   }
   ~PythonSink() override {
     if (schema_.release != nullptr) schema_.release(&schema_);
+    if (kafka_schema_.release != nullptr) kafka_schema_.release(&kafka_schema_);
   }
 
   void prepare_batch(const source::BatchContext& context) override {
@@ -46,12 +49,10 @@ class PythonSink : public source::Sink {
   void begin_batch(std::int64_t batch_id) override {
     if (abort_) throw PythonRaised();
     if (kafka_sink_) kafka_sink_->begin_batch(batch_id);
-    if (decoded_) {
-      decoded_->finish();  // drop what a failed batch left
-    } else {
-      kafka_.finish();
-    }
+    if (decoded_) decoded_->finish();  // drop what a failed batch left
+    kafka_.finish();
     batches_.clear();
+    kafka_batches_.clear();
     rows_ = 0;
   }
 
@@ -62,9 +63,13 @@ class PythonSink : public source::Sink {
         std::optional<std::string_view> text;
         if (row.value) text = row.value_string();
         decoded_->append(decoder_->decode(text));
+        // The Kafka columns beside the decoded ones: both batches end at the same row.
+        if (with_kafka_columns_) kafka_.append(row);
         if (decoded_->rows() >= source::ArrowSink::kDefaultMaxRows ||
-            decoded_->bytes() >= source::ArrowSink::kDefaultMaxBytes) {
+            decoded_->bytes() >= source::ArrowSink::kDefaultMaxBytes ||
+            (with_kafka_columns_ && kafka_.bytes() >= source::ArrowSink::kDefaultMaxBytes)) {
           batches_.push_back(decoded_->finish());
+          if (with_kafka_columns_) kafka_batches_.push_back(kafka_.finish());
         }
       } else {
         kafka_.append(row);
@@ -80,6 +85,7 @@ class PythonSink : public source::Sink {
   std::int64_t commit_batch(std::int64_t batch_id) override {
     if (abort_) throw PythonRaised();
     batches_.push_back(decoded_ ? decoded_->finish() : kafka_.finish());
+    if (with_kafka_columns_) kafka_batches_.push_back(kafka_.finish());
     std::int64_t kept_rows = rows_;
     {
       nb::gil_scoped_acquire acquire;
@@ -87,7 +93,14 @@ class PythonSink : public source::Sink {
         nb::list list;
         for (source::ArrowBatch& b : batches_) list.append(make_batch_object(schema_, std::move(b)));
         batches_.clear();
-        nb::object kept = on_batch_(list, make_schema_object(schema_), batch_id);
+        nb::object kafka_list = nb::none();
+        if (with_kafka_columns_) {
+          nb::list kl;
+          for (source::ArrowBatch& b : kafka_batches_) kl.append(make_batch_object(kafka_schema_, std::move(b)));
+          kafka_batches_.clear();
+          kafka_list = std::move(kl);
+        }
+        nb::object kept = on_batch_(list, make_schema_object(schema_), batch_id, kafka_list);
         if (!kept.is_none()) kept_rows = nb::cast<std::int64_t>(kept);
       } catch (nb::python_error& e) {
         pending_.capture(std::move(e));
@@ -109,17 +122,21 @@ class PythonSink : public source::Sink {
   std::optional<source::DecodedBatchBuilder> decoded_;
   source::KafkaBatchBuilder kafka_;
   ArrowSchema schema_{};
+  ArrowSchema kafka_schema_{};
   std::vector<source::ArrowBatch> batches_;
+  std::vector<source::ArrowBatch> kafka_batches_;  // with_kafka_columns_: the Kafka columns of the same rows
   std::int64_t rows_ = 0;
   std::atomic<bool>& abort_;
   PendingError& pending_;
   source::KafkaSink* kafka_sink_;  // the query's KafkaSink (held by PyStreamingQuery::kafka_sink_obj_), or null
+  bool with_kafka_columns_;        // value_format json: also hand over the Kafka columns of each row
 };
 
 class PyStreamingQuery {
  public:
   PyStreamingQuery(const nb::dict& options, const std::string& checkpoint, const std::string& trigger,
-                   std::optional<std::string> value_schema_ddl, nb::object on_batch, nb::object kafka_sink)
+                   std::optional<std::string> value_schema_ddl, nb::object on_batch, nb::object kafka_sink,
+                   bool with_kafka_columns)
       : kafka_sink_obj_(std::move(kafka_sink)) {
     auto opts = to_options(options);
     std::optional<source::Schema> schema;
@@ -129,7 +146,8 @@ class PyStreamingQuery {
     const bool headers = source::parse_source_options(opts, source::QueryMode::streaming).include_headers;
     source::KafkaSink* kafka_sink_ptr = nullptr;
     if (!kafka_sink_obj_.is_none()) kafka_sink_ptr = &nb::cast<PyKafkaSink&>(kafka_sink_obj_).get();
-    sink_ = std::make_unique<PythonSink>(std::move(on_batch), schema, headers, abort_, pending_, kafka_sink_ptr);
+    sink_ = std::make_unique<PythonSink>(std::move(on_batch), schema, headers, abort_, pending_, kafka_sink_ptr,
+                                         with_kafka_columns);
     nb::gil_scoped_release release;
     query_ = std::make_unique<source::StreamingQuery>(opts, std::filesystem::path(checkpoint), *sink_, t);
   }
@@ -189,9 +207,9 @@ class PyStreamingQuery {
 void register_stream(nb::module_& m) {
   nb::class_<PyStreamingQuery>(m, "StreamingQuery")
       .def(nb::init<const nb::dict&, const std::string&, const std::string&, std::optional<std::string>, nb::object,
-                    nb::object>(),
+                    nb::object, bool>(),
            nb::arg("options"), nb::arg("checkpoint"), nb::arg("trigger"), nb::arg("value_schema").none(),
-           nb::arg("on_batch"), nb::arg("kafka_sink").none() = nb::none())
+           nb::arg("on_batch"), nb::arg("kafka_sink").none() = nb::none(), nb::arg("with_kafka_columns") = false)
       .def("run", &PyStreamingQuery::run, nb::arg("max_batches").none() = nb::none(),
            nb::arg("on_progress") = nb::none())
       .def("stop", &PyStreamingQuery::stop)

@@ -232,3 +232,33 @@ def test_purchases_example(bootstrap, new_topic, producer, tmp_path):
     assert sorted(t.column("amount").to_pylist()) == sorted(a for _, a in want)
     assert set(t.column("action").to_pylist()) == {"purchase"}
     assert t.schema.field("ts").type == pa.timestamp("us", tz="UTC")
+
+
+def test_purchases_example_to_a_topic_exactly_once(bootstrap, new_topic, producer, tmp_path):
+    topic, out = new_topic(partitions=2), new_topic(partitions=2)
+    for i in range(30):
+        ev = {"user_id": "u%d" % (i % 4), "action": ["view", "purchase", "cart"][i % 3],
+              "amount": float(i % 5) if i % 3 == 1 else 0.0, "ts": "2024-05-01T10:00:%02dZ" % i}
+        producer.send(topic, value=json.dumps(ev).encode(), key=b"e%d" % i, partition=i % 2)
+    producer.send(topic, value=b"{broken", partition=0)
+    producer.flush()
+    r = subprocess.run([sys.executable, os.path.join(REPO, "examples", "purchases.py"), "--bootstrap", bootstrap,
+                        "--topic", topic, "--checkpoint", str(tmp_path / "cp"), "--output-topic", out],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    want = sorted(i for i in range(30) if i % 3 == 1 and i % 5 > 0)
+    opts = {"kafka.bootstrap.servers": bootstrap, "subscribe": out, "includeHeaders": True,
+            "kafka.isolation.level": "read_committed"}
+    deadline = time.time() + 20
+    while True:  # a commit returns before its markers make the records readable
+        t = kwire.read(opts)
+        if t.num_rows >= len(want) or time.time() > deadline:
+            break
+        time.sleep(0.2)
+    rows = t.to_pylist()
+    assert sorted(int(r["key"][1:]) for r in rows) == want
+    for r in rows:
+        i = int(r["key"][1:])
+        assert json.loads(r["value"])["action"] == "purchase"
+        # The source event i went to partition i % 2 at offset i // 2 (the broken one came last).
+        assert r["headers"] == [{"key": "source", "value": b"%d:%d" % (i % 2, i // 2)}]

@@ -297,16 +297,19 @@ TEST_F(KafkaSinkTest, ExactlyOnceCheckpointBehindItsOutputIsRefused) {
   EXPECT_EQ(read_committed_until(out, 20).size(), 20u);
 }
 
-TEST_F(KafkaSinkTest, KillNineAtRandomPointsExactlyOnceForReadCommittedReaders) {
+namespace {
+
+// SIGKILL at random points of `kwire stream --sink kafka` (exactlyOnce as
+// given), then a last run that drains the input; returns the output's value
+// counts as a read_committed reader sees them, and the input row count.
+std::pair<std::map<std::string, int>, int> kill_sweep(bool exactly_once, const std::string& in,
+                                                      const std::string& out) {
   const char* points_env = std::getenv("KWIRE_SINK_KILL_POINTS");
   const int points = points_env && *points_env ? std::atoi(points_env) : 8;
   const char* seed_env = std::getenv("KWIRE_KILL_SEED");
   const std::uint64_t seed = seed_env && *seed_env ? std::strtoull(seed_env, nullptr, 10) : std::random_device{}();
   std::cout << "kill points " << points << ", seed " << seed << " (replay: KWIRE_KILL_SEED=" << seed << ")\n";
   std::mt19937_64 rng(seed);
-  const auto in = unique_topic("sink-kill-in"), out = unique_topic("sink-kill-out");
-  create_topic(in, 3);
-  create_topic(out, 3);
   int produced = 0;
   TempDir dir;
   const std::vector<std::string> base = {"stream",
@@ -325,7 +328,7 @@ TEST_F(KafkaSinkTest, KillNineAtRandomPointsExactlyOnceForReadCommittedReaders) 
                                          "-S",
                                          "topic=" + out,
                                          "-S",
-                                         "exactlyOnce=true"};
+                                         exactly_once ? "exactlyOnce=true" : "exactlyOnce=false"};
   auto args = base;
   args.insert(args.end(), {"--trigger", "processing-time=0"});
   // Batches of 15 rows, about 10 ms each, back to back: a kill 20-320 ms
@@ -349,9 +352,9 @@ TEST_F(KafkaSinkTest, KillNineAtRandomPointsExactlyOnceForReadCommittedReaders) 
     const int delay_ms = 20 + static_cast<int>(rng() % 300);
     const std::int64_t committed_before = latest("commits");
     Child child(args, dir / "stderr.log");
-    ASSERT_TRUE(child.valid());
+    EXPECT_TRUE(child.valid());
     std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
-    ASSERT_FALSE(child.poll().has_value()) << "the stream ended by itself:\n" << read_file(dir / "stderr.log");
+    EXPECT_FALSE(child.poll().has_value()) << "the stream ended by itself:\n" << read_file(dir / "stderr.log");
     child.kill_now(SIGKILL);
     ++kills;
     const std::int64_t logged = latest("offsets"), committed = latest("commits");
@@ -369,20 +372,30 @@ TEST_F(KafkaSinkTest, KillNineAtRandomPointsExactlyOnceForReadCommittedReaders) 
     ++skipped;
   std::cout << "  " << skipped << " restarts found their batch committed to Kafka and did not write it again\n";
   Child last(base, dir / "stderr.log");
-  ASSERT_EQ(last.wait(std::chrono::seconds(120)), 0) << read_file(dir / "stderr.log");
-  auto dst = read_committed_until(out, static_cast<std::size_t>(produced));
-  std::size_t duplicates = 0, missing = 0;
-  auto counts = value_counts(dst);
+  EXPECT_EQ(last.wait(std::chrono::seconds(120)), 0) << read_file(dir / "stderr.log");
+  std::cout << kills << " kills, " << produced << " input rows\n";
+  return {value_counts(read_committed_until(out, static_cast<std::size_t>(produced))), produced};
+}
+
+}  // namespace
+
+TEST_F(KafkaSinkTest, KillNineAtRandomPointsExactlyOnceForReadCommittedReaders) {
+  const auto in = unique_topic("sink-kill-in"), out = unique_topic("sink-kill-out");
+  create_topic(in, 3);
+  create_topic(out, 3);
+  auto [counts, produced] = kill_sweep(true, in, out);
+  std::size_t duplicates = 0, missing = 0, rows = 0;
+  for (auto& [v, n] : counts) rows += static_cast<std::size_t>(n);
   for (int i = 0; i < produced; ++i) {
     auto it = counts.find("v-" + std::to_string(i));
     if (it == counts.end()) ++missing;
     else if (it->second > 1) ++duplicates;
   }
-  std::cout << fmt::format("{} kills, {} input rows, {} read_committed output rows, {} missing, {} duplicated\n", kills,
-                           produced, dst.size(), missing, duplicates);
+  std::cout << fmt::format("exactly-once: {} read_committed output rows, {} missing, {} duplicated\n", rows, missing,
+                           duplicates);
   EXPECT_EQ(missing, 0u);
   EXPECT_EQ(duplicates, 0u);
-  EXPECT_EQ(dst.size(), static_cast<std::size_t>(produced));
+  EXPECT_EQ(rows, static_cast<std::size_t>(produced));
   // Uncommitted readers may see aborted transactions' records: at least once.
   auto all = value_counts(read_topic(out, "read_uncommitted"));
   std::size_t twice = 0;
@@ -390,6 +403,25 @@ TEST_F(KafkaSinkTest, KillNineAtRandomPointsExactlyOnceForReadCommittedReaders) 
   std::cout << fmt::format("read_uncommitted sees {} distinct rows, {} of them more than once (aborted batches)\n",
                            all.size(), twice);
   EXPECT_EQ(all.size(), static_cast<std::size_t>(produced));
+}
+
+TEST_F(KafkaSinkTest, KillNineAtRandomPointsAtLeastOnceInTheDefaultMode) {
+  const auto in = unique_topic("sink-kill-alo-in"), out = unique_topic("sink-kill-alo-out");
+  create_topic(in, 3);
+  create_topic(out, 3);
+  auto [counts, produced] = kill_sweep(false, in, out);
+  std::size_t missing = 0, twice = 0, extra = 0;
+  for (int i = 0; i < produced; ++i) {
+    auto it = counts.find("v-" + std::to_string(i));
+    if (it == counts.end()) ++missing;
+    else if (it->second > 1) {
+      ++twice;
+      extra += static_cast<std::size_t>(it->second - 1);
+    }
+  }
+  std::cout << fmt::format("at-least-once: {} input rows, {} missing, {} written more than once ({} extra records)\n",
+                           produced, missing, twice, extra);
+  EXPECT_EQ(missing, 0u);
 }
 
 TEST_F(KafkaSinkTest, PurchasesExampleWritesItsPurchasesToATopicExactlyOnce) {

@@ -11,7 +11,7 @@ import math
 import os
 import secrets
 import weakref
-from typing import Any, Callable, Dict, List, Mapping, Optional
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 import pyarrow as pa
 
@@ -171,6 +171,8 @@ def write(data: Any, options: Mapping[str, Any]) -> int:
 
 _SINKS = {"parquet": ParquetSink, "json": JsonLinesSink, "jsonl": JsonLinesSink}
 
+_KAFKA_COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp", "timestampType", "headers")
+
 Transform = Callable[[pa.Table], pa.Table]
 ForeachBatch = Callable[[pa.Table, int], Any]
 
@@ -200,6 +202,7 @@ class StreamingQuery:
         foreach_batch: Optional[ForeachBatch] = None,
         on_progress: Optional[Callable[[Dict[str, Any]], Any]] = None,
         sink_options: Optional[Mapping[str, Any]] = None,
+        kafka_columns: Optional[Sequence[str]] = None,
     ):
         if sink_options is not None and sink != "kafka":
             raise ConfigError("kwire: sink_options= is only used with sink='kafka'")
@@ -223,6 +226,16 @@ class StreamingQuery:
             raise ConfigError("kwire: value_format='json' needs schema= (Spark DDL)")
         if schema and value_format != "json":
             raise ConfigError("kwire: schema= is only used with value_format='json'")
+        if kafka_columns is not None:
+            if value_format != "json":
+                raise ConfigError("kwire: kafka_columns= is only used with value_format='json'")
+            kafka_columns = list(kafka_columns)
+            unknown = [c for c in kafka_columns if c not in _KAFKA_COLUMNS]
+            if unknown:
+                raise ConfigError(
+                    "kwire: unknown kafka_columns %s (the Kafka columns are %s)" % (unknown, ", ".join(_KAFKA_COLUMNS))
+                )
+        self._kafka_columns = kafka_columns or None
         self.sink = sink
         self.transform = transform
         self.foreach_batch = foreach_batch
@@ -232,8 +245,8 @@ class StreamingQuery:
         # object keeps the two out of a cycle the garbage collector cannot see.
         me = weakref.ref(self)
 
-        def on_batch(batches, schema_obj, batch_id):
-            return me()._batch(batches, schema_obj, batch_id)
+        def on_batch(batches, schema_obj, batch_id, kafka_batches=None):
+            return me()._batch(batches, schema_obj, batch_id, kafka_batches)
 
         self._q = _kwire.StreamingQuery(
             dict(options),
@@ -242,11 +255,22 @@ class StreamingQuery:
             schema if value_format == "json" else None,
             on_batch,
             sink._native if isinstance(sink, KafkaSink) else None,
+            self._kafka_columns is not None,
         )
 
-    def _batch(self, batches, schema_obj, batch_id: int) -> int:
+    def _batch(self, batches, schema_obj, batch_id: int, kafka_batches=None) -> int:
         schema = pa.schema(schema_obj)
         table = pa.Table.from_batches([pa.record_batch(b) for b in batches], schema=schema)
+        if self._kafka_columns:
+            kafka = pa.Table.from_batches([pa.record_batch(b) for b in kafka_batches])
+            for name in self._kafka_columns:
+                if name in table.column_names:
+                    raise ConfigError(
+                        "kwire: kafka_columns: '%s' is also a column of schema=; leave it out of one of them" % name
+                    )
+                if name not in kafka.column_names:
+                    raise ConfigError("kwire: kafka_columns: '%s' needs the source option includeHeaders=true" % name)
+                table = table.append_column(name, kafka[name])
         if self.transform is not None:
             table = self.transform(table)
             if not isinstance(table, pa.Table):
@@ -314,10 +338,14 @@ def stream(
     on_progress: Optional[Callable[[Dict[str, Any]], Any]] = None,
     max_batches: Optional[int] = None,
     sink_options: Optional[Mapping[str, Any]] = None,
+    kafka_columns: Optional[Sequence[str]] = None,
 ) -> StreamingQuery:
     """Creates a StreamingQuery, runs it (``start().awaitTermination()``)
     and closes it (the checkpoint is free again); returns it, with
     ``recent_progress`` (Spark-like progress dicts).
+
+    ``kafka_columns`` (with ``value_format="json"``): Kafka columns kept
+    after the decoded ones, e.g. ``["key", "partition", "offset"]``.
 
     ``sink``: "parquet" or "json" (with ``path=``), "kafka" (with
     ``sink_options=``: Spark's Kafka sink options, see KafkaSink), a
@@ -337,6 +365,7 @@ def stream(
         foreach_batch=foreach_batch,
         on_progress=on_progress,
         sink_options=sink_options,
+        kafka_columns=kafka_columns,
     )
     try:
         return q.run(max_batches)
