@@ -4,15 +4,17 @@
 # Installed layout (below CMAKE_INSTALL_PREFIX):
 #   include/kwire/{protocol,client,checkpoint,source}/...
 #   include/kwire/version.hpp       (generated from the project version)
-#   lib/libkwire_{protocol,client,checkpoint,source}.a
+#   lib/libkwire_{protocol,client,checkpoint,source,postgres}.a
 #   lib/cmake/kwire/kwireConfig.cmake, kwireConfigVersion.cmake, kwireTargets*.cmake
-#   lib/pkgconfig/kwire.pc
+#   lib/pkgconfig/kwire.pc, kwire-postgres.pc
 #   bin/kwire                       (installed by tools/CMakeLists.txt)
 #
 # Exported targets (namespace kwire::):
 #   kwire::kwire       every layer; what applications link
 #   kwire::protocol, kwire::client, kwire::checkpoint, kwire::source
 #   kwire::snappy      link helper for the snappy library (see below)
+#   kwire::postgres    the PostgreSQL sink (postgres_sink.hpp); needs libpq,
+#                      which kwireConfig.cmake looks up with pkg-config
 #
 # Both the package and the .pc file are relocatable: the prefix can be
 # changed at install time (cmake --install BUILD --prefix DIR).
@@ -36,6 +38,7 @@ set_target_properties(kwire_client PROPERTIES EXPORT_NAME client)
 set_target_properties(kwire_checkpoint PROPERTIES EXPORT_NAME checkpoint)
 set_target_properties(kwire_source PROPERTIES EXPORT_NAME source)
 set_target_properties(kwire PROPERTIES EXPORT_NAME kwire)
+set_target_properties(kwire_postgres PROPERTIES EXPORT_NAME postgres)
 
 # kwire_snappy (top-level CMakeLists.txt) names the snappy library by the
 # absolute path found when kwire was configured. kwire_protocol links it
@@ -49,7 +52,7 @@ set_target_properties(kwire_snappy PROPERTIES
   INTERFACE_LINK_LIBRARIES "$<BUILD_INTERFACE:${SNAPPY_LIBRARY}>;$<INSTALL_INTERFACE:kwire::snappy_library>"
   INTERFACE_INCLUDE_DIRECTORIES "$<BUILD_INTERFACE:${SNAPPY_INCLUDE_DIR}>")
 
-install(TARGETS ${_kwire_layers} kwire kwire_snappy
+install(TARGETS ${_kwire_layers} kwire kwire_snappy kwire_postgres
   EXPORT kwireTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
@@ -147,6 +150,11 @@ endforeach()
 unset(_kwire_pc)
 unset(_kwire_prefix)
 unset(_kwire_module)
+# kwire::postgres links libpq: looked up, not required (kwire::kwire does
+# without it).
+if(NOT TARGET PkgConfig::LIBPQ)
+  pkg_check_modules(LIBPQ QUIET IMPORTED_TARGET libpq)
+endif()
 
 if(NOT TARGET kwire::snappy_library)
   find_library(KWIRE_SNAPPY_LIBRARY NAMES snappy)
@@ -233,6 +241,20 @@ Libs: @_kwire_pc_libs@
 Cflags: @_kwire_pc_cflags@
 ]==])
 install(FILES "${PROJECT_BINARY_DIR}/cmake/kwire.pc" DESTINATION ${KWIRE_INSTALL_PKGCONFIGDIR})
+# The PostgreSQL sink: `pkg-config --libs kwire-postgres`.
+file(CONFIGURE OUTPUT "${PROJECT_BINARY_DIR}/cmake/kwire-postgres.pc" @ONLY CONTENT [==[
+prefix=@_kwire_pc_prefix@
+exec_prefix=${prefix}
+libdir=@_kwire_pc_libdir@
+includedir=@_kwire_pc_includedir@
+
+Name: kwire-postgres
+Description: kwire's PostgreSQL sink (libpq)
+Version: @PROJECT_VERSION@
+Requires: kwire libpq
+Libs: -L${libdir} -lkwire_postgres
+]==])
+install(FILES "${PROJECT_BINARY_DIR}/cmake/kwire-postgres.pc" DESTINATION ${KWIRE_INSTALL_PKGCONFIGDIR})
 
 unset(_kwire_layers)
 unset(_kwire_pkgconfig_deps)

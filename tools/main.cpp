@@ -54,7 +54,8 @@ void add_record_output(CLI::App* sub, RecordOutputArgs& out) {
       ->default_val("UTC");
   sub->add_option("-S,--sink-option", out.sink_options,
                   "With --sink kafka: a Kafka sink option KEY=VALUE, Spark's names (topic, kafka.*; exactlyOnce=true "
-                  "for one transaction per batch); kafka.* default to -b and -X (repeatable)");
+                  "for one transaction per batch); kafka.* default to -b and -X. With --sink postgres: url, dbtable, "
+                  "user, password, upsertKey, progressTable (repeatable)");
 }
 }  // namespace
 
@@ -287,7 +288,8 @@ int main(int argc, char** argv) {
   add_common(s);
   s->add_option("-o,--option", st.options, "Source option KEY=VALUE, Spark's names (repeatable)");
   s->add_option("--checkpoint", st.checkpoint, "Checkpoint folder")->required();
-  s->add_option("--sink", st.sink, "jsonl:DIR | console | kafka (see --sink-option)")->default_val("console");
+  s->add_option("--sink", st.sink, "jsonl:DIR | console | kafka | postgres (see --sink-option)")
+      ->default_val("console");
   s->add_option("--trigger", st.trigger, "available-now | once | processing-time=DURATION")
       ->default_val("available-now");
   s->add_option("--max-batches", st.max_batches, "Stop after this many batches (processing-time)")->check(at_least(1));
@@ -308,7 +310,8 @@ int main(int argc, char** argv) {
   add_common(rq);
   rq->add_option("-o,--option", rd.options,
                  "Source option KEY=VALUE, Spark's names (startingOffsets, endingOffsets, ...; repeatable)");
-  rq->add_option("--sink", rd.sink, "jsonl:DIR | console | kafka (see --sink-option)")->default_val("console");
+  rq->add_option("--sink", rd.sink, "jsonl:DIR | console | kafka | postgres (see --sink-option)")
+      ->default_val("console");
   add_record_output(rq, rd.output);
   rq->add_flag("--plan-only", rd.plan_only, "Print the planned offsets and ranges as JSON; read nothing");
 
@@ -323,7 +326,8 @@ int main(int argc, char** argv) {
   r->add_option("--until", rr.until, "End offset (exclusive; at most the partition's latest offset)")
       ->required()
       ->check(at_least(0));
-  r->add_option("--sink", rr.sink, "jsonl:DIR | console | kafka (see --sink-option)")->default_val("console");
+  r->add_option("--sink", rr.sink, "jsonl:DIR | console | kafka | postgres (see --sink-option)")
+      ->default_val("console");
   r->add_option("-o,--option", rr.options, "Source option KEY=VALUE (failOnDataLoss, kafka.*, ...)");
   add_record_output(r, rr.output);
 

@@ -20,6 +20,7 @@
 #include "kwire/source/json_escape.hpp"
 #include "kwire/source/json_writer.hpp"
 #include "kwire/source/kafka_sink.hpp"
+#include "kwire/source/postgres_sink.hpp"
 #include "kwire/source/stream.hpp"
 #include "kwire/source/value_format.hpp"
 
@@ -53,8 +54,9 @@ std::map<std::string, std::string> source_options(const CommonOptions& common, c
 // writer does.
 struct RecordOutput {
   RecordJsonWriter writer;
-  JsonLinesSink::Formatter formatter;             // set with --value-format json
-  std::map<std::string, std::string> kafka_sink;  // --sink kafka: the sink's options
+  JsonLinesSink::Formatter formatter;       // set with --value-format json
+  std::map<std::string, std::string> sink;  // --sink kafka|postgres: the sink's options
+  PostgresColumns columns;                  // --sink postgres: what is written
 };
 
 RecordOutput record_output(const RecordOutputArgs& args) {
@@ -63,7 +65,7 @@ RecordOutput record_output(const RecordOutputArgs& args) {
   options.time_zone = TimeZone::parse(args.time_zone);
   if (args.value_format == "raw") {
     if (args.schema) throw std::invalid_argument("--schema needs --value-format json");
-    return {RecordJsonWriter(std::move(options)), {}, {}};
+    return {RecordJsonWriter(std::move(options)), {}, {}, {}};
   }
   if (!args.schema) throw std::invalid_argument("--value-format json needs --schema 'name TYPE, ...'");
   auto decoder = std::make_shared<JsonValueDecoder>(Schema::parse_ddl(*args.schema));
@@ -77,6 +79,7 @@ RecordOutput record_output(const RecordOutputArgs& args) {
       if (c.name == kafka_column_name(k))
         throw std::invalid_argument(
             fmt::format("--kafka-columns: '{}' is also a column of --schema; leave it out of one of them", c.name));
+  PostgresColumns columns{decoder->schema(), options.kafka_columns};
   RecordJsonWriter writer(std::move(options));
   auto decoded = std::make_shared<DecodedValue>();  // reused row after row
   auto formatter = [decoder, decoded, writer](std::string& out, const Row& row) {
@@ -86,35 +89,46 @@ RecordOutput record_output(const RecordOutputArgs& args) {
     writer.append(out, row, decoder->schema(), *decoded);
     return true;
   };
-  return {writer, formatter, {}};
+  return {writer, formatter, {}, std::move(columns)};
 }
 
 void check_sink_spec(const std::string& spec) {
-  if (spec == "console" || spec == "kafka" || (spec.rfind("jsonl:", 0) == 0 && spec.size() > 6)) return;
-  throw std::invalid_argument(fmt::format("invalid --sink '{}': expected jsonl:DIR, console or kafka", spec));
+  if (spec == "console" || spec == "kafka" || spec == "postgres" || (spec.rfind("jsonl:", 0) == 0 && spec.size() > 6))
+    return;
+  throw std::invalid_argument(fmt::format("invalid --sink '{}': expected jsonl:DIR, console, kafka or postgres", spec));
 }
 
-// The Kafka sink's options: --sink-option KEY=VALUE, with kafka.* from -b and
-// -X where not given (a sink on the source's cluster needs no repetition).
+// The Kafka and PostgreSQL sinks' options: --sink-option KEY=VALUE; for
+// Kafka, kafka.* from -b and -X where not given (a sink on the source's
+// cluster needs no repetition).
 RecordOutput with_sink_options(RecordOutput output, const std::string& spec, const CommonOptions& common,
                                const RecordOutputArgs& args) {
+  if (spec == "postgres") {
+    for (auto& kv : args.sink_options) {
+      auto [k, v] = split_key_value(kv, "--sink-option");
+      output.sink[k] = v;
+    }
+    PostgresSinkOptions::parse(output.sink);  // its checks, before anything runs
+    return output;
+  }
   if (spec != "kafka") {
-    if (!args.sink_options.empty()) throw std::invalid_argument("--sink-option is only used with --sink kafka");
+    if (!args.sink_options.empty())
+      throw std::invalid_argument("--sink-option is only used with --sink kafka or --sink postgres");
     return output;
   }
   if (args.value_format != "raw")
     throw std::invalid_argument("--sink kafka writes the records as they are read: --value-format does not apply");
   for (auto& kv : args.sink_options) {
     auto [k, v] = split_key_value(kv, "--sink-option");
-    output.kafka_sink[k] = v;
+    output.sink[k] = v;
   }
   for (auto& kv : common.properties) {
     auto [k, v] = split_key_value(kv, "-X property");
-    output.kafka_sink.emplace("kafka." + k, v);
+    output.sink.emplace("kafka." + k, v);
   }
-  if (!common.brokers.empty()) output.kafka_sink.emplace("kafka.bootstrap.servers", common.brokers);
+  if (!common.brokers.empty()) output.sink.emplace("kafka.bootstrap.servers", common.brokers);
   // Spark's checks, before anything runs.
-  if (!KafkaSinkOptions::parse(output.kafka_sink).topic)
+  if (!KafkaSinkOptions::parse(output.sink).topic)
     throw std::invalid_argument(
         "--sink kafka needs -S topic=TOPIC: without it every record would be written back to the topic it was read "
         "from (the row's topic column, as Spark's Kafka sink does)");
@@ -123,7 +137,8 @@ RecordOutput with_sink_options(RecordOutput output, const std::string& spec, con
 
 std::unique_ptr<Sink> make_sink(const std::string& spec, RecordOutput output) {
   check_sink_spec(spec);
-  if (spec == "kafka") return std::make_unique<KafkaSink>(output.kafka_sink);
+  if (spec == "kafka") return std::make_unique<KafkaSink>(output.sink);
+  if (spec == "postgres") return std::make_unique<PostgresSink>(output.sink, std::move(output.columns));
   if (spec == "console") {
     if (output.formatter) return std::make_unique<ConsoleSink>(std::move(output.formatter));
     return std::make_unique<ConsoleSink>(std::move(output.writer));

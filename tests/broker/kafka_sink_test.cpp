@@ -5,9 +5,7 @@
 // stale copy of the query is fenced), and SIGKILL at random points of a
 // Kafka -> Kafka `kwire stream` with read_committed readers finding every
 // row exactly once.
-//
-// KWIRE_SINK_KILL_POINTS sets the number of SIGKILLs (default 8; the full
-// sweep is 50); KWIRE_KILL_SEED replays a run.
+// KWIRE_SINK_KILL_POINTS sets the number of SIGKILLs (kill_sweep.hpp).
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -26,6 +24,7 @@
 #include "../temp_dir.hpp"
 #include "child_process.hpp"
 #include "common.hpp"
+#include "kill_sweep.hpp"
 #include "kwire/checkpoint/checkpoint.hpp"
 #include "kwire/client/consumer.hpp"
 #include "kwire/client/group_admin.hpp"
@@ -302,17 +301,10 @@ namespace {
 // SIGKILL at random points of `kwire stream --sink kafka` (exactlyOnce as
 // given), then a last run that drains the input; returns the output's value
 // counts as a read_committed reader sees them, and the input row count.
-std::pair<std::map<std::string, int>, int> kill_sweep(bool exactly_once, const std::string& in,
-                                                      const std::string& out) {
-  const char* points_env = std::getenv("KWIRE_SINK_KILL_POINTS");
-  const int points = points_env && *points_env ? std::atoi(points_env) : 8;
-  const char* seed_env = std::getenv("KWIRE_KILL_SEED");
-  const std::uint64_t seed = seed_env && *seed_env ? std::strtoull(seed_env, nullptr, 10) : std::random_device{}();
-  std::cout << "kill points " << points << ", seed " << seed << " (replay: KWIRE_KILL_SEED=" << seed << ")\n";
-  std::mt19937_64 rng(seed);
-  int produced = 0;
+std::pair<std::map<std::string, int>, int> kafka_kill_sweep(bool exactly_once, const std::string& in,
+                                                            const std::string& out) {
   TempDir dir;
-  const std::vector<std::string> base = {"stream",
+  const std::vector<std::string> args = {"stream",
                                          "-b",
                                          bootstrap(),
                                          "-o",
@@ -329,52 +321,11 @@ std::pair<std::map<std::string, int>, int> kill_sweep(bool exactly_once, const s
                                          "topic=" + out,
                                          "-S",
                                          exactly_once ? "exactlyOnce=true" : "exactlyOnce=false"};
-  auto args = base;
-  args.insert(args.end(), {"--trigger", "processing-time=0"});
   // Batches of 15 rows, about 10 ms each, back to back: a kill 20-320 ms
   // into a run with 300 new rows lands in some phase of some batch (startup,
   // inside a transaction, between its commit and commits/N, planning).
-  int kills = 0;
-  std::map<std::string, int> phases;
-  auto latest = [&](const char* log) -> std::int64_t {
-    std::int64_t best = -1;
-    if (!fs::exists(dir / "ck" / log)) return best;
-    for (auto& e : fs::directory_iterator(dir / "ck" / log)) {
-      const auto n = e.path().filename().string();
-      if (!n.empty() && n.find_first_not_of("0123456789") == std::string::npos)
-        best = std::max<std::int64_t>(best, std::stoll(n));
-    }
-    return best;
-  };
-  for (int round = 0; round < points; ++round) {
-    produce_with_headers(in, produced, produced + 300);
-    produced += 300;
-    const int delay_ms = 20 + static_cast<int>(rng() % 300);
-    const std::int64_t committed_before = latest("commits");
-    Child child(args, dir / "stderr.log");
-    EXPECT_TRUE(child.valid());
-    std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
-    EXPECT_FALSE(child.poll().has_value()) << "the stream ended by itself:\n" << read_file(dir / "stderr.log");
-    child.kill_now(SIGKILL);
-    ++kills;
-    const std::int64_t logged = latest("offsets"), committed = latest("commits");
-    if (committed == committed_before && logged <= committed) phases["before any batch"]++;
-    else if (logged > committed) phases["inside a batch (offsets/N logged, commits/N not)"]++;
-    else phases["between batches"]++;
-  }
-  for (auto& [phase, n] : phases) std::cout << "  " << n << " kills " << phase << "\n";
-  // A kill between the transaction's commit and commits/N: the restart finds
-  // the batch in the group and says so.
-  std::size_t skipped = 0;
-  const std::string log = read_file(dir / "stderr.log");
-  for (auto at = log.find("its rows are not written again"); at != std::string::npos;
-       at = log.find("its rows are not written again", at + 1))
-    ++skipped;
-  std::cout << "  " << skipped << " restarts found their batch committed to Kafka and did not write it again\n";
-  Child last(base, dir / "stderr.log");
-  EXPECT_EQ(last.wait(std::chrono::seconds(120)), 0) << read_file(dir / "stderr.log");
-  std::cout << kills << " kills, " << produced << " input rows\n";
-  return {value_counts(read_committed_until(out, static_cast<std::size_t>(produced))), produced};
+  const auto sweep = kill_sweep(args, dir / "ck", [&](int from, int to) { produce_with_headers(in, from, to); });
+  return {value_counts(read_committed_until(out, static_cast<std::size_t>(sweep.produced))), sweep.produced};
 }
 
 }  // namespace
@@ -383,7 +334,7 @@ TEST_F(KafkaSinkTest, KillNineAtRandomPointsExactlyOnceForReadCommittedReaders) 
   const auto in = unique_topic("sink-kill-in"), out = unique_topic("sink-kill-out");
   create_topic(in, 3);
   create_topic(out, 3);
-  auto [counts, produced] = kill_sweep(true, in, out);
+  auto [counts, produced] = kafka_kill_sweep(true, in, out);
   std::size_t duplicates = 0, missing = 0, rows = 0;
   for (auto& [v, n] : counts) rows += static_cast<std::size_t>(n);
   for (int i = 0; i < produced; ++i) {
@@ -409,7 +360,7 @@ TEST_F(KafkaSinkTest, KillNineAtRandomPointsAtLeastOnceInTheDefaultMode) {
   const auto in = unique_topic("sink-kill-alo-in"), out = unique_topic("sink-kill-alo-out");
   create_topic(in, 3);
   create_topic(out, 3);
-  auto [counts, produced] = kill_sweep(false, in, out);
+  auto [counts, produced] = kafka_kill_sweep(false, in, out);
   std::size_t missing = 0, twice = 0, extra = 0;
   for (int i = 0; i < produced; ++i) {
     auto it = counts.find("v-" + std::to_string(i));

@@ -76,13 +76,6 @@ struct ProducerRecordView;
 
 namespace kwire::source {
 
-/// Invalid Kafka sink options or input columns (Spark: IllegalArgumentException
-/// or AnalysisException), with Spark's texts.
-class SinkOptionError : public std::invalid_argument {
- public:
-  using std::invalid_argument::invalid_argument;
-};
-
 struct KafkaSinkOptions {
   std::map<std::string, std::string> producer_properties;  // the kafka.* options without the prefix
   std::optional<std::string> topic;

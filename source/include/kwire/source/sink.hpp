@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -20,6 +21,14 @@ class AtomicFileWriter;
 }
 
 namespace kwire::source {
+
+/// Invalid sink options or input columns: the Kafka sink's (Spark:
+/// IllegalArgumentException or AnalysisException, with Spark's texts) and
+/// the PostgreSQL sink's.
+class SinkOptionError : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
 
 /// What a streaming query tells its sink about a batch before begin_batch:
 /// a sink that stores the source position with its output (KafkaSink's
