@@ -43,6 +43,7 @@ from .errors import (
     TransactionStateError,
 )
 from ._stream import JsonLinesSink, KafkaSink, ParquetSink, StreamingQuery, stream, write
+from ._table_sinks import BatchInfo, DeltaSink, IcebergSink, TransactionalSink
 
 __version__: str = _kwire.__version__  # the project() version of the top-level CMakeLists.txt
 
@@ -194,6 +195,10 @@ __all__ = [
     "ParquetSink",
     "JsonLinesSink",
     "KafkaSink",
+    "DeltaSink",
+    "IcebergSink",
+    "TransactionalSink",
+    "BatchInfo",
     "write",
     *errors.__all__,
 ]

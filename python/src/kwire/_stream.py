@@ -169,7 +169,13 @@ def write(data: Any, options: Mapping[str, Any]) -> int:
         sink.close()
 
 
-_SINKS = {"parquet": ParquetSink, "json": JsonLinesSink, "jsonl": JsonLinesSink}
+def _delta_sink(path: str) -> Any:
+    from ._table_sinks import DeltaSink
+
+    return DeltaSink(path)
+
+
+_SINKS = {"parquet": ParquetSink, "json": JsonLinesSink, "jsonl": JsonLinesSink, "delta": _delta_sink}
 
 _KAFKA_COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp", "timestampType", "headers")
 
@@ -212,7 +218,7 @@ class StreamingQuery:
             sink = KafkaSink(sink_options or {})
         elif isinstance(sink, str):
             if sink not in _SINKS:
-                raise ConfigError("kwire: unknown sink %r (parquet, json, kafka or a sink object)" % sink)
+                raise ConfigError("kwire: unknown sink %r (parquet, json, delta, kafka or a sink object)" % sink)
             if not path:
                 raise ConfigError("kwire: sink %r needs path=" % sink)
             sink = _SINKS[sink](path)
@@ -257,6 +263,12 @@ class StreamingQuery:
             sink._native if isinstance(sink, KafkaSink) else None,
             self._kafka_columns is not None,
         )
+        # The checkpoint's query id (its metadata file, Spark's format), for
+        # the sinks that name their writes by it (table_sinks).
+        with open(os.path.join(os.fspath(checkpoint), "metadata"), encoding="utf-8") as f:
+            self.id: str = json.loads(f.readline())["id"]
+        if hasattr(sink, "bind"):
+            sink.bind(self.id, os.path.abspath(os.fspath(checkpoint)))
 
     def _batch(self, batches, schema_obj, batch_id: int, kafka_batches=None) -> int:
         schema = pa.schema(schema_obj)
