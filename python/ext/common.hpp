@@ -105,6 +105,7 @@ void register_consumer(nb::module_& m);
 void register_stream(nb::module_& m);
 void register_producer(nb::module_& m);
 void register_kafka_sink(nb::module_& m);
+void register_postgres_sink(nb::module_& m);
 void register_planning(nb::module_& m);
 void register_data_source(nb::module_& m);
 void register_warnings(nb::module_& m);

@@ -81,6 +81,7 @@ NB_MODULE(_kwire, m) {
   register_stream(m);
   register_producer(m);
   register_kafka_sink(m);
+  register_postgres_sink(m);
   register_planning(m);
   register_data_source(m);
   register_warnings(m);

@@ -10,6 +10,7 @@
 #include "common.hpp"
 #include "kafka_sink.hpp"
 #include "kwire/source/stream.hpp"
+#include "postgres_sink.hpp"
 
 namespace kwire::python {
 
@@ -21,13 +22,15 @@ namespace {
 class PythonSink : public source::Sink {
  public:
   PythonSink(nb::object on_batch, std::optional<source::Schema> value_schema, bool include_headers,
-             std::atomic<bool>& abort, PendingError& pending, source::KafkaSink* kafka_sink, bool with_kafka_columns)
+             std::atomic<bool>& abort, PendingError& pending, source::KafkaSink* kafka_sink, bool with_kafka_columns,
+             source::Sink* row_sink)
       : on_batch_(std::move(on_batch)),
         kafka_(include_headers),
         abort_(abort),
         pending_(pending),
         kafka_sink_(kafka_sink),
-        with_kafka_columns_(with_kafka_columns && value_schema.has_value()) {
+        with_kafka_columns_(with_kafka_columns && value_schema.has_value()),
+        row_sink_(row_sink) {
     source::export_kafka_schema(include_headers, &kafka_schema_);
     if (value_schema) {
       decoder_.emplace(*value_schema);
@@ -44,11 +47,13 @@ class PythonSink : public source::Sink {
 
   void prepare_batch(const source::BatchContext& context) override {
     if (kafka_sink_) kafka_sink_->prepare_batch(context);
+    if (row_sink_) row_sink_->prepare_batch(context);
   }
 
   void begin_batch(std::int64_t batch_id) override {
     if (abort_) throw PythonRaised();
     if (kafka_sink_) kafka_sink_->begin_batch(batch_id);
+    if (row_sink_) row_sink_->begin_batch(batch_id);
     if (decoded_) decoded_->finish();  // drop what a failed batch left
     kafka_.finish();
     batches_.clear();
@@ -58,6 +63,7 @@ class PythonSink : public source::Sink {
 
   void write(std::span<const source::Row> rows) override {
     if (abort_) throw PythonRaised();
+    if (row_sink_) row_sink_->write(rows);  // the source rows, as they are
     for (const source::Row& row : rows) {
       if (decoded_) {
         std::optional<std::string_view> text;
@@ -111,10 +117,14 @@ class PythonSink : public source::Sink {
     // The Kafka sink's rows were sent by on_batch (KafkaSink.write): its
     // transaction commits here, without the GIL.
     if (kafka_sink_) return kafka_sink_->commit_batch(batch_id);
+    if (row_sink_) return row_sink_->commit_batch(batch_id);
     return kept_rows;
   }
 
-  std::string description() const override { return kafka_sink_ ? kafka_sink_->description() : "PythonSink"; }
+  std::string description() const override {
+    if (kafka_sink_) return kafka_sink_->description();
+    return row_sink_ ? row_sink_->description() : "PythonSink";
+  }
 
  private:
   nb::object on_batch_;
@@ -130,14 +140,15 @@ class PythonSink : public source::Sink {
   PendingError& pending_;
   source::KafkaSink* kafka_sink_;  // the query's KafkaSink (held by PyStreamingQuery::kafka_sink_obj_), or null
   bool with_kafka_columns_;        // value_format json: also hand over the Kafka columns of each row
+  source::Sink* row_sink_;         // a sink written from the source rows (PostgresSink), or null
 };
 
 class PyStreamingQuery {
  public:
   PyStreamingQuery(const nb::dict& options, const std::string& checkpoint, const std::string& trigger,
                    std::optional<std::string> value_schema_ddl, nb::object on_batch, nb::object kafka_sink,
-                   bool with_kafka_columns)
-      : kafka_sink_obj_(std::move(kafka_sink)) {
+                   bool with_kafka_columns, nb::object row_sink)
+      : kafka_sink_obj_(std::move(kafka_sink)), row_sink_obj_(std::move(row_sink)) {
     auto opts = to_options(options);
     std::optional<source::Schema> schema;
     if (value_schema_ddl) schema = source::Schema::parse_ddl(*value_schema_ddl);
@@ -146,8 +157,10 @@ class PyStreamingQuery {
     const bool headers = source::parse_source_options(opts, source::QueryMode::streaming).include_headers;
     source::KafkaSink* kafka_sink_ptr = nullptr;
     if (!kafka_sink_obj_.is_none()) kafka_sink_ptr = &nb::cast<PyKafkaSink&>(kafka_sink_obj_).get();
+    source::Sink* row_sink_ptr = nullptr;
+    if (!row_sink_obj_.is_none()) row_sink_ptr = &nb::cast<PyPostgresSink&>(row_sink_obj_).get();
     sink_ = std::make_unique<PythonSink>(std::move(on_batch), schema, headers, abort_, pending_, kafka_sink_ptr,
-                                         with_kafka_columns);
+                                         with_kafka_columns, row_sink_ptr);
     nb::gil_scoped_release release;
     query_ = std::make_unique<source::StreamingQuery>(opts, std::filesystem::path(checkpoint), *sink_, t);
   }
@@ -198,6 +211,7 @@ class PyStreamingQuery {
   std::atomic<bool> abort_{false};
   PendingError pending_;
   nb::object kafka_sink_obj_;         // a kwire._kwire.KafkaSink, or None
+  nb::object row_sink_obj_;           // a kwire._kwire.PostgresSink, or None
   std::unique_ptr<PythonSink> sink_;  // declared before query_: outlives it
   std::unique_ptr<source::StreamingQuery> query_;
 };
@@ -207,9 +221,10 @@ class PyStreamingQuery {
 void register_stream(nb::module_& m) {
   nb::class_<PyStreamingQuery>(m, "StreamingQuery")
       .def(nb::init<const nb::dict&, const std::string&, const std::string&, std::optional<std::string>, nb::object,
-                    nb::object, bool>(),
+                    nb::object, bool, nb::object>(),
            nb::arg("options"), nb::arg("checkpoint"), nb::arg("trigger"), nb::arg("value_schema").none(),
-           nb::arg("on_batch"), nb::arg("kafka_sink").none() = nb::none(), nb::arg("with_kafka_columns") = false)
+           nb::arg("on_batch"), nb::arg("kafka_sink").none() = nb::none(), nb::arg("with_kafka_columns") = false,
+           nb::arg("row_sink").none() = nb::none())
       .def("run", &PyStreamingQuery::run, nb::arg("max_batches").none() = nb::none(),
            nb::arg("on_progress") = nb::none())
       .def("stop", &PyStreamingQuery::stop)

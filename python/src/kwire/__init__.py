@@ -42,7 +42,7 @@ from .errors import (
     TransactionAbortedError,
     TransactionStateError,
 )
-from ._stream import JsonLinesSink, KafkaSink, ParquetSink, StreamingQuery, stream, write
+from ._stream import JsonLinesSink, KafkaSink, ParquetSink, PostgresSink, StreamingQuery, stream, write
 from ._table_sinks import BatchInfo, DeltaSink, IcebergSink, TransactionalSink
 
 __version__: str = _kwire.__version__  # the project() version of the top-level CMakeLists.txt
@@ -195,6 +195,7 @@ __all__ = [
     "ParquetSink",
     "JsonLinesSink",
     "KafkaSink",
+    "PostgresSink",
     "DeltaSink",
     "IcebergSink",
     "TransactionalSink",

@@ -153,6 +153,44 @@ class KafkaSink:
         return self._native.description
 
 
+class PostgresSink:
+    """Writes the source rows into a PostgreSQL table with COPY (libpq, in the
+    C++ core: the same sink as ``kwire stream --sink postgres``), each batch
+    in one database transaction that also records the query's progress, so
+    that the table holds every row exactly once after any crash. Options:
+    ``url`` (libpq URI or connection string; ``jdbc:postgresql://...`` is
+    taken too), ``dbtable``, ``user``, ``password`` (better: PGPASSWORD or a
+    ~/.pgpass file), ``upsertKey`` (comma-separated columns: upsert instead of
+    append), ``progressTable`` (default kwire_progress). The columns are the
+    Kafka columns, or with ``value_format="json"`` the schema's columns,
+    ``_corrupt_record`` and the ``kafka_columns`` (the streaming query fills
+    those in). A missing table is created. A transform cannot be used: the
+    rows are written as read, in the core."""
+
+    def __init__(self, options: Mapping[str, Any]):
+        self.options = {k: str(v) for k, v in options.items()}
+        self._native = None
+
+    def _open(self, value_schema: Optional[str], kafka_columns: Optional[Sequence[str]]) -> Any:
+        self._native = _kwire.PostgresSink(self.options, value_schema, list(kafka_columns) if kafka_columns else None)
+        return self._native
+
+    def write(self, table: pa.Table, batch_id: int) -> Optional[int]:
+        return None  # the core wrote the batch's rows
+
+    @property
+    def batches_skipped(self) -> int:
+        """Batches found committed to the table before a restart and not written again."""
+        return self._native.batches_skipped if self._native is not None else 0
+
+    def close(self) -> None:
+        if self._native is not None:
+            self._native.close()
+
+    def description(self) -> str:
+        return self._native.description if self._native is not None else "PostgresSink"
+
+
 def write(data: Any, options: Mapping[str, Any]) -> int:
     """A batch write to Kafka, as ``df.write.format("kafka").options(...).save()``:
     every row of ``data`` (a pyarrow Table / RecordBatch / RecordBatchReader,
@@ -210,15 +248,15 @@ class StreamingQuery:
         sink_options: Optional[Mapping[str, Any]] = None,
         kafka_columns: Optional[Sequence[str]] = None,
     ):
-        if sink_options is not None and sink != "kafka":
-            raise ConfigError("kwire: sink_options= is only used with sink='kafka'")
-        if sink == "kafka":
+        if sink_options is not None and sink not in ("kafka", "postgres"):
+            raise ConfigError("kwire: sink_options= is only used with sink='kafka' or sink='postgres'")
+        if sink in ("kafka", "postgres"):
             if path:
-                raise ConfigError("kwire: the Kafka sink takes sink_options=, not path=")
-            sink = KafkaSink(sink_options or {})
+                raise ConfigError("kwire: the %s sink takes sink_options=, not path=" % sink)
+            sink = KafkaSink(sink_options or {}) if sink == "kafka" else PostgresSink(sink_options or {})
         elif isinstance(sink, str):
             if sink not in _SINKS:
-                raise ConfigError("kwire: unknown sink %r (parquet, json, delta, kafka or a sink object)" % sink)
+                raise ConfigError("kwire: unknown sink %r (parquet, json, delta, kafka, postgres or a sink object)" % sink)
             if not path:
                 raise ConfigError("kwire: sink %r needs path=" % sink)
             sink = _SINKS[sink](path)
@@ -242,6 +280,14 @@ class StreamingQuery:
                     "kwire: unknown kafka_columns %s (the Kafka columns are %s)" % (unknown, ", ".join(_KAFKA_COLUMNS))
                 )
         self._kafka_columns = kafka_columns or None
+        if isinstance(sink, PostgresSink) and transform is not None:
+            raise ConfigError(
+                "kwire: the PostgreSQL sink writes the rows as read (Kafka columns, or value_format='json' columns "
+                "and kafka_columns): transform= cannot be used with it; use a TransactionalSink for a transformed "
+                "table"
+            )
+        row_sink = sink._open(schema if value_format == "json" else None, kafka_columns) if isinstance(
+            sink, PostgresSink) else None
         self.sink = sink
         self.transform = transform
         self.foreach_batch = foreach_batch
@@ -262,6 +308,7 @@ class StreamingQuery:
             on_batch,
             sink._native if isinstance(sink, KafkaSink) else None,
             self._kafka_columns is not None,
+            row_sink,
         )
         # The checkpoint's query id (its metadata file, Spark's format), for
         # the sinks that name their writes by it (table_sinks).
@@ -326,8 +373,8 @@ class StreamingQuery:
         """Releases the checkpoint (another query may then use it) and the
         Kafka connections; ``recent_progress`` stays readable."""
         self._q.close()
-        if isinstance(self.sink, KafkaSink):
-            self.sink.close()  # its producer; a later batch would open a new one
+        if isinstance(self.sink, (KafkaSink, PostgresSink)):
+            self.sink.close()  # its producer or connection; a later batch would open a new one
 
     def __enter__(self) -> "StreamingQuery":
         return self
