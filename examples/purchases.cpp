@@ -14,7 +14,8 @@
 //          .option("checkpointLocation", checkpoint)
 //          .trigger(availableNow=True).start().awaitTermination())
 //
-// Usage: purchases --bootstrap HOST:PORT --checkpoint DIR (--output DIR | --output-topic TOPIC)
+// Usage: purchases --bootstrap HOST:PORT --checkpoint DIR
+//                  (--output DIR | --output-topic TOPIC | --output-postgres URL --table T)
 //                  [--topic user-events] [--max-offsets-per-trigger 20000|none]
 //                  [--trigger available-now|once|processing-time=5s]
 //                  [-X KEY=VALUE]...
@@ -31,6 +32,11 @@
 // as the value, the event's key as the key, and a header "source" holding
 // "<partition>:<offset>" of the event it came from. --exactly-once false
 // writes them at least once (Spark's Kafka sink).
+//
+// --output-postgres writes them into PostgreSQL table --table (created when
+// missing) with the event's columns, partition and offset, exactly once
+// (PostgresSink: one database transaction per batch with the query's
+// progress). The password comes from PGPASSWORD or ~/.pgpass.
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -44,6 +50,7 @@
 #include "kwire/client/producer.hpp"
 #include "kwire/source/json_writer.hpp"
 #include "kwire/source/kafka_sink.hpp"
+#include "kwire/source/postgres_sink.hpp"
 #include "kwire/source/stream.hpp"
 
 namespace {
@@ -54,6 +61,8 @@ struct Args {
   std::string checkpoint;
   std::string output;
   std::string output_topic;
+  std::string output_postgres;
+  std::string table;
   std::string exactly_once = "true";
   std::string max_offsets = "20000";
   std::string trigger = "available-now";
@@ -61,10 +70,12 @@ struct Args {
 };
 
 [[noreturn]] void usage(const char* why) {
-  fmt::print(stderr,
-             "purchases: {}\nusage: purchases --bootstrap HOST:PORT --checkpoint DIR (--output DIR | --output-topic T) "
-             "[--topic T] [--max-offsets-per-trigger N|none] [--trigger T] [-X KEY=VALUE]...\n",
-             why);
+  fmt::print(
+      stderr,
+      "purchases: {}\nusage: purchases --bootstrap HOST:PORT --checkpoint DIR (--output DIR | --output-topic T | "
+      "--output-postgres URL --table T) [--topic T] [--max-offsets-per-trigger N|none] [--trigger T] "
+      "[-X KEY=VALUE]...\n",
+      why);
   std::exit(2);
 }
 
@@ -79,6 +90,8 @@ Args parse_args(int argc, char** argv) {
     else if (k == "--checkpoint") a.checkpoint = v;
     else if (k == "--output") a.output = v;
     else if (k == "--output-topic") a.output_topic = v;
+    else if (k == "--output-postgres") a.output_postgres = v;
+    else if (k == "--table") a.table = v;
     else if (k == "--exactly-once") a.exactly_once = v;
     else if (k == "--max-offsets-per-trigger") a.max_offsets = v;
     else if (k == "--trigger") a.trigger = v;
@@ -89,7 +102,9 @@ Args parse_args(int argc, char** argv) {
     } else usage(("unknown argument " + k).c_str());
   }
   if (a.checkpoint.empty()) usage("--checkpoint is required");
-  if (a.output.empty() == a.output_topic.empty()) usage("one of --output DIR and --output-topic TOPIC is required");
+  if (!a.output.empty() + !a.output_topic.empty() + !a.output_postgres.empty() != 1)
+    usage("one of --output DIR, --output-topic TOPIC and --output-postgres URL is required");
+  if (a.output_postgres.empty() != a.table.empty()) usage("--output-postgres and --table go together");
   return a;
 }
 
@@ -162,7 +177,18 @@ int main(int argc, char** argv) {
 
   try {
     std::unique_ptr<kwire::source::Sink> sink;
-    if (args.output_topic.empty()) {
+    if (!args.output_postgres.empty()) {
+      // The sink decodes the value with the schema (from_json, PERMISSIVE);
+      // the where clause keeps the purchases.
+      auto is_purchase = [](const kwire::source::Row&, const kwire::source::DecodedValue& e) {
+        const auto* action = std::get_if<std::string>(&e.cells[1]);
+        const auto* amount = std::get_if<double>(&e.cells[2]);
+        return action && *action == "purchase" && amount && *amount > 0;
+      };
+      sink = std::make_unique<kwire::source::PostgresSink>(
+          std::map<std::string, std::string>{{"url", args.output_postgres}, {"dbtable", args.table}},
+          kwire::source::PostgresColumns{schema, writer_options.kafka_columns}, is_purchase);
+    } else if (args.output_topic.empty()) {
       sink = std::make_unique<kwire::source::JsonLinesSink>(args.output, purchases_only);
     } else {
       std::map<std::string, std::string> sink_options{
@@ -180,7 +206,9 @@ int main(int argc, char** argv) {
       std::fflush(stdout);
     });
     fmt::print("done: {} batches, {} rows read, {} purchases written to {}\n", batches, total_in, total_out,
-               args.output_topic.empty() ? args.output : "topic " + args.output_topic);
+               !args.output_postgres.empty() ? "table " + args.table
+               : args.output_topic.empty()   ? args.output
+                                             : "topic " + args.output_topic);
   } catch (const std::exception& e) {
     fmt::print(stderr, "purchases: error: {}\n", e.what());
     return 1;

@@ -249,13 +249,14 @@ struct PostgresSink::Connection {
   }
 };
 
-PostgresSink::PostgresSink(const std::map<std::string, std::string>& options, PostgresColumns columns)
-    : PostgresSink(PostgresSinkOptions::parse(options), std::move(columns)) {}
+PostgresSink::PostgresSink(const std::map<std::string, std::string>& options, PostgresColumns columns, Filter filter)
+    : PostgresSink(PostgresSinkOptions::parse(options), std::move(columns), std::move(filter)) {}
 
-PostgresSink::PostgresSink(PostgresSinkOptions options, PostgresColumns columns)
+PostgresSink::PostgresSink(PostgresSinkOptions options, PostgresColumns columns, Filter filter)
     : options_(std::move(options)),
       columns_(std::move(columns)),
       sink_columns_(postgres_columns(columns_)),
+      filter_(std::move(filter)),
       headers_writer_([] {
         JsonWriterOptions o;
         o.kafka_columns = {KafkaColumn::headers};
@@ -491,6 +492,9 @@ void PostgresSink::write(std::span<const Row> rows) {
         std::optional<std::string_view> text;
         if (row.value) text = row.value_string();
         decoder_->decode(text, decoded_);
+      }
+      if (filter_ && !filter_(row, decoded_)) continue;
+      if (decoder_) {
         if (decoded_.corrupt_record && !corrupt_column_)
           throw PostgresSinkError(
               fmt::format("PostgreSQL sink: the value at {}-{} offset {} does not match the schema and table {} has no "

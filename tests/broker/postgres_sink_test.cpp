@@ -500,3 +500,30 @@ TEST_F(PostgresSinkTest, KillNineAtRandomPointsLeavesEveryRowExactlyOnce) {
   EXPECT_EQ(doubled, 0u);
   EXPECT_EQ(count(), sweep.produced);
 }
+
+TEST_F(PostgresSinkTest, PurchasesExampleWritesItsPurchasesIntoATable) {
+  const auto in = unique_topic("pg-purchases-in");
+  create_topic(in, 1);
+  std::vector<std::pair<std::string, std::string>> events;
+  for (int i = 0; i < 50; ++i)
+    events.emplace_back("u" + std::to_string(i),
+                        fmt::format(R"({{"user_id":{},"action":"{}","amount":{}.5,"event_ts":{}}})", i,
+                                    i % 2 ? "purchase" : "view", i, 1700000000000 + i));
+  events.emplace_back("bad", "not an event");
+  produce_json(in, events);
+  TempDir dir;
+  setenv("PGPASSWORD", password().c_str(), 1);
+  auto r = run(join_quoted({std::string(KWIRE_BIN_DIR) + "/purchases", "--bootstrap", bootstrap(), "--topic", in,
+                            "--checkpoint", (dir / "ck").string(), "--output-postgres", url(), "--table", table_,
+                            "--max-offsets-per-trigger", "20"}));
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_NE(r.out.find("25 purchases written to table " + table_), std::string::npos) << r.out;
+  auto rows = pg_->query("SELECT user_id, action, amount, event_ts, \"partition\", \"offset\" FROM " + table_ +
+                         " ORDER BY user_id");
+  ASSERT_EQ(rows.size(), 25u);
+  for (std::size_t j = 0; j < rows.size(); ++j) {
+    const int user = 2 * static_cast<int>(j) + 1;
+    EXPECT_EQ(rows[j], (std::vector<std::string>{std::to_string(user), "purchase", std::to_string(user) + ".5",
+                                                 std::to_string(1700000000000 + user), "0", std::to_string(user)}));
+  }
+}

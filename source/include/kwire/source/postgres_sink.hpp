@@ -67,6 +67,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -133,9 +134,14 @@ void append_copy_bytea(std::string& out, protocol::ByteSpan bytes);
 
 class PostgresSink : public Sink {
  public:
+  /// Keeps a row (true) or drops it (false), as a `where` clause: given the
+  /// source row and its decoded value (no cells without a value schema).
+  using Filter = std::function<bool(const Row& row, const DecodedValue& value)>;
+
   /// Connects at the first batch. Throws SinkOptionError (options).
-  explicit PostgresSink(const std::map<std::string, std::string>& options, PostgresColumns columns = {});
-  PostgresSink(PostgresSinkOptions options, PostgresColumns columns);
+  explicit PostgresSink(const std::map<std::string, std::string>& options, PostgresColumns columns = {},
+                        Filter filter = {});
+  PostgresSink(PostgresSinkOptions options, PostgresColumns columns, Filter filter = {});
   ~PostgresSink() override;
 
   void prepare_batch(const BatchContext& context) override;
@@ -174,6 +180,7 @@ class PostgresSink : public Sink {
   PostgresSinkOptions options_;
   PostgresColumns columns_;
   std::vector<PostgresColumn> sink_columns_;
+  Filter filter_;
   std::unique_ptr<JsonValueDecoder> decoder_;
   RecordJsonWriter headers_writer_;
   std::unique_ptr<Connection> conn_;
