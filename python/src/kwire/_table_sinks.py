@@ -9,7 +9,9 @@ batch id, so that the replay of a batch that was committed before a crash
 - Delta: the commit carries a transaction action (``txn``) with app id = the
   query id and version = the batch id (Spark's ``txnAppId`` / ``txnVersion``
   idempotent writes). delta-rs does not refuse a repeated (app id, version),
-  so the sink reads the table's version for the app id before writing.
+  so the sink reads the table's version for the app id before its first
+  batch (and again after a failed one); the query's locked checkpoint makes
+  this process the query's only writer in between.
 - Iceberg: the snapshot's summary carries ``kwire.query-id`` and
   ``kwire.batch-id`` (as Kafka Connect's and Flink's Iceberg sinks keep their
   position in snapshot properties); the sink reads them back from the
@@ -57,6 +59,11 @@ class _QuerySink:
 
     query_id: Optional[str] = None
     checkpoint: Optional[str] = None
+    # The query's last batch in the table, once read: this process is then
+    # the query's only writer (the checkpoint is locked), so later batches
+    # need not read it again. None: not read yet (again after a failure).
+    _known_last: Optional[int] = None
+    _known = False
 
     def bind(self, query_id: str, checkpoint: str) -> None:
         self.query_id = query_id
@@ -68,6 +75,22 @@ class _QuerySink:
                 "kwire: %s needs a streaming query with a checkpoint (its id names the writes)" % type(self).__name__
             )
         return self.query_id
+
+    def _last_known(self) -> Optional[int]:
+        if not self._known:
+            self._known_last = self.last_batch()
+            self._known = True
+        return self._known_last
+
+    def _committed(self, batch_id: int) -> None:
+        self._known_last = batch_id
+        self._known = True
+
+    def _forget(self) -> None:
+        self._known = False
+
+    def last_batch(self) -> Optional[int]:  # pragma: no cover
+        raise NotImplementedError
 
     def _skip_or_refuse(self, last: Optional[int], batch_id: int, where: str) -> bool:
         """True when the batch is already in the table (then nothing is written)."""
@@ -107,33 +130,47 @@ class DeltaSink(_QuerySink):
         self.partition_by = list(partition_by) if partition_by else None
         self.storage_options = dict(storage_options) if storage_options else None
         self.batches_skipped = 0
+        self._table = None  # the DeltaTable, kept up to date incrementally
 
-    def last_batch(self) -> Optional[int]:
-        """The last batch id the query committed to the table (None: none)."""
+    def _open(self):
         from deltalake import DeltaTable
         from deltalake.exceptions import TableNotFoundError
 
+        if self._table is not None:
+            self._table.update_incremental()
+            return self._table
         try:
-            table = DeltaTable(self.path, storage_options=self.storage_options)
+            self._table = DeltaTable(self.path, storage_options=self.storage_options)
         except TableNotFoundError:
             return None
-        return table.transaction_version(self._require_query())
+        return self._table
+
+    def last_batch(self) -> Optional[int]:
+        """The last batch id the query committed to the table (None: none)."""
+        table = self._open()
+        return None if table is None else table.transaction_version(self._require_query())
 
     def write(self, table: pa.Table, batch_id: int) -> int:
         from deltalake import CommitProperties, Transaction, write_deltalake
 
         app_id = self._require_query()
-        if self._skip_or_refuse(self.last_batch(), batch_id, "Delta table %s" % self.path):
-            self.batches_skipped += 1
-            return table.num_rows
-        write_deltalake(
-            self.path,
-            table,
-            mode="append",
-            partition_by=self.partition_by,
-            storage_options=self.storage_options,
-            commit_properties=CommitProperties(app_transactions=[Transaction(app_id, batch_id)]),
-        )
+        try:
+            if self._skip_or_refuse(self._last_known(), batch_id, "Delta table %s" % self.path):
+                self.batches_skipped += 1
+                return table.num_rows
+            write_deltalake(
+                self._table if self._table is not None else self.path,
+                table,
+                mode="append",
+                partition_by=self.partition_by,
+                storage_options=self.storage_options,
+                commit_properties=CommitProperties(app_transactions=[Transaction(app_id, batch_id)]),
+            )
+        except BaseException:
+            self._forget()  # read the table again before the next batch
+            self._table = None
+            raise
+        self._committed(batch_id)
         return table.num_rows
 
     def description(self) -> str:
@@ -211,12 +248,18 @@ class IcebergSink(_QuerySink):
 
     def write(self, table: pa.Table, batch_id: int) -> int:
         query_id = self._require_query()
-        target = self._load(table.schema)
-        if self._skip_or_refuse(self.last_batch(), batch_id, "Iceberg table %s" % self.identifier):
-            self.batches_skipped += 1
-            return table.num_rows
-        if table.num_rows:
-            target.append(table, snapshot_properties={self.QUERY_ID: query_id, self.BATCH_ID: str(batch_id)})
+        try:
+            if self._skip_or_refuse(self._last_known(), batch_id, "Iceberg table %s" % self.identifier):
+                self.batches_skipped += 1
+                return table.num_rows
+            if table.num_rows:
+                target = self._table if self._table is not None else self._load(table.schema)
+                target.append(table, snapshot_properties={self.QUERY_ID: query_id, self.BATCH_ID: str(batch_id)})
+        except BaseException:
+            self._forget()  # read the table again before the next batch
+            self._table = None
+            raise
+        self._committed(batch_id)
         return table.num_rows
 
     def description(self) -> str:
