@@ -3,7 +3,8 @@
 KWIRE_BOOTSTRAP (host:port of a plaintext listener) selects the broker; the
 broker tests skip when it is unset. KWIRE_SECURE_ENV names the KEY=VALUE file
 `scripts/kafka start --secure` writes (ports, CA, user); the SASL_SSL tests
-skip without it.
+skip without it. KWIRE_POSTGRES_ENV names scripts/postgres's; the PostgreSQL
+tests skip without it.
 """
 
 import os
@@ -21,11 +22,8 @@ def bootstrap():
     return value
 
 
-@pytest.fixture(scope="session")
-def secure_env():
-    path = os.environ.get("KWIRE_SECURE_ENV")
-    if not path:
-        pytest.skip("KWIRE_SECURE_ENV not set (start the broker with scripts/kafka start --secure)")
+def read_env_file(path):
+    """The KEY=VALUE lines of a file the scripts write (secure.env, postgres.env)."""
     env = {}
     with open(path) as f:
         for line in f:
@@ -34,6 +32,23 @@ def secure_env():
                 k, v = line.split("=", 1)
                 env[k] = v
     return env
+
+
+@pytest.fixture(scope="session")
+def secure_env():
+    path = os.environ.get("KWIRE_SECURE_ENV")
+    if not path:
+        pytest.skip("KWIRE_SECURE_ENV not set (start the broker with scripts/kafka start --secure)")
+    return read_env_file(path)
+
+
+@pytest.fixture(scope="session")
+def postgres_env():
+    """scripts/postgres start's env file (KWIRE_POSTGRES_ENV names it)."""
+    path = os.environ.get("KWIRE_POSTGRES_ENV")
+    if not path:
+        pytest.skip("KWIRE_POSTGRES_ENV not set (scripts/postgres start writes postgres.env)")
+    return read_env_file(path)
 
 
 @pytest.fixture(scope="session")

@@ -12,18 +12,9 @@ import pytest
 import kwire
 
 
-@pytest.fixture(scope="module")
-def pg():
-    path = os.environ.get("KWIRE_POSTGRES_ENV")
-    if not path:
-        pytest.skip("KWIRE_POSTGRES_ENV not set (scripts/postgres start writes postgres.env)")
-    env = {}
-    with open(path) as f:
-        for line in f:
-            if "=" in line:
-                k, v = line.rstrip("\n").split("=", 1)
-                env[k] = v
-    return env
+@pytest.fixture
+def pg(postgres_env):
+    return postgres_env
 
 
 def psql(pg, sql):

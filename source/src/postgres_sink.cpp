@@ -87,7 +87,7 @@ void append_int(std::string& out, std::int64_t v) {
   out.append(buf, end);
 }
 
-// One result of a command that returns no rows or rows; throws the server's error.
+// Owns a PGresult.
 struct Result {
   PGresult* res = nullptr;
   explicit Result(PGresult* r) : res(r) {}
@@ -543,9 +543,9 @@ void PostgresSink::write(std::span<const Row> rows) {
             if (!row.headers) {
               buffer_ += "\\N";
             } else {
-              std::string json;
-              headers_writer_.append(json, row);  // {"headers":[...]}
-              append_copy_text(buffer_, std::string_view(json).substr(11, json.size() - 12));
+              headers_json_.clear();
+              headers_writer_.append(headers_json_, row);  // {"headers":[...]}
+              append_copy_text(buffer_, std::string_view(headers_json_).substr(11, headers_json_.size() - 12));
             }
             break;
         }
@@ -565,6 +565,7 @@ std::int64_t PostgresSink::commit_batch(std::int64_t batch_id) {
     context_.reset();
     return rows_;
   }
+  std::string end_json;  // streaming: the batch's end offsets as stored
   try {
     flush_copy(true);
     auto& c = *conn_;
@@ -584,12 +585,12 @@ std::int64_t PostgresSink::commit_batch(std::int64_t batch_id) {
              (set.empty() ? "NOTHING" : "UPDATE SET " + set));
     }
     if (context_) {
-      c.exec(
-          "INSERT INTO " + options_.progress_table +
-              " (query_id, batch_id, end_offsets, sink_table) VALUES ($1, $2, $3, $4) ON CONFLICT (query_id) DO "
-              "UPDATE SET batch_id = EXCLUDED.batch_id, end_offsets = EXCLUDED.end_offsets, sink_table = "
-              "EXCLUDED.sink_table, committed_at = now()",
-          {context_->query_id, std::to_string(batch_id), checkpoint::offsets_to_json(context_->end), options_.dbtable});
+      end_json = checkpoint::offsets_to_json(context_->end);
+      c.exec("INSERT INTO " + options_.progress_table +
+                 " (query_id, batch_id, end_offsets, sink_table) VALUES ($1, $2, $3, $4) ON CONFLICT (query_id) DO "
+                 "UPDATE SET batch_id = EXCLUDED.batch_id, end_offsets = EXCLUDED.end_offsets, sink_table = "
+                 "EXCLUDED.sink_table, committed_at = now()",
+             {context_->query_id, std::to_string(batch_id), end_json, options_.dbtable});
     }
     c.exec("COMMIT");
     in_txn_ = false;
@@ -598,7 +599,7 @@ std::int64_t PostgresSink::commit_batch(std::int64_t batch_id) {
   }
   if (context_) {
     last_committed_ = batch_id;
-    last_committed_end_ = checkpoint::offsets_to_json(context_->end);
+    last_committed_end_ = std::move(end_json);
     context_.reset();
   }
   return rows_;

@@ -277,6 +277,17 @@ inline void produce_numbered(const std::string& servers, const std::string& topi
   p.flush();
 }
 
+/// Reads the KEY=VALUE lines of a file written by one of the scripts
+/// (secure.env, postgres.env) into `env`; false when it cannot be read.
+inline bool read_env_file(const std::string& path, std::map<std::string, std::string>& env) {
+  std::ifstream in(path);
+  if (!in) return false;
+  std::string line;
+  while (std::getline(in, line))
+    if (auto eq = line.find('='); eq != std::string::npos) env[line.substr(0, eq)] = line.substr(eq + 1);
+  return true;
+}
+
 /// A BrokerTest that also uses the broker's secured listeners, which
 /// `scripts/kafka start --secure` describes in the KEY=VALUE file named by
 /// KWIRE_SECURE_ENV (ports, CA, users, client certificates, Kerberos).
@@ -286,11 +297,7 @@ class SecureBrokerTest : public BrokerTest {
   void SetUp() override {
     const char* path = std::getenv("KWIRE_SECURE_ENV");
     if (!path || !*path) GTEST_SKIP() << "KWIRE_SECURE_ENV not set (start the broker with scripts/kafka --secure)";
-    std::ifstream in(path);
-    ASSERT_TRUE(in) << "cannot read " << path;
-    std::string line;
-    while (std::getline(in, line))
-      if (auto eq = line.find('='); eq != std::string::npos) env_[line.substr(0, eq)] = line.substr(eq + 1);
+    ASSERT_TRUE(read_env_file(path, env_)) << "cannot read " << path;
     BrokerTest::SetUp();
   }
 

@@ -32,6 +32,7 @@
 #include "kwire/client/producer.hpp"
 #include "kwire/source/kafka_sink.hpp"
 #include "kwire/source/stream.hpp"
+#include "sink_support.hpp"
 
 namespace fs = std::filesystem;
 using namespace kwire;
@@ -87,22 +88,6 @@ std::vector<OutRecord> read_committed_until(const std::string& topic, std::size_
   }
 }
 
-// Values "v-<i>" keyed "<i>" for i in [from, to), each with a header "n=<i>",
-// spread over the partitions.
-void produce_with_headers(const std::string& topic, int from, int to) {
-  client::Producer p({{"bootstrap.servers", bootstrap()}});
-  for (int i = from; i < to; ++i) {
-    client::ProducerMessage m;
-    m.topic = topic;
-    const std::string k = std::to_string(i), v = "v-" + k;
-    m.key = protocol::Bytes(k.begin(), k.end());
-    m.value = protocol::Bytes(v.begin(), v.end());
-    m.headers.push_back({"n", protocol::Bytes(k.begin(), k.end())});
-    p.send(m);
-  }
-  p.flush();
-}
-
 std::map<std::string, std::string> source_opts(const std::string& topic,
                                                std::map<std::string, std::string> extra = {}) {
   std::map<std::string, std::string> o = {{"kafka.bootstrap.servers", bootstrap()},
@@ -116,23 +101,6 @@ std::map<std::string, std::string> source_opts(const std::string& topic,
 std::map<std::string, std::string> sink_opts(const std::string& topic, bool exactly_once) {
   return {{"kafka.bootstrap.servers", bootstrap()}, {"topic", topic}, {"exactlyOnce", exactly_once ? "true" : "false"}};
 }
-
-// A sink in front of KafkaSink that fails right after the Kafka transaction
-// committed: the crash between the sink's commit and commits/N.
-class FailAfterCommit : public source::Sink {
- public:
-  explicit FailAfterCommit(source::KafkaSink& inner) : inner_(inner) {}
-  void prepare_batch(const source::BatchContext& c) override { inner_.prepare_batch(c); }
-  void begin_batch(std::int64_t id) override { inner_.begin_batch(id); }
-  void write(std::span<const source::Row> rows) override { inner_.write(rows); }
-  std::int64_t commit_batch(std::int64_t id) override {
-    inner_.commit_batch(id);
-    throw std::runtime_error("crash after the transaction committed");
-  }
-
- private:
-  source::KafkaSink& inner_;
-};
 
 // Input values by count: value -> copies.
 std::map<std::string, int> value_counts(const std::vector<OutRecord>& records) {
@@ -206,7 +174,7 @@ TEST_F(KafkaSinkTest, ExactlyOnceBatchCommittedBeforeACrashIsNotWrittenAgain) {
   TempDir dir;
   {
     source::KafkaSink inner(sink_opts(out, true));
-    FailAfterCommit sink(inner);
+    FailAfterCommit sink(inner, "crash after the transaction committed");
     source::StreamingQuery q(source_opts(in), dir / "ck", sink);
     EXPECT_THROW(q.run(), std::runtime_error);
   }

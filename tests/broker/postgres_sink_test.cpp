@@ -28,6 +28,7 @@
 #include "kwire/source/kafka_sink.hpp"
 #include "kwire/source/postgres_sink.hpp"
 #include "kwire/source/stream.hpp"
+#include "sink_support.hpp"
 
 namespace fs = std::filesystem;
 using namespace kwire;
@@ -76,21 +77,6 @@ class Pg {
   PGconn* conn_ = nullptr;
 };
 
-// Values "v-<i>" keyed "<i>" with a header "n=<i>", spread over the partitions.
-void produce_with_headers(const std::string& topic, int from, int to) {
-  client::Producer p({{"bootstrap.servers", bootstrap()}});
-  for (int i = from; i < to; ++i) {
-    client::ProducerMessage m;
-    m.topic = topic;
-    const std::string k = std::to_string(i), v = "v-" + k;
-    m.key = protocol::Bytes(k.begin(), k.end());
-    m.value = protocol::Bytes(v.begin(), v.end());
-    m.headers.push_back({"n", protocol::Bytes(k.begin(), k.end())});
-    p.send(m);
-  }
-  p.flush();
-}
-
 // JSON values, one per (key, value) pair, keyed by id.
 void produce_json(const std::string& topic, const std::vector<std::pair<std::string, std::string>>& values) {
   client::Producer p({{"bootstrap.servers", bootstrap()}});
@@ -114,33 +100,12 @@ std::map<std::string, std::string> source_opts(const std::string& topic,
   return o;
 }
 
-// A sink in front of PostgresSink that fails right after the database
-// transaction committed: the crash between the sink's commit and commits/N.
-class FailAfterCommit : public source::Sink {
- public:
-  explicit FailAfterCommit(source::PostgresSink& inner) : inner_(inner) {}
-  void prepare_batch(const source::BatchContext& c) override { inner_.prepare_batch(c); }
-  void begin_batch(std::int64_t id) override { inner_.begin_batch(id); }
-  void write(std::span<const source::Row> rows) override { inner_.write(rows); }
-  std::int64_t commit_batch(std::int64_t id) override {
-    inner_.commit_batch(id);
-    throw std::runtime_error("crash after the database transaction committed");
-  }
-
- private:
-  source::PostgresSink& inner_;
-};
-
 class PostgresSinkTest : public BrokerTest {
  protected:
   void SetUp() override {
     const char* path = std::getenv("KWIRE_POSTGRES_ENV");
     if (!path || !*path) GTEST_SKIP() << "KWIRE_POSTGRES_ENV not set (scripts/postgres start writes postgres.env)";
-    std::ifstream in(path);
-    ASSERT_TRUE(in) << "cannot read " << path;
-    std::string line;
-    while (std::getline(in, line))
-      if (auto eq = line.find('='); eq != std::string::npos) env_[line.substr(0, eq)] = line.substr(eq + 1);
+    ASSERT_TRUE(read_env_file(path, env_)) << "cannot read " << path;
     BrokerTest::SetUp();
     pg_ = std::make_unique<Pg>(url(), password());
     table_ = "t_" + unique_topic("pg").substr(0, 40);
@@ -273,7 +238,7 @@ TEST_F(PostgresSinkTest, BatchCommittedBeforeACrashIsNotWrittenAgain) {
   TempDir dir;
   {
     source::PostgresSink inner(sink_opts());
-    FailAfterCommit sink(inner);
+    FailAfterCommit sink(inner, "crash after the database transaction committed");
     source::StreamingQuery q(source_opts(in), dir / "ck", sink);
     EXPECT_THROW(q.run(), std::runtime_error);
   }

@@ -59,11 +59,6 @@ class _QuerySink:
 
     query_id: Optional[str] = None
     checkpoint: Optional[str] = None
-    # The query's last batch in the table, once read: this process is then
-    # the query's only writer (the checkpoint is locked), so later batches
-    # need not read it again. None: not read yet (again after a failure).
-    _known_last: Optional[int] = None
-    _known = False
 
     def bind(self, query_id: str, checkpoint: str) -> None:
         self.query_id = query_id
@@ -76,41 +71,61 @@ class _QuerySink:
             )
         return self.query_id
 
-    def _last_known(self) -> Optional[int]:
-        if not self._known:
-            self._known_last = self.last_batch()
-            self._known = True
-        return self._known_last
 
-    def _committed(self, batch_id: int) -> None:
-        self._known_last = batch_id
-        self._known = True
+_UNREAD = object()
 
-    def _forget(self) -> None:
-        self._known = False
+
+class _TableSink(_QuerySink):
+    """A table that holds the query's last batch id with its rows. The id is
+    read at the first batch and again after a failed one; in between this
+    process is the query's only writer (its checkpoint is locked)."""
+
+    _table: Any = None  # the library's table object, kept open between batches
+    _last: Any = _UNREAD
 
     def last_batch(self) -> Optional[int]:  # pragma: no cover
         raise NotImplementedError
 
-    def _skip_or_refuse(self, last: Optional[int], batch_id: int, where: str) -> bool:
+    def _where(self) -> str:  # pragma: no cover
+        raise NotImplementedError
+
+    def _append(self, table: pa.Table, query_id: str, batch_id: int) -> None:  # pragma: no cover
+        raise NotImplementedError
+
+    def write(self, table: pa.Table, batch_id: int) -> int:
+        query_id = self._require_query()
+        try:
+            if self._last is _UNREAD:
+                self._last = self.last_batch()
+            if not self._skip_or_refuse(self._last, batch_id):
+                self._append(table, query_id, batch_id)
+                self._last = batch_id
+        except BaseException:
+            self._last = _UNREAD  # read the table again before the next batch
+            self._table = None
+            raise
+        return table.num_rows
+
+    def _skip_or_refuse(self, last: Optional[int], batch_id: int) -> bool:
         """True when the batch is already in the table (then nothing is written)."""
         if last is None or batch_id > last:
             return False
         if batch_id == last:
+            self.batches_skipped += 1
             warnings.warn(
                 "kwire: batch %d was committed to %s before the query stopped; its rows are not written again"
-                % (batch_id, where),
+                % (batch_id, self._where()),
                 stacklevel=3,
             )
             return True
         raise KwireError(
             "kwire: the checkpoint's batch %d is below the last batch this query committed to %s (batch %d): the "
             "checkpoint is behind its output, e.g. an older copy of it; refusing to write rows twice"
-            % (batch_id, where, last)
+            % (batch_id, self._where(), last)
         )
 
 
-class DeltaSink(_QuerySink):
+class DeltaSink(_TableSink):
     """Appends each batch to a Delta table (created by the first batch) in
     one commit whose transaction action is (app id = query id, version =
     batch id): exactly once across crashes. ``partition_by``: column names
@@ -130,7 +145,6 @@ class DeltaSink(_QuerySink):
         self.partition_by = list(partition_by) if partition_by else None
         self.storage_options = dict(storage_options) if storage_options else None
         self.batches_skipped = 0
-        self._table = None  # the DeltaTable, kept up to date incrementally
 
     def _open(self):
         from deltalake import DeltaTable
@@ -150,34 +164,26 @@ class DeltaSink(_QuerySink):
         table = self._open()
         return None if table is None else table.transaction_version(self._require_query())
 
-    def write(self, table: pa.Table, batch_id: int) -> int:
+    def _where(self) -> str:
+        return "Delta table %s" % self.path
+
+    def _append(self, table: pa.Table, query_id: str, batch_id: int) -> None:
         from deltalake import CommitProperties, Transaction, write_deltalake
 
-        app_id = self._require_query()
-        try:
-            if self._skip_or_refuse(self._last_known(), batch_id, "Delta table %s" % self.path):
-                self.batches_skipped += 1
-                return table.num_rows
-            write_deltalake(
-                self._table if self._table is not None else self.path,
-                table,
-                mode="append",
-                partition_by=self.partition_by,
-                storage_options=self.storage_options,
-                commit_properties=CommitProperties(app_transactions=[Transaction(app_id, batch_id)]),
-            )
-        except BaseException:
-            self._forget()  # read the table again before the next batch
-            self._table = None
-            raise
-        self._committed(batch_id)
-        return table.num_rows
+        write_deltalake(
+            self._table if self._table is not None else self.path,
+            table,
+            mode="append",
+            partition_by=self.partition_by,
+            storage_options=self.storage_options,
+            commit_properties=CommitProperties(app_transactions=[Transaction(query_id, batch_id)]),
+        )
 
     def description(self) -> str:
         return "DeltaSink[%s]" % self.path
 
 
-class IcebergSink(_QuerySink):
+class IcebergSink(_TableSink):
     """Appends each batch to an Iceberg table (created from the first batch's
     schema, with identity partitions on ``partition_by``) as one snapshot whose
     summary names the query and the batch: exactly once across crashes.
@@ -208,7 +214,6 @@ class IcebergSink(_QuerySink):
         self.identifier = table
         self.partition_by = list(partition_by) if partition_by else []
         self.batches_skipped = 0
-        self._table = None
 
     def _load(self, schema: Optional[pa.Schema]):
         from pyiceberg.exceptions import NoSuchTableError
@@ -246,21 +251,13 @@ class IcebergSink(_QuerySink):
             last = batch if last is None else max(last, batch)
         return last
 
-    def write(self, table: pa.Table, batch_id: int) -> int:
-        query_id = self._require_query()
-        try:
-            if self._skip_or_refuse(self._last_known(), batch_id, "Iceberg table %s" % self.identifier):
-                self.batches_skipped += 1
-                return table.num_rows
-            if table.num_rows:
-                target = self._table if self._table is not None else self._load(table.schema)
-                target.append(table, snapshot_properties={self.QUERY_ID: query_id, self.BATCH_ID: str(batch_id)})
-        except BaseException:
-            self._forget()  # read the table again before the next batch
-            self._table = None
-            raise
-        self._committed(batch_id)
-        return table.num_rows
+    def _where(self) -> str:
+        return "Iceberg table %s" % self.identifier
+
+    def _append(self, table: pa.Table, query_id: str, batch_id: int) -> None:
+        if table.num_rows:
+            target = self._table if self._table is not None else self._load(table.schema)
+            target.append(table, snapshot_properties={self.QUERY_ID: query_id, self.BATCH_ID: str(batch_id)})
 
     def description(self) -> str:
         return "IcebergSink[%s]" % self.identifier

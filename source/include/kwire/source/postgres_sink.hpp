@@ -196,6 +196,7 @@ class PostgresSink : public Sink {
   std::int64_t batches_skipped_ = 0;
   std::string buffer_;  // COPY data not yet sent
   DecodedValue decoded_;
+  std::string headers_json_;  // a row's headers as JSON, reused row after row
 };
 
 }  // namespace kwire::source
