@@ -96,8 +96,17 @@ Connection::~Connection() {
   *alive_ = false;
   close();
   // Drain handlers that still reference this object (they check alive_).
-  io_.poll();
-  if (io_.stopped()) io_.restart();
+  drain();
+}
+
+void Connection::drain() noexcept {
+  try {
+    if (io_.stopped()) io_.restart();
+    io_.poll();
+    if (io_.stopped()) io_.restart();
+  } catch (...) {
+    // The handlers here only record outcomes; none throws.
+  }
 }
 
 std::string Connection::endpoint() const { return fmt::format("{}:{}", host_, port_); }
@@ -158,8 +167,7 @@ void Connection::begin_setup(Deadline deadline) {
     // writes finish now, while the stream they use still exists, so they
     // cannot mark the new connection failed later.
     close();
-    io_.poll();
-    if (io_.stopped()) io_.restart();
+    drain();
   }
   setup_ = Setup::none;
   error_.reset();
@@ -236,7 +244,7 @@ void Connection::connect(Deadline deadline, Deadline cut) {
     if (!cut_short) {
       setup_ = Setup::none;
       close();
-      io_.poll();
+      drain();
     }
     throw;
   }
@@ -364,7 +372,7 @@ void Connection::start_tls(Deadline deadline) {
     run_until([&] { return done; }, deadline, "TLS handshake");
   } catch (const TimeoutError&) {
     close();
-    io_.poll();
+    drain();
     throw TimeoutError(fmt::format("timed out in the TLS handshake with broker {}", endpoint()));
   }
   if (!result) return;
@@ -391,7 +399,7 @@ void Connection::start_tls(Deadline deadline) {
     default: reason = fmt::format("certificate verification failed: {}", X509_verify_cert_error_string(verify));
   }
   close();
-  io_.poll();
+  drain();
   throw TlsError(fmt::format("TLS handshake with broker {} (host '{}') failed: {}", endpoint(), host_, reason));
 }
 

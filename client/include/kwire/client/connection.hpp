@@ -219,6 +219,10 @@ class Connection {
   };
   /// True when a request whose waiter gave up is still unanswered at its expiry.
   bool abandoned_expired() const noexcept;
+  // Runs the handlers that are ready, cancelled ones included, even when the
+  // io_context was stopped (interrupt()): a cancelled operation must finish
+  // while the socket it names still exists.
+  void drain() noexcept;
   template <protocol::Message M>
   Response<M> decode_frame(std::shared_ptr<const protocol::Bytes> frame, std::int16_t version) {
     Response<M> out;
