@@ -102,6 +102,7 @@ std::int64_t for_each_arrow_batch(nb::handle data, const char* caller,
 void register_errors(nb::module_& m);
 void register_arrow_objects(nb::module_& m);
 void register_consumer(nb::module_& m);
+void register_share_consumer(nb::module_& m);
 void register_stream(nb::module_& m);
 void register_producer(nb::module_& m);
 void register_kafka_sink(nb::module_& m);

@@ -9,6 +9,7 @@
 #include "kwire/client/producer.hpp"
 #include "kwire/client/records.hpp"
 #include "kwire/client/sasl.hpp"
+#include "kwire/client/share_consumer.hpp"
 #include "kwire/source/batch.hpp"
 #include "kwire/source/options.hpp"
 #include "kwire/source/planning.hpp"
@@ -65,6 +66,8 @@ void translate(const std::exception_ptr& p, void*) {
     raise("TransactionStateError", e.what());
   } catch (const client::TransactionAbortedError& e) {
     raise("TransactionAbortedError", e.what());
+  } catch (const client::ShareAcknowledgementModeError& e) {
+    raise("ShareAcknowledgementModeError", e.what());
   } catch (const client::KafkaError& e) {
     raise("KafkaError", e.what(), nullptr, {{"code", nb::cast(static_cast<int>(e.code()))}});
   } catch (const client::ConfigError& e) {

@@ -78,6 +78,7 @@ NB_MODULE(_kwire, m) {
   register_errors(m);
   register_arrow_objects(m);
   register_consumer(m);
+  register_share_consumer(m);
   register_stream(m);
   register_producer(m);
   register_kafka_sink(m);

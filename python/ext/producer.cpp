@@ -12,8 +12,10 @@
 #include <memory>
 
 #include "common.hpp"
+#include "kwire/client/admin.hpp"
 #include "kwire/client/kafka_client.hpp"
 #include "kwire/client/producer.hpp"
+#include "kwire/protocol/errors.hpp"
 #include "kwire/source/arrow_records.hpp"
 
 namespace kwire::python {
@@ -178,6 +180,32 @@ class PyAdmin {
     return out;
   }
 
+  // IncrementalAlterConfigs of one resource: `configs` maps a key to its new
+  // value, or to None to remove it (back to the default). Raises KafkaError
+  // with the broker's message when the broker refuses.
+  void alter_configs(const std::string& kind, const std::string& name,
+                     const std::map<std::string, std::optional<std::string>>& configs) {
+    auto parsed = client::parse_config_resource_kind(kind);
+    if (!parsed)
+      throw nb::value_error(
+          ("kwire: resource type must be topic, broker, broker-logger, client-metrics or group, not '" + kind + "'")
+              .c_str());
+    std::vector<client::ConfigChange> changes;
+    for (const auto& [key, value] : configs)
+      changes.push_back({key, value ? client::ConfigChange::Op::set : client::ConfigChange::Op::remove, value});
+    client::ResourceResult result;
+    {
+      nb::gil_scoped_release release;
+      client::Admin admin(*client_);
+      result = admin.alter_configs({*parsed, name}, changes);
+    }
+    if (result.error_code != 0)
+      throw client::KafkaError(result.error_code,
+                               "IncrementalAlterConfigs of " + kind + " '" + name +
+                                   "': " + std::string(protocol::error_name(result.error_code)) +
+                                   (result.error_message.empty() ? "" : ": " + result.error_message));
+  }
+
   void close() {
     nb::gil_scoped_release release;
     client_.reset();
@@ -213,6 +241,7 @@ void register_producer(nb::module_& m) {
            nb::arg("configs") = std::map<std::string, std::string>())
       .def("delete_topics", &PyAdmin::delete_topics, nb::arg("topics"))
       .def("delete_records", &PyAdmin::delete_records, nb::arg("before"))
+      .def("alter_configs", &PyAdmin::alter_configs, nb::arg("resource_type"), nb::arg("name"), nb::arg("configs"))
       .def("close", &PyAdmin::close);
 }
 

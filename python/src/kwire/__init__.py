@@ -4,6 +4,9 @@
   into a ``pyarrow.Table`` with Spark's Kafka columns;
 - ``Consumer(properties)``: assign / seek / poll returning
   ``pyarrow.RecordBatch``, and the offset look-ups of Java's consumer;
+- ``ShareConsumer(properties)``: a share-group member (KIP-932) whose polls
+  return record batches with a ``deliveryCount`` column, acknowledged whole
+  or row by row (accept, release, reject);
 - ``stream(options, checkpoint=..., sink=...)``: a streaming query
   (``spark.readStream.format("kafka")``) with a checkpoint, exactly-once into
   JSON Lines or Parquet files, or into Kafka (``sink="kafka"``);
@@ -43,6 +46,7 @@ from .errors import (
     TransactionStateError,
 )
 from ._stream import JsonLinesSink, KafkaSink, ParquetSink, PostgresSink, StreamingQuery, stream, write
+from ._share import ShareConsumer
 from ._table_sinks import BatchInfo, DeltaSink, IcebergSink, TransactionalSink
 
 __version__: str = _kwire.__version__  # the project() version of the top-level CMakeLists.txt
@@ -190,6 +194,7 @@ __all__ = [
     "plan",
     "kafka_schema",
     "Consumer",
+    "ShareConsumer",
     "stream",
     "StreamingQuery",
     "ParquetSink",
@@ -214,7 +219,9 @@ __all__ = [
 #: send_offsets_to_transaction({(topic, partition): offset}, group_id, ...),
 #: commit_transaction(), abort_transaction().
 Producer = _kwire.Producer
-#: Topic administration: create_topics([(name, partitions)], if_not_exists,
-#: configs), delete_topics([names]), delete_records([(topic, partition, before)]).
+#: Administration: create_topics([(name, partitions)], if_not_exists,
+#: configs), delete_topics([names]), delete_records([(topic, partition, before)]),
+#: alter_configs(resource_type, name, {key: value or None}) (IncrementalAlterConfigs;
+#: resource_type "topic", "broker", "group", ...; None removes a key).
 Admin = _kwire.Admin
 __all__ += ["Producer", "Admin"]

@@ -89,6 +89,13 @@ class TransactionAbortedError(KwireError):
     """A record of a transaction that was aborted before it was sent."""
 
 
+class ShareAcknowledgementModeError(KwireError):
+    """A share consumer's acknowledgement out of turn: a record the last
+    poll did not hand out (or acknowledged already), or a poll in explicit
+    mode while records of the previous poll are unacknowledged (Java:
+    IllegalStateException)."""
+
+
 class AuthenticationError(KwireError):
     """SASL authentication failed (bad credentials, unsupported mechanism)."""
 
@@ -123,6 +130,7 @@ __all__ = [
     "ProducerFatalError",
     "TransactionStateError",
     "TransactionAbortedError",
+    "ShareAcknowledgementModeError",
     "AuthenticationError",
     "KafkaConnectionError",
     "KafkaTimeoutError",

@@ -1,0 +1,195 @@
+// kwire._kwire.ShareConsumer: the client's share-group consumer (KIP-932),
+// whose polls return Arrow record batches with Spark's Kafka columns, and the
+// delivery counts beside them (the Python layer adds them as a column).
+#include <algorithm>
+#include <chrono>
+#include <tuple>
+
+#include <nanobind/stl/map.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include "common.hpp"
+#include "kwire/client/share_consumer.hpp"
+#include "kwire/protocol/errors.hpp"
+
+namespace kwire::python {
+
+namespace {
+
+using client::AcknowledgeType;
+using client::ShareRecord;
+using client::TopicPartition;
+
+AcknowledgeType ack_type(const std::string& name) {
+  if (name == "accept") return AcknowledgeType::accept;
+  if (name == "release") return AcknowledgeType::release;
+  if (name == "reject") return AcknowledgeType::reject;
+  throw nb::value_error(
+      ("kwire: acknowledge type must be 'accept', 'release' or 'reject', not '" + name + "'").c_str());
+}
+
+// The ConsumerRecord view the Kafka batch builder takes. A share fetch does
+// not say how a timestamp was set: CreateTime (0) is reported, as the
+// console tools do.
+client::ConsumerRecord view_of(const ShareRecord& r) {
+  client::ConsumerRecord c;
+  c.topic = &r.topic;
+  c.partition = r.partition;
+  c.offset = r.offset;
+  c.timestamp = r.timestamp;
+  c.timestamp_type = r.timestamp >= 0 ? 0 : -1;
+  if (r.key) c.key = protocol::ByteSpan(*r.key);
+  if (r.value) c.value = protocol::ByteSpan(*r.value);
+  c.headers = &r.headers;
+  return c;
+}
+
+// {(topic, partition): None | error name} of acknowledgement outcomes.
+nb::dict results_dict(const client::AcknowledgementResults& results) {
+  nb::dict out;
+  for (const auto& [tp, code] : results) {
+    nb::object v = nb::none();
+    if (code == -1) v = nb::str("REQUEST_LOST");
+    else if (code != 0) v = nb::str(std::string(protocol::error_name(code)).c_str());
+    out[nb::make_tuple(tp.topic, tp.partition)] = v;
+  }
+  return out;
+}
+
+class PyShareConsumer {
+ public:
+  PyShareConsumer(const nb::dict& properties, bool include_headers)
+      : consumer_(std::make_unique<client::ShareConsumer>(to_options(properties))), builder_(include_headers) {
+    source::export_kafka_schema(include_headers, &schema_);
+  }
+  ~PyShareConsumer() {
+    if (schema_.release != nullptr) schema_.release(&schema_);
+  }
+
+  client::ShareConsumer& get() {
+    if (!consumer_) throw nb::value_error("kwire: the share consumer is closed");
+    return *consumer_;
+  }
+
+  void close(std::int64_t timeout_ms) {
+    if (!consumer_) return;
+    {
+      nb::gil_scoped_release release;
+      consumer_->close(std::chrono::milliseconds(std::max<std::int64_t>(timeout_ms, 0)));
+    }
+    consumer_.reset();
+  }
+
+  // Polls in slices of at most 100 ms, checking for signals in between,
+  // until records arrive or `timeout_ms` has passed. Returns the batch and the
+  // delivery counts (int16, native order, one per row) as bytes.
+  nb::tuple poll(std::int64_t timeout_ms) {
+    if (timeout_ms < 0) throw nb::value_error("kwire: poll timeout_ms must be >= 0");
+    client::ShareConsumer& c = get();
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    source::ArrowBatch batch;
+    std::vector<std::int16_t> counts;
+    for (;;) {
+      bool got = false;
+      {
+        nb::gil_scoped_release release;
+        const auto now = std::chrono::steady_clock::now();
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
+        const auto slice = std::clamp(left, std::chrono::milliseconds(0), std::chrono::milliseconds(100));
+        std::vector<ShareRecord> records = c.poll(slice);
+        if (!records.empty()) {
+          counts.reserve(records.size());
+          for (const ShareRecord& r : records) {
+            builder_.append(view_of(r));
+            counts.push_back(r.delivery_count);
+          }
+          batch = builder_.finish();
+          got = true;
+        }
+      }
+      if (got || std::chrono::steady_clock::now() >= deadline) break;
+      check_signals();
+    }
+    if (batch.array().release == nullptr) batch = builder_.finish();  // empty batch
+    nb::bytes count_bytes(reinterpret_cast<const char*>(counts.data()), counts.size() * sizeof(std::int16_t));
+    return nb::make_tuple(make_batch_object(schema_, std::move(batch)), count_bytes);
+  }
+
+  // Acknowledges the records named by (topic, partition, offset), in order;
+  // the first that the last poll did not hand out (or that is acknowledged
+  // already) raises ShareAcknowledgementModeError, and those before it stay
+  // acknowledged.
+  void acknowledge(const std::vector<std::tuple<std::string, std::int32_t, std::int64_t>>& records,
+                   const std::string& type) {
+    const AcknowledgeType t = ack_type(type);
+    client::ShareConsumer& c = get();
+    ShareRecord r;
+    for (const auto& [topic, partition, offset] : records) {
+      r.topic = topic;
+      r.partition = partition;
+      r.offset = offset;
+      c.acknowledge(r, t);
+    }
+  }
+
+  nb::dict commit_sync(std::int64_t timeout_ms) {
+    client::ShareConsumer& c = get();
+    client::AcknowledgementResults results;
+    {
+      nb::gil_scoped_release release;
+      results = c.commit_sync(std::chrono::milliseconds(std::max<std::int64_t>(timeout_ms, 0)));
+    }
+    return results_dict(results);
+  }
+
+  nb::object schema() const { return make_schema_object(schema_); }
+
+ private:
+  std::unique_ptr<client::ShareConsumer> consumer_;
+  source::KafkaBatchBuilder builder_;
+  ArrowSchema schema_{};
+};
+
+}  // namespace
+
+void register_share_consumer(nb::module_& m) {
+  nb::class_<PyShareConsumer>(m, "ShareConsumer")
+      .def(nb::init<const nb::dict&, bool>(), nb::arg("properties"), nb::arg("include_headers") = false)
+      .def("close", &PyShareConsumer::close, nb::arg("timeout_ms") = 30000)
+      .def("subscribe",
+           [](PyShareConsumer& self, const std::vector<std::string>& topics) {
+             client::ShareConsumer& c = self.get();
+             nb::gil_scoped_release release;
+             c.subscribe(topics);
+           })
+      .def("unsubscribe",
+           [](PyShareConsumer& self) {
+             client::ShareConsumer& c = self.get();
+             nb::gil_scoped_release release;
+             c.unsubscribe();
+           })
+      .def("poll", &PyShareConsumer::poll, nb::arg("timeout_ms"))
+      .def("acknowledge", &PyShareConsumer::acknowledge, nb::arg("records"), nb::arg("type"))
+      .def("commit_sync", &PyShareConsumer::commit_sync, nb::arg("timeout_ms"))
+      .def("commit_async",
+           [](PyShareConsumer& self) {
+             client::ShareConsumer& c = self.get();
+             nb::gil_scoped_release release;
+             c.commit_async();
+           })
+      .def("assignment",
+           [](PyShareConsumer& self) {
+             std::vector<std::pair<std::string, std::int32_t>> out;
+             for (const TopicPartition& tp : self.get().assignment()) out.emplace_back(tp.topic, tp.partition);
+             return out;
+           })
+      .def("acquisition_lock_ms", [](PyShareConsumer& self) { return self.get().acquisition_lock_ms(); })
+      .def("member_id", [](PyShareConsumer& self) { return self.get().member_id(); })
+      .def("schema", &PyShareConsumer::schema);
+}
+
+}  // namespace kwire::python

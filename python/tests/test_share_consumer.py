@@ -1,0 +1,142 @@
+"""kwire.ShareConsumer against a broker with share groups (Kafka 4.2+).
+
+KWIRE_SHARE_BOOTSTRAP names it (scripts/test's share phase starts one, with
+group.share.min.record.lock.duration.ms lowered); the tests skip without it.
+"""
+
+import os
+import time
+import uuid
+
+import pyarrow as pa
+import pytest
+
+import kwire
+from kwire.errors import ShareAcknowledgementModeError
+
+LOCK_MS = 2000
+
+
+@pytest.fixture(scope="module")
+def share_bootstrap():
+    value = os.environ.get("KWIRE_SHARE_BOOTSTRAP")
+    if not value:
+        pytest.skip("KWIRE_SHARE_BOOTSTRAP not set (scripts/test's share phase starts a Kafka 4.2+ broker)")
+    return value
+
+
+@pytest.fixture
+def share_topic(share_bootstrap):
+    """(topic, group): a one-partition topic with 20 records v-0..v-19 and a
+    group that starts at the earliest offset with a short lock."""
+    topic = "py-share-" + uuid.uuid4().hex[:10]
+    group = "py-share-group-" + uuid.uuid4().hex[:10]
+    admin = kwire.Admin({"bootstrap.servers": share_bootstrap})
+    try:
+        admin.create_topics([(topic, 1)])
+        admin.alter_configs(
+            "group",
+            group,
+            {"share.auto.offset.reset": "earliest", "share.record.lock.duration.ms": str(LOCK_MS)},
+        )
+    finally:
+        admin.close()
+    with kwire.Producer({"bootstrap.servers": share_bootstrap}) as p:
+        for i in range(20):
+            p.send(topic, value=f"v-{i}".encode(), key=str(i).encode())
+        p.flush()
+    return topic, group
+
+
+def poll_rows(consumer, want, limit_s):
+    """Polls until `want` rows came or limit_s passed; the batches."""
+    batches, rows = [], 0
+    until = time.monotonic() + limit_s
+    while rows < want and time.monotonic() < until:
+        b = consumer.poll(200)
+        if b.num_rows:
+            batches.append(b)
+            rows += b.num_rows
+    return batches
+
+
+def test_poll_gives_kafka_columns_and_delivery_count(share_bootstrap, share_topic):
+    topic, group = share_topic
+    props = {"bootstrap.servers": share_bootstrap, "group.id": group}
+    with kwire.ShareConsumer(props) as c:
+        assert c.schema.field("deliveryCount").type == pa.int16()
+        c.subscribe([topic])
+        batches = poll_rows(c, 20, 20)
+        table = pa.Table.from_batches(batches, schema=c.schema)
+        assert sorted(table.column("offset").to_pylist()) == list(range(20))
+        assert set(table.column("deliveryCount").to_pylist()) == {1}
+        values = {o: v for o, v in zip(table.column("offset").to_pylist(), table.column("value").to_pylist())}
+        assert values[7] == b"v-7"
+        assert set(table.column("topic").to_pylist()) == {topic}
+        assert c.assignment() == [(topic, 0)]
+        assert c.acquisition_lock_ms == LOCK_MS
+
+
+def test_release_some_rows_then_reject_them(share_bootstrap, share_topic):
+    """Even offsets are released on their first delivery (a boolean mask),
+    the others accepted (row indices); the released ones come back at once
+    with deliveryCount 2 and are rejected; then nothing comes back."""
+    topic, group = share_topic
+    props = {"bootstrap.servers": share_bootstrap, "group.id": group, "share.acknowledgement.mode": "explicit"}
+    want = {o: [1, 2] if o % 2 == 0 else [1] for o in range(20)}
+    deliveries = {}
+    with kwire.ShareConsumer(props) as c:
+        c.subscribe(topic)
+        until = time.monotonic() + 20
+        while deliveries != want and time.monotonic() < until:
+            b = c.poll(200)
+            offsets = b.column("offset").to_pylist()
+            counts = b.column("deliveryCount").to_pylist()
+            for o, n in zip(offsets, counts):
+                deliveries.setdefault(o, []).append(n)
+            release = [n == 1 and o % 2 == 0 for o, n in zip(offsets, counts)]
+            reject = [i for i, n in enumerate(counts) if n > 1]
+            accept = [i for i, (o, n) in enumerate(zip(offsets, counts)) if n == 1 and o % 2 == 1]
+            c.acknowledge(b, "release", rows=pa.array(release, pa.bool_()))
+            c.acknowledge(b, "reject", rows=reject)
+            c.acknowledge(b, "accept", rows=accept)
+        assert deliveries == want
+        assert c.commit_sync(10000) == {(topic, 0): None}
+        assert poll_rows(c, 1, 2 * LOCK_MS / 1000) == []
+
+
+def test_explicit_mode_refuses_a_poll_before_acknowledging(share_bootstrap, share_topic):
+    topic, group = share_topic
+    props = {"bootstrap.servers": share_bootstrap, "group.id": group, "share.acknowledgement.mode": "explicit"}
+    with kwire.ShareConsumer(props) as c:
+        c.subscribe([topic])
+        batches = poll_rows(c, 1, 20)
+        assert batches
+        with pytest.raises(ShareAcknowledgementModeError, match="not acknowledged"):
+            c.poll(100)
+        with pytest.raises(IndexError):
+            c.acknowledge(batches[-1], "accept", rows=[batches[-1].num_rows])
+        with pytest.raises(ValueError, match="accept"):
+            c.acknowledge(batches[-1], "ack")
+        for b in batches:
+            c.acknowledge(b, "accept")
+        with pytest.raises(ShareAcknowledgementModeError, match="already acknowledged"):
+            c.acknowledge(batches[0], "accept", rows=[0])
+
+
+def test_lock_ends_then_the_acknowledgement_is_refused(share_bootstrap, share_topic):
+    topic, group = share_topic
+    props = {
+        "bootstrap.servers": share_bootstrap,
+        "group.id": group,
+        "share.acknowledgement.mode": "explicit",
+        "max.poll.records": "5",
+    }
+    with kwire.ShareConsumer(props) as c:
+        c.subscribe([topic])
+        batches = poll_rows(c, 1, 20)
+        assert batches
+        time.sleep(LOCK_MS / 1000 + 1.5)
+        for b in batches:
+            c.acknowledge(b, "accept")
+        assert c.commit_sync(10000) == {(topic, 0): "INVALID_RECORD_STATE"}
