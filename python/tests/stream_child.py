@@ -1,7 +1,7 @@
 """A streaming query that kills itself (SIGKILL) at a chosen point, for the
 exactly-once tests: python stream_child.py BOOTSTRAP TOPIC CHECKPOINT OUTPUT
 [before_write:N | after_write:N | after_commit:N | none]. The sink is
-Parquet files in OUTPUT, or with SINK=delta a Delta table at OUTPUT, or with
+Parquet files in OUTPUT (SINK=parquet-partitioned: partitioned by amount), or with SINK=delta a Delta table at OUTPUT, or with
 SINK=iceberg the Iceberg table "kwire.purchases" of a SQL catalog on SQLite
 in OUTPUT. MAX_OFFSETS sets maxOffsetsPerTrigger (default 20); TRIGGER the
 trigger (default available-now)."""
@@ -36,6 +36,8 @@ if kind == "delta":
     inner = kwire.DeltaSink(output, partition_by=["action"])
 elif kind == "iceberg":
     inner = kwire.IcebergSink("kwire.purchases", iceberg_catalog(output), partition_by=["action"])
+elif kind == "parquet-partitioned":
+    inner = kwire.ParquetSink(output, partition_by=["amount"])
 else:
     inner = kwire.ParquetSink(output)
 

@@ -165,9 +165,9 @@ def test_ctrl_c_stops_a_processing_time_query(bootstrap, new_topic, producer, tm
     assert again == []
 
 
-def run_child(bootstrap, topic, cp, out, kill_at):
+def run_child(bootstrap, topic, cp, out, kill_at, env=None):
     return subprocess.run([sys.executable, os.path.join(HERE, "stream_child.py"), bootstrap, topic, cp, out, kill_at],
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=120, env=env)
 
 
 def check_exactly_once(out, n):
@@ -192,6 +192,28 @@ def test_parquet_exactly_once_across_kill_9(bootstrap, new_topic, producer, tmp_
     # a batch killed after its file was written is replayed and its file replaced
     files = sorted(os.listdir(out))
     assert files == ["part-%020d.parquet" % i for i in range(len(files))]
+
+
+@pytest.mark.parametrize("kill_at", ["after_write:1", "after_commit:0"])
+def test_partitioned_parquet_exactly_once_across_kill_9(bootstrap, new_topic, producer, tmp_path, kill_at):
+    import pyarrow.dataset as ds
+
+    topic = new_topic(partitions=2)
+    n = 100
+    events(producer, topic, n)
+    cp, out = str(tmp_path / "cp"), str(tmp_path / "out")
+    env = dict(os.environ, SINK="parquet-partitioned")
+    first = run_child(bootstrap, topic, cp, out, kill_at, env)
+    assert first.returncode == -signal.SIGKILL, first.stderr
+    second = run_child(bootstrap, topic, cp, out, "none", env)
+    assert second.returncode == 0, second.stderr
+    t = ds.dataset(out, format="parquet", partitioning="hive").to_table()
+    assert sorted(t.column("id").to_pylist()) == [i for i in range(n) if i % 2 == 0]
+    # amount is i % 7 of even ids: all seven values, each a directory
+    assert sorted(os.listdir(out)) == ["amount=%.1f" % a for a in range(7)]
+    for row in t.to_pylist():
+        assert float(row["amount"]) == float(row["id"] % 7)  # pyarrow reads "0.0" back as a string
+    assert not glob.glob(os.path.join(out, "**", ".*.tmp"), recursive=True)
 
 
 def test_parquet_exactly_once_across_kill_9_at_random_times(bootstrap, new_topic, producer, tmp_path):

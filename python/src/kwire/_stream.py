@@ -29,7 +29,7 @@ def _fsync_dir(path: str) -> None:
 
 class _AtomicDirSink:
     """One file per batch, DIR/part-<batch id, 20 digits>.<ext>: written to a
-    temp file in DIR, fsynced, renamed over the part file (so a replayed batch
+    temp file beside it, fsynced, renamed over the part file (so a replayed batch
     replaces its file) and DIR fsynced. Temp files left by a killed process
     are deleted when the next sink opens DIR."""
 
@@ -38,15 +38,22 @@ class _AtomicDirSink:
     def __init__(self, path: str):
         self.path = os.path.abspath(path)
         os.makedirs(self.path, exist_ok=True)
-        for stale in glob.glob(os.path.join(self.path, ".part-*.tmp")):
+        # (partitioned sinks write in subdirectories: those are searched too)
+        for stale in glob.glob(os.path.join(self.path, "**", ".part-*.tmp"), recursive=True):
             os.unlink(stale)
 
     def part_path(self, batch_id: int) -> str:
         return os.path.join(self.path, "part-%020d.%s" % (batch_id, self.ext))
 
     def write(self, table: pa.Table, batch_id: int) -> int:
-        final = self.part_path(batch_id)
-        tmp = os.path.join(self.path, ".%s.%s.tmp" % (os.path.basename(final), secrets.token_hex(8)))
+        self._write_atomic(table, self.part_path(batch_id))
+        _fsync_dir(self.path)
+        return table.num_rows
+
+    def _write_atomic(self, table: pa.Table, final: str) -> None:
+        """`table` into the file `final`: a temp file beside it, fsynced,
+        renamed over it (the directory is not fsynced here)."""
+        tmp = os.path.join(os.path.dirname(final), ".%s.%s.tmp" % (os.path.basename(final), secrets.token_hex(8)))
         try:
             self._write_file(table, tmp)
             fd = os.open(tmp, os.O_RDONLY)
@@ -59,8 +66,6 @@ class _AtomicDirSink:
             if os.path.exists(tmp):
                 os.unlink(tmp)
             raise
-        _fsync_dir(self.path)
-        return table.num_rows
 
     def _write_file(self, table: pa.Table, path: str) -> None:  # pragma: no cover
         raise NotImplementedError
@@ -69,14 +74,113 @@ class _AtomicDirSink:
         return "%s[%s]" % (type(self).__name__, self.path)
 
 
+# Characters Spark escapes (as %XX) in a partition directory's value
+# (ExternalCatalogUtils.escapePathName), besides control characters.
+_HIVE_ESCAPED = set('"#%\'*/:=?\\\x7f{[]^')
+_HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
+
+
+def _hive_text(v: Any) -> str:
+    """A partition value as Spark casts it to a string."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float):
+        if math.isnan(v):
+            return "NaN"
+        if math.isinf(v):
+            return "Infinity" if v > 0 else "-Infinity"
+        return repr(v)
+    if isinstance(v, _dt.datetime):
+        if v.tzinfo is not None:
+            v = v.astimezone(_dt.timezone.utc).replace(tzinfo=None)
+        text = v.strftime("%Y-%m-%d %H:%M:%S")
+        if v.microsecond:
+            text += (".%06d" % v.microsecond).rstrip("0")
+        return text
+    if isinstance(v, _dt.date):
+        return v.isoformat()
+    if isinstance(v, (bytes, bytearray)):
+        return bytes(v).decode("utf-8", errors="replace")  # CAST(... AS STRING)
+    return str(v)
+
+
+def _hive_segment(name: str, v: Any) -> str:
+    """name=value with Spark's escaping; null and "" give Hive's default
+    partition."""
+    text = None if v is None else _hive_text(v)
+    if not text:
+        text = _HIVE_NULL
+    else:
+        text = "".join("%%%02X" % ord(c) if c in _HIVE_ESCAPED or ord(c) < 0x20 else c for c in text)
+    return "%s=%s" % (name, text)
+
+
 class ParquetSink(_AtomicDirSink):
-    """Parquet files, one per batch (pyarrow.parquet), exactly once."""
+    """Parquet files, one per batch (pyarrow.parquet), exactly once.
+
+    With ``partition_by`` (a column name or a list of them), each batch's
+    rows go to Hive-style directories as Spark's ``partitionBy`` writes them:
+    DIR/<col>=<value>/.../part-<batch id>.parquet, the partition columns
+    left out of the files, values escaped as Spark escapes them, null or
+    empty values under ``__HIVE_DEFAULT_PARTITION__``. Each file is written
+    atomically; a replayed batch first removes the files it wrote before,
+    so a reader of the directory after the batch sees every row once (while
+    a batch is written, a reader may see some of its partitions only). Read it back with ``pyarrow.dataset.dataset(DIR,
+    partitioning="hive")`` or Spark's ``spark.read.parquet(DIR)``."""
 
     ext = "parquet"
 
-    def __init__(self, path: str, compression: str = "snappy"):
+    def __init__(self, path: str, compression: str = "snappy", partition_by: Optional[Sequence[str]] = None):
         super().__init__(path)
         self.compression = compression
+        if isinstance(partition_by, str):
+            partition_by = [partition_by]
+        self.partition_by = list(partition_by or [])
+        self._replay_checked = False
+        if len(set(self.partition_by)) != len(self.partition_by):
+            raise ConfigError("kwire: partition_by names a column twice: %r" % (self.partition_by,))
+
+    def write(self, table: pa.Table, batch_id: int) -> int:
+        if not self.partition_by:
+            return super().write(table, batch_id)
+        missing = [c for c in self.partition_by if c not in table.column_names]
+        if missing:
+            raise ConfigError("kwire: partition_by column %r is not in the batch's columns %r"
+                              % (missing[0], table.column_names))
+        data_columns = [c for c in table.column_names if c not in self.partition_by]
+        if not data_columns:
+            raise ConfigError("kwire: partition_by takes every column; no data column would be written")
+        if not self._replay_checked:
+            # Only a query's first batch after a start can be a replay: its
+            # files from before are removed wherever they are, so that a
+            # transform whose partition values changed leaves no stale rows.
+            self._replay_checked = True
+            name = "part-%020d.%s" % (batch_id, self.ext)
+            for stale in glob.glob(os.path.join(self.path, "**", name), recursive=True):
+                os.unlink(stale)
+        if table.num_rows == 0:
+            return 0
+        # Every row goes to exactly one group (nulls and NaN included): the
+        # groups hold row numbers, and the rows are taken by number.
+        numbered = table.select(self.partition_by).append_column("__kwire_row", pa.array(range(table.num_rows),
+                                                                                           pa.int64()))
+        groups = numbered.group_by(self.partition_by, use_threads=False).aggregate([("__kwire_row", "list")])
+        keys = groups.select(self.partition_by).to_pylist()
+        rows = groups.column("__kwire_row_list").to_pylist()
+        # Groups that name the same directory (null and "") share its file.
+        by_dir: Dict[str, List[int]] = {}
+        for key, index in zip(keys, rows):
+            sub = os.path.join(self.path, *[_hive_segment(c, key[c]) for c in self.partition_by])
+            by_dir.setdefault(sub, []).extend(index)
+        data = table.select(data_columns)
+        for sub, index in by_dir.items():
+            os.makedirs(sub, exist_ok=True)
+            part = data.take(pa.array(sorted(index), pa.int64()))
+            self._write_atomic(part, os.path.join(sub, "part-%020d.%s" % (batch_id, self.ext)))
+        for d in sorted(by_dir):
+            _fsync_dir(d)
+        _fsync_dir(self.path)
+        return table.num_rows
 
     def _write_file(self, table: pa.Table, path: str) -> None:
         import pyarrow.parquet as pq
