@@ -22,24 +22,8 @@ using namespace kwire::client;
 namespace {
 
 AcknowledgeType ack_type(const std::string& name) {
-  if (name == "accept") return AcknowledgeType::accept;
-  if (name == "release") return AcknowledgeType::release;
-  if (name == "reject") return AcknowledgeType::reject;
+  if (auto type = parse_acknowledge_type(name)) return *type;
   throw std::invalid_argument(fmt::format("--ack must be accept, release or reject, not '{}'", name));
-}
-
-// The ConsumerRecord view the shared formatters print.
-ConsumerRecord view_of(const ShareRecord& r) {
-  ConsumerRecord c;
-  c.topic = &r.topic;
-  c.partition = r.partition;
-  c.offset = r.offset;
-  c.timestamp = r.timestamp;
-  c.timestamp_type = 0;
-  if (r.key) c.key = protocol::ByteSpan(*r.key);
-  if (r.value) c.value = protocol::ByteSpan(*r.value);
-  c.headers = &r.headers;
-  return c;
 }
 
 }  // namespace
@@ -73,7 +57,7 @@ int cmd_consume_share(const CommonOptions& common, const ConsumeArgs& args, cons
         continue;
       }
       std::string out;
-      const ConsumerRecord view = view_of(r);
+      const ConsumerRecord view = consumer_record_view(r);
       if (args.json) {
         out = record_json(view);
         const auto brace = out.rfind('}');

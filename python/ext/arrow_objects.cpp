@@ -1,6 +1,7 @@
 // Arrow objects handed to Python through the Arrow PyCapsule interface
 // (__arrow_c_schema__, __arrow_c_array__, __arrow_c_stream__), and the
 // helpers shared by the module's functions.
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -103,6 +104,21 @@ void PendingError::rethrow() {
 
 void check_signals() {
   if (PyErr_CheckSignals() != 0) throw nb::python_error();
+}
+
+void poll_in_slices(std::int64_t timeout_ms, const std::function<bool(std::chrono::milliseconds)>& attempt) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  for (;;) {
+    bool got = false;
+    {
+      nb::gil_scoped_release release;
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      got = attempt(std::clamp(left, std::chrono::milliseconds(0), std::chrono::milliseconds(100)));
+    }
+    if (got || std::chrono::steady_clock::now() >= deadline) return;
+    check_signals();
+  }
 }
 
 std::map<std::string, std::string> to_options(const nb::dict& options) {

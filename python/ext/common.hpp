@@ -5,6 +5,7 @@
 #include <nanobind/nanobind.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <exception>
 #include <functional>
@@ -90,6 +91,11 @@ void run_interruptible(const std::function<void()>& work, std::atomic<bool>& abo
 /// Raises KeyboardInterrupt (or a signal handler's error) if a signal
 /// arrived; GIL required.
 void check_signals();
+
+/// A poll that Ctrl-C can stop: calls `attempt(slice)` with the GIL
+/// released, in slices of at most 100 ms, checking for signals in between,
+/// until it returns true or `timeout_ms` has passed. GIL required.
+void poll_in_slices(std::int64_t timeout_ms, const std::function<bool(std::chrono::milliseconds)>& attempt);
 
 /// Calls `fn(schema, batch)` for every record batch of `data` (anything with
 /// __arrow_c_stream__ or __arrow_c_array__: a pyarrow Table, RecordBatch,

@@ -54,30 +54,18 @@ class PyConsumer {
     consumer_.reset();
   }
 
-  // Polls in slices of at most 100 ms, checking for signals in between, until
-  // records arrive or `timeout_ms` has passed.
+  // Polls (Ctrl-C can stop it) until records arrive or `timeout_ms` has passed.
   nb::object poll(std::int64_t timeout_ms) {
     if (timeout_ms < 0) throw nb::value_error("kwire: poll timeout_ms must be >= 0");
     client::Consumer& c = get();
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
     source::ArrowBatch batch;
-    for (;;) {
-      bool got = false;
-      {
-        nb::gil_scoped_release release;
-        const auto now = std::chrono::steady_clock::now();
-        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
-        const auto slice = std::clamp(left, std::chrono::milliseconds(0), std::chrono::milliseconds(100));
-        client::ConsumerRecords records = c.poll(slice);
-        if (!records.empty()) {
-          for (const client::ConsumerRecord& r : records) builder_.append(r);
-          batch = builder_.finish();
-          got = true;
-        }
-      }
-      if (got || std::chrono::steady_clock::now() >= deadline) break;
-      check_signals();
-    }
+    poll_in_slices(timeout_ms, [&](std::chrono::milliseconds slice) {
+      client::ConsumerRecords records = c.poll(slice);
+      if (records.empty()) return false;
+      for (const client::ConsumerRecord& r : records) builder_.append(r);
+      batch = builder_.finish();
+      return true;
+    });
     if (batch.array().release == nullptr) batch = builder_.finish();  // empty batch
     return make_batch_object(schema_, std::move(batch));
   }

@@ -25,27 +25,9 @@ using client::ShareRecord;
 using client::TopicPartition;
 
 AcknowledgeType ack_type(const std::string& name) {
-  if (name == "accept") return AcknowledgeType::accept;
-  if (name == "release") return AcknowledgeType::release;
-  if (name == "reject") return AcknowledgeType::reject;
+  if (auto type = client::parse_acknowledge_type(name)) return *type;
   throw nb::value_error(
       ("kwire: acknowledge type must be 'accept', 'release' or 'reject', not '" + name + "'").c_str());
-}
-
-// The ConsumerRecord view the Kafka batch builder takes. A share fetch does
-// not say how a timestamp was set: CreateTime (0) is reported, as the
-// console tools do.
-client::ConsumerRecord view_of(const ShareRecord& r) {
-  client::ConsumerRecord c;
-  c.topic = &r.topic;
-  c.partition = r.partition;
-  c.offset = r.offset;
-  c.timestamp = r.timestamp;
-  c.timestamp_type = r.timestamp >= 0 ? 0 : -1;
-  if (r.key) c.key = protocol::ByteSpan(*r.key);
-  if (r.value) c.value = protocol::ByteSpan(*r.value);
-  c.headers = &r.headers;
-  return c;
 }
 
 // {(topic, partition): None | error name} of acknowledgement outcomes.
@@ -84,36 +66,25 @@ class PyShareConsumer {
     consumer_.reset();
   }
 
-  // Polls in slices of at most 100 ms, checking for signals in between,
-  // until records arrive or `timeout_ms` has passed. Returns the batch and the
-  // delivery counts (int16, native order, one per row) as bytes.
+  // Polls (Ctrl-C can stop it) until records arrive or `timeout_ms` has
+  // passed. Returns the batch and the delivery counts (int16, native order,
+  // one per row) as bytes.
   nb::tuple poll(std::int64_t timeout_ms) {
     if (timeout_ms < 0) throw nb::value_error("kwire: poll timeout_ms must be >= 0");
     client::ShareConsumer& c = get();
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
     source::ArrowBatch batch;
     std::vector<std::int16_t> counts;
-    for (;;) {
-      bool got = false;
-      {
-        nb::gil_scoped_release release;
-        const auto now = std::chrono::steady_clock::now();
-        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
-        const auto slice = std::clamp(left, std::chrono::milliseconds(0), std::chrono::milliseconds(100));
-        std::vector<ShareRecord> records = c.poll(slice);
-        if (!records.empty()) {
-          counts.reserve(records.size());
-          for (const ShareRecord& r : records) {
-            builder_.append(view_of(r));
-            counts.push_back(r.delivery_count);
-          }
-          batch = builder_.finish();
-          got = true;
-        }
+    poll_in_slices(timeout_ms, [&](std::chrono::milliseconds slice) {
+      std::vector<ShareRecord> records = c.poll(slice);
+      if (records.empty()) return false;
+      counts.reserve(records.size());
+      for (const ShareRecord& r : records) {
+        builder_.append(client::consumer_record_view(r));
+        counts.push_back(r.delivery_count);
       }
-      if (got || std::chrono::steady_clock::now() >= deadline) break;
-      check_signals();
-    }
+      batch = builder_.finish();
+      return true;
+    });
     if (batch.array().release == nullptr) batch = builder_.finish();  // empty batch
     nb::bytes count_bytes(reinterpret_cast<const char*>(counts.data()), counts.size() * sizeof(std::int16_t));
     return nb::make_tuple(make_batch_object(schema_, std::move(batch)), count_bytes);

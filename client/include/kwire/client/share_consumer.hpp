@@ -52,9 +52,11 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "kwire/client/errors.hpp"
+#include "kwire/client/records.hpp"
 #include "kwire/client/types.hpp"
 #include "kwire/protocol/bytes.hpp"
 #include "kwire/protocol/record_batch.hpp"
@@ -62,6 +64,15 @@
 namespace kwire::client {
 
 enum class AcknowledgeType : std::int8_t { accept = 1, release = 2, reject = 3 };
+
+/// "accept", "release" or "reject" (Java's AcknowledgeType names, lower
+/// case); nullopt for anything else.
+inline std::optional<AcknowledgeType> parse_acknowledge_type(std::string_view name) {
+  if (name == "accept") return AcknowledgeType::accept;
+  if (name == "release") return AcknowledgeType::release;
+  if (name == "reject") return AcknowledgeType::reject;
+  return std::nullopt;
+}
 
 /// One record of a share fetch; owns its bytes.
 struct ShareRecord {
@@ -74,6 +85,23 @@ struct ShareRecord {
   std::vector<protocol::RecordHeader> headers;
   std::int16_t delivery_count = 1;  // 1 on the first delivery
 };
+
+/// The ConsumerRecord view of `record` (pointing into it, valid while it
+/// lives), for code written for ConsumerRecord (formatters, Arrow builders).
+/// A share fetch does not say how a timestamp was set: CreateTime (0) is
+/// reported, as Kafka's console share consumer does.
+inline ConsumerRecord consumer_record_view(const ShareRecord& record) {
+  ConsumerRecord c;
+  c.topic = &record.topic;
+  c.partition = record.partition;
+  c.offset = record.offset;
+  c.timestamp = record.timestamp;
+  c.timestamp_type = 0;
+  if (record.key) c.key = protocol::ByteSpan(*record.key);
+  if (record.value) c.value = protocol::ByteSpan(*record.value);
+  c.headers = &record.headers;
+  return c;
+}
 
 /// acknowledge() of a record that no poll handed out (or that is already
 /// acknowledged), or a poll in explicit mode while records of the previous
