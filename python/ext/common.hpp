@@ -116,5 +116,6 @@ void register_postgres_sink(nb::module_& m);
 void register_planning(nb::module_& m);
 void register_data_source(nb::module_& m);
 void register_warnings(nb::module_& m);
+void register_avro(nb::module_& m);
 
 }  // namespace kwire::python

@@ -9,7 +9,9 @@
 #include "kwire/client/producer.hpp"
 #include "kwire/client/records.hpp"
 #include "kwire/client/sasl.hpp"
+#include "kwire/client/schema_registry.hpp"
 #include "kwire/client/share_consumer.hpp"
+#include "kwire/source/avro.hpp"
 #include "kwire/source/batch.hpp"
 #include "kwire/source/options.hpp"
 #include "kwire/source/planning.hpp"
@@ -72,6 +74,14 @@ void translate(const std::exception_ptr& p, void*) {
     raise("KafkaError", e.what(), nullptr, {{"code", nb::cast(static_cast<int>(e.code()))}});
   } catch (const client::ConfigError& e) {
     raise("ConfigError", e.what());
+  } catch (const client::SchemaRegistryError& e) {
+    raise("SchemaRegistryError", e.what(), nullptr,
+          {{"http_status", nb::int_(e.http_status())}, {"error_code", nb::int_(e.error_code())}});
+  } catch (const source::AvroDecodeError& e) {
+    raise("MalformedRecordError", e.what(), nullptr,
+          {{"topic", nb::str(e.topic().c_str())},
+           {"partition", nb::int_(e.partition())},
+           {"offset", nb::int_(e.offset())}});
   } catch (const client::TimeoutError& e) {
     raise("KafkaTimeoutError", e.what());
   } catch (const client::ConnectionError& e) {

@@ -37,16 +37,19 @@ from .errors import (
     KafkaTimeoutError,
     KwireError,
     LogTruncationError,
+    MalformedRecordError,
     OffsetError,
     OffsetOutOfRangeError,
     ProducerFatalError,
     ProducerFencedError,
+    SchemaRegistryError,
     TransactionAbortableError,
     TransactionAbortedError,
     TransactionStateError,
 )
 from ._stream import JsonLinesSink, KafkaSink, ParquetSink, PostgresSink, StreamingQuery, stream, write
 from ._share import ShareConsumer
+from ._avro import from_avro
 from ._table_sinks import BatchInfo, DeltaSink, IcebergSink, TransactionalSink
 
 __version__: str = _kwire.__version__  # the project() version of the top-level CMakeLists.txt
@@ -195,6 +198,7 @@ __all__ = [
     "kafka_schema",
     "Consumer",
     "ShareConsumer",
+    "from_avro",
     "stream",
     "StreamingQuery",
     "ParquetSink",

@@ -112,6 +112,25 @@ class CorruptBatchError(KwireError):
     """A record batch failed a check (CRC, length, compression)."""
 
 
+class SchemaRegistryError(KwireError):
+    """A Schema Registry request failed: ``http_status`` and Confluent's
+    ``error_code`` (e.g. 404 / 40403 "Schema not found"), or the registry
+    could not be reached (``http_status`` 0)."""
+
+    http_status: int = 0
+    error_code: int = 0
+
+
+class MalformedRecordError(KwireError):
+    """A value that cannot be decoded under mode FAILFAST (Spark's
+    MALFORMED_RECORD_IN_PARSING); ``topic``, ``partition`` and ``offset``
+    name the record."""
+
+    topic: str = ""
+    partition: int = -1
+    offset: int = -1
+
+
 class CheckpointError(KwireError):
     """The checkpoint directory cannot be used (in use by another query,
     unreadable files, disk full)."""
@@ -136,4 +155,6 @@ __all__ = [
     "KafkaTimeoutError",
     "CorruptBatchError",
     "CheckpointError",
+    "SchemaRegistryError",
+    "MalformedRecordError",
 ]

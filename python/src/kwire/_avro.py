@@ -1,0 +1,77 @@
+"""Avro values as Arrow columns, as Spark's ``from_avro`` reads them."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Mapping, Optional
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from . import _kwire
+from .errors import ConfigError
+
+_log = logging.getLogger("kwire")
+
+
+def _topic_of(data: Any, options: Mapping[str, Any]) -> str:
+    """The topic that names the registry subject ("<topic>-value")."""
+    if "subject" in options or "avroSchema" in options or "jsonFormatSchema" in options:
+        return ""
+    if isinstance(data, (pa.Table, pa.RecordBatch)) and "topic" in data.schema.names:
+        topics = [t for t in pc.unique(data.column("topic")).to_pylist() if t is not None]
+        if len(topics) == 1:
+            return topics[0]
+        if len(topics) > 1:
+            raise ConfigError(
+                "kwire: from_avro: the records come from %d topics (%s); give options['subject'] or "
+                "options['avroSchema'] to choose the reader schema" % (len(topics), ", ".join(sorted(topics)))
+            )
+    raise ConfigError(
+        "kwire: from_avro with a schema registry needs the topic (a topic column), options['subject'] "
+        "or options['avroSchema'] to find the reader schema"
+    )
+
+
+def from_avro(
+    data: Any,
+    json_format_schema: Optional[str] = None,
+    options: Optional[Mapping[str, Any]] = None,
+) -> pa.Table:
+    """Decodes the ``value`` column of Kafka records (``kwire.read``'s table,
+    a record batch, any Arrow stream with Spark's Kafka columns) as Avro.
+
+    Returns a table with one column per field of the reader schema (a
+    single ``value`` column for a schema that is not a record), one row per
+    input row, typed as Spark's ``from_avro`` types them (decimal128,
+    date32, timestamp[us, tz=UTC], struct, list, map...).
+
+    Plain Avro: ``json_format_schema`` is the writer's schema (Spark's
+    ``from_avro(col, jsonFormatSchema)``). Confluent's wire format: give
+    ``options={"schema.registry.url": ...}`` instead; each value's schema
+    id is looked up once, and the reader schema is ``avroSchema`` or the
+    latest schema of the subject (``subject``, default
+    ``"<topic>-value"``).
+
+    Options: ``mode`` (``FAILFAST``, the default, raises
+    kwire.errors.MalformedRecordError naming topic, partition and offset;
+    ``PERMISSIVE`` gives a row of nulls and logs a warning with the count),
+    ``avroSchema`` (a reader schema; Avro's resolution rules apply),
+    ``subject``, ``schema.registry.url``, ``basic.auth.user.info``,
+    ``basic.auth.credentials.source``, ``schema.registry.ssl.ca.location``,
+    ``schema.registry.request.timeout.ms``.
+
+    Raises ConfigError (bad options or schema), SchemaRegistryError,
+    MalformedRecordError.
+    """
+    opts = {str(k): v for k, v in (options or {}).items()}
+    if json_format_schema is not None:
+        opts["jsonFormatSchema"] = json_format_schema
+    topic = _topic_of(data, opts) if "schema.registry.url" in opts else ""
+    stream, malformed, first = _kwire.from_avro(data, opts, topic)
+    table = pa.RecordBatchReader.from_stream(stream).read_all()
+    if malformed:
+        _log.warning(
+            "from_avro (PERMISSIVE): %d malformed value(s) read as rows of nulls; the first: %s", malformed, first
+        )
+    return table

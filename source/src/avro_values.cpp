@@ -1,0 +1,214 @@
+// AvroValueReader and AvroFormatOptions (avro.hpp): plain Avro or Confluent's
+// wire format with a registry, Spark's modes, errors naming the record.
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "kwire/source/arrow_records.hpp"
+#include "kwire/source/avro.hpp"
+
+namespace kwire::source {
+
+namespace {
+
+constexpr std::string_view kFailFast =
+    "Malformed records are detected in record parsing. Current parse Mode: FAILFAST. To process malformed records "
+    "as null result, try setting the option 'mode' as 'PERMISSIVE'.";
+
+bool registry_key(std::string_view k) { return k.starts_with("schema.registry.") || k.starts_with("basic.auth."); }
+
+// A column of a record batch: its format, array, and the row's validity.
+struct BatchColumn {
+  std::string_view format;
+  const ArrowArray* array = nullptr;
+
+  bool valid(std::int64_t row) const {
+    if (array->null_count == 0 || array->n_buffers < 1 || !array->buffers[0]) return true;
+    const auto* bits = static_cast<const std::uint8_t*>(array->buffers[0]);
+    const std::int64_t i = row + array->offset;
+    return bits[i >> 3] & (1u << (i & 7));
+  }
+  // binary / utf8 (z, u: int32 offsets; Z, U: int64 offsets).
+  std::optional<std::span<const std::uint8_t>> bytes(std::int64_t row) const {
+    if (!valid(row)) return std::nullopt;
+    const std::int64_t i = row + array->offset;
+    const auto* data = static_cast<const std::uint8_t*>(array->buffers[2]);
+    std::int64_t begin = 0, end = 0;
+    if (format == "z" || format == "u") {
+      const auto* o = static_cast<const std::int32_t*>(array->buffers[1]);
+      begin = o[i], end = o[i + 1];
+    } else {
+      const auto* o = static_cast<const std::int64_t*>(array->buffers[1]);
+      begin = o[i], end = o[i + 1];
+    }
+    if (begin < 0 || end < begin) throw ArrowRecordError("Arrow batch: bad offsets in the value column");
+    return std::span<const std::uint8_t>(data + begin, static_cast<std::size_t>(end - begin));
+  }
+  template <class T>
+  T number(std::int64_t row) const {
+    return valid(row) ? static_cast<const T*>(array->buffers[1])[row + array->offset] : T{-1};
+  }
+};
+
+}  // namespace
+
+AvroFormatOptions AvroFormatOptions::parse(const std::map<std::string, std::string>& options) {
+  AvroFormatOptions o;
+  for (const auto& [key, value] : options) {
+    if (key == "mode") {
+      std::string upper;
+      for (const char c : value) upper += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+      if (upper == "PERMISSIVE") {
+        o.permissive = true;
+      } else if (upper == "FAILFAST") {
+        o.permissive = false;
+      } else {
+        throw client::ConfigError(
+            fmt::format("Avro option mode: \"{}\" is not supported; from_avro takes PERMISSIVE or FAILFAST", value));
+      }
+    } else if (key == "jsonFormatSchema") {
+      o.json_format_schema = value;
+    } else if (key == "avroSchema") {
+      o.avro_schema = value;
+    } else if (key == "subject") {
+      o.subject = value;
+    } else if (registry_key(key)) {
+      o.registry[key] = value;
+    } else {
+      throw client::ConfigError(fmt::format(
+          "Avro option \"{}\" is not known (mode, jsonFormatSchema, avroSchema, subject, schema.registry.*, "
+          "basic.auth.*)",
+          key));
+    }
+  }
+  if (o.json_format_schema && o.registry.count("schema.registry.url"))
+    throw client::ConfigError(
+        "Avro values: give jsonFormatSchema (plain Avro) or schema.registry.url (Confluent's wire format), not both");
+  if (!o.json_format_schema && !o.registry.count("schema.registry.url"))
+    throw client::ConfigError(
+        "Avro values need a schema: jsonFormatSchema (plain Avro) or schema.registry.url (Confluent's wire format)");
+  return o;
+}
+
+struct AvroValueReader::Impl {
+  std::shared_ptr<client::SchemaRegistry> registry;  // null for plain Avro
+  std::optional<AvroDecoder> decoder;
+  std::string reader_json;
+  bool permissive = false;
+  int plain_writer = 0;                                   // plain Avro: the writer's handle
+  std::unordered_map<std::int32_t, int> writer_of;        // registry: schema id -> writer handle
+  std::unordered_map<std::int32_t, std::string> missing;  // ids the registry does not have
+  std::int64_t malformed = 0;
+  std::string first_malformed;
+  std::string why;
+};
+
+AvroValueReader::AvroValueReader(const AvroFormatOptions& options, const std::string& topic,
+                                 std::shared_ptr<client::SchemaRegistry> registry)
+    : impl_(std::make_unique<Impl>()) {
+  Impl& m = *impl_;
+  m.permissive = options.permissive;
+  if (options.json_format_schema && !registry) {
+    const AvroSchema writer = AvroSchema::parse(*options.json_format_schema);
+    const AvroSchema reader = options.avro_schema ? AvroSchema::parse(*options.avro_schema) : writer;
+    m.reader_json = reader.json();
+    m.decoder.emplace(reader);
+    if (options.avro_schema) m.plain_writer = m.decoder->add_writer(writer);
+    return;
+  }
+  m.registry = registry ? std::move(registry)
+                        : client::make_schema_registry(client::SchemaRegistryConfig::from_properties(options.registry));
+  if (options.avro_schema) {
+    m.reader_json = *options.avro_schema;
+  } else {
+    const std::string subject = options.subject.value_or(topic + "-value");
+    const client::RegisteredSchema latest = m.registry->latest(subject);
+    if (latest.schema_type != "AVRO")
+      throw AvroSchemaError(fmt::format("subject \"{}\" holds a {} schema, not Avro", subject, latest.schema_type));
+    m.reader_json = latest.schema;
+  }
+  m.decoder.emplace(AvroSchema::parse(m.reader_json));
+}
+
+AvroValueReader::~AvroValueReader() = default;
+AvroValueReader::AvroValueReader(AvroValueReader&&) noexcept = default;
+AvroValueReader& AvroValueReader::operator=(AvroValueReader&&) noexcept = default;
+
+void AvroValueReader::append(std::optional<std::span<const std::uint8_t>> value, std::string_view topic,
+                             std::int32_t partition, std::int64_t offset) {
+  Impl& m = *impl_;
+  bool ok = true;
+  m.why.clear();
+  if (!value) {
+    m.decoder->append_null();
+    return;
+  }
+  if (!m.registry) {
+    ok = m.decoder->append(value, m.plain_writer, &m.why);
+  } else if (auto id = client::confluent_schema_id(*value)) {
+    auto it = m.writer_of.find(*id);
+    if (it == m.writer_of.end() && !m.missing.count(*id)) {
+      try {
+        const client::RegisteredSchema s = m.registry->schema_by_id(*id);
+        if (s.schema_type != "AVRO") {
+          m.missing[*id] = fmt::format("schema id {} is a {} schema, not Avro", *id, s.schema_type);
+        } else {
+          it = m.writer_of.emplace(*id, m.decoder->add_writer(AvroSchema::parse(s.schema))).first;
+        }
+      } catch (const client::SchemaRegistryError& e) {
+        if (e.http_status() != 404) throw;
+        m.missing[*id] = fmt::format("schema id {} is not in the registry ({})", *id, e.what());
+      }
+    }
+    if (it != m.writer_of.end()) {
+      ok = m.decoder->append(value->subspan(5), it->second, &m.why);
+    } else {
+      ok = false;
+      m.why = m.missing[*id];
+      m.decoder->append_null();
+    }
+  } else {
+    ok = false;
+    m.why = value->empty() ? "an empty value has no Confluent header (magic byte 0 and a schema id)"
+                           : fmt::format("magic byte {} is not Confluent's 0 (or the value is shorter than 5 bytes)",
+                                         static_cast<int>((*value)[0]));
+    m.decoder->append_null();
+  }
+  if (ok) return;
+  const std::string where = fmt::format("{}-{} offset {}: {}", topic, partition, offset, m.why);
+  if (!m.permissive)
+    throw AvroDecodeError(fmt::format("{} Record {}", kFailFast, where), std::string(topic), partition, offset);
+  if (m.malformed++ == 0) m.first_malformed = where;
+}
+
+void AvroValueReader::append_batch(const ArrowSchema& schema, const ArrowArray& batch) {
+  std::optional<BatchColumn> value, topic, partition, offset;
+  for (std::int64_t i = 0; i < schema.n_children && i < batch.n_children; ++i) {
+    const std::string_view name = schema.children[i]->name ? schema.children[i]->name : "";
+    const BatchColumn col{schema.children[i]->format ? schema.children[i]->format : "", batch.children[i]};
+    const bool text = col.format == "z" || col.format == "u" || col.format == "Z" || col.format == "U";
+    if (name == "value" && text) value = col;
+    if (name == "topic" && (col.format == "u" || col.format == "U")) topic = col;
+    if (name == "partition" && col.format == "i") partition = col;
+    if (name == "offset" && col.format == "l") offset = col;
+  }
+  if (!value) throw ArrowRecordSchemaError("from_avro: the batch has no value column of binary or string type");
+  for (std::int64_t row = 0; row < batch.length; ++row) {
+    std::string_view t;
+    if (topic) {
+      if (auto b = topic->bytes(row)) t = std::string_view(reinterpret_cast<const char*>(b->data()), b->size());
+    }
+    append(value->bytes(row), t, partition ? partition->number<std::int32_t>(row) : -1,
+           offset ? offset->number<std::int64_t>(row) : row);
+  }
+}
+
+std::int64_t AvroValueReader::malformed() const noexcept { return impl_->malformed; }
+const std::string& AvroValueReader::first_malformed() const noexcept { return impl_->first_malformed; }
+const std::string& AvroValueReader::reader_schema() const noexcept { return impl_->reader_json; }
+std::int64_t AvroValueReader::rows() const noexcept { return impl_->decoder->rows(); }
+std::size_t AvroValueReader::bytes() const noexcept { return impl_->decoder->bytes(); }
+void AvroValueReader::export_schema(ArrowSchema* out) const { impl_->decoder->export_schema(out); }
+ArrowBatch AvroValueReader::finish() { return impl_->decoder->finish(); }
+
+}  // namespace kwire::source
