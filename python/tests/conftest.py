@@ -86,3 +86,39 @@ def recent_ms(offset_ms=0):
     enough that the test broker's retention (7 days, checked every 10 s)
     never deletes the records under a running test."""
     return (int(time.time()) - 3600) * 1000 + offset_ms
+
+
+_REGISTRY_SERVER = os.path.join(os.path.dirname(__file__), "..", "..", "tests", "registry", "registry_server.py")
+
+
+@pytest.fixture
+def schema_registry(tmp_path):
+    """schema_registry(user=None) -> the URL of a fresh test Schema Registry
+    (tests/registry/registry_server.py on 127.0.0.1), stopped after the test."""
+    import subprocess
+    import sys
+
+    started = []
+
+    def start(user=None):
+        port_file = tmp_path / ("registry-port-%d" % len(started))
+        cmd = [sys.executable, _REGISTRY_SERVER, "--port-file", str(port_file)]
+        if user:
+            cmd += ["--user", user]
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        started.append(proc)
+        deadline = time.monotonic() + 10
+        while not port_file.exists():
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("the test schema registry did not start")
+            time.sleep(0.02)
+        return "http://127.0.0.1:%s" % port_file.read_text()
+
+    yield start
+    for proc in started:
+        proc.terminate()
+        try:
+            proc.wait(timeout=5)
+        except Exception:
+            proc.kill()
+            proc.wait()

@@ -1,0 +1,289 @@
+"""kwire.from_avro against confluent-kafka's Avro serializers (the truth for
+Confluent's wire format) and fastavro, through a real broker and the test
+Schema Registry (tests/registry/registry_server.py)."""
+
+import datetime
+import decimal
+import io
+import json
+import logging
+import uuid
+
+import pyarrow as pa
+import pytest
+
+import kwire
+
+ck_avro = pytest.importorskip("confluent_kafka.schema_registry.avro")
+from confluent_kafka.schema_registry import SchemaRegistryClient  # noqa: E402
+from confluent_kafka.serialization import MessageField, SerializationContext  # noqa: E402
+
+fastavro = pytest.importorskip("fastavro")
+
+UTC = datetime.timezone.utc
+
+ALL_TYPES = {
+    "type": "record",
+    "name": "Everything",
+    "namespace": "kwire.test",
+    "fields": [
+        {"name": "n", "type": "null"},
+        {"name": "flag", "type": "boolean"},
+        {"name": "i", "type": "int"},
+        {"name": "l", "type": "long"},
+        {"name": "f", "type": "float"},
+        {"name": "d", "type": "double"},
+        {"name": "raw", "type": "bytes"},
+        {"name": "s", "type": "string"},
+        {"name": "color", "type": {"type": "enum", "name": "Color", "symbols": ["RED", "GREEN", "BLUE"]}},
+        {"name": "fx", "type": {"type": "fixed", "name": "Four", "size": 4}},
+        {"name": "amount", "type": {"type": "bytes", "logicalType": "decimal", "precision": 12, "scale": 3}},
+        {"name": "famount",
+         "type": {"type": "fixed", "name": "Dec8", "size": 8, "logicalType": "decimal", "precision": 18, "scale": 2}},
+        {"name": "day", "type": {"type": "int", "logicalType": "date"}},
+        {"name": "t_ms", "type": {"type": "int", "logicalType": "time-millis"}},
+        {"name": "t_us", "type": {"type": "long", "logicalType": "time-micros"}},
+        {"name": "ts_ms", "type": {"type": "long", "logicalType": "timestamp-millis"}},
+        {"name": "ts_us", "type": {"type": "long", "logicalType": "timestamp-micros"}},
+        {"name": "lts_ms", "type": {"type": "long", "logicalType": "local-timestamp-millis"}},
+        {"name": "lts_us", "type": {"type": "long", "logicalType": "local-timestamp-micros"}},
+        {"name": "id", "type": {"type": "string", "logicalType": "uuid"}},
+        {"name": "tags", "type": {"type": "array", "items": "string"}},
+        {"name": "scores", "type": {"type": "map", "values": ["null", "double"]}},
+        {"name": "maybe", "type": ["null", "long"], "default": None},
+        {"name": "wide", "type": ["int", "long"]},
+        {"name": "either", "type": ["null", "string", "int", {"type": "record", "name": "P", "fields": [
+            {"name": "x", "type": "int"}]}]},
+        {"name": "inner", "type": {"type": "record", "name": "Inner", "fields": [
+            {"name": "name", "type": "string"},
+            {"name": "nums", "type": {"type": "array", "items": ["null", "int"]}}]}},
+    ],
+}
+
+
+def sample(i):
+    return {
+        "n": None,
+        "flag": i % 2 == 0,
+        "i": -(2**31) if i == 1 else i * 7,
+        "l": 2**63 - 1 if i == 2 else -i,
+        "f": 1.5 * i,
+        "d": -2.25 * i,
+        "raw": bytes([i, 0, 255]),
+        "s": "héllo %d ✓" % i,
+        "color": ["RED", "GREEN", "BLUE"][i % 3],
+        "fx": bytes([i, i + 1, i + 2, i + 3]),
+        "amount": decimal.Decimal("-123456789.123") if i == 3 else decimal.Decimal(i) / 8,
+        "famount": decimal.Decimal("99999999.99") * (-1 if i % 2 else 1),
+        "day": datetime.date(1969, 12, 31) + datetime.timedelta(days=i * 400),
+        "t_ms": datetime.time(1, 2, 3, 4000),
+        "t_us": datetime.time(23, 59, 59, 999999),
+        "ts_ms": datetime.datetime(2024, 5, 1, 10, 0, i, 123000, tzinfo=UTC),
+        "ts_us": datetime.datetime(1960, 1, 1, 0, 0, 0, 654321, tzinfo=UTC),
+        "lts_ms": datetime.datetime(2024, 5, 1, 10, 0, i, 5000),
+        "lts_us": datetime.datetime(2000, 2, 29, 23, 59, 59, 999999),
+        "id": uuid.UUID(int=i * 12345),
+        "tags": ["t%d" % j for j in range(i)],
+        "scores": {"k%d" % j: (None if j == 0 else j / 4) for j in range(i)},
+        "maybe": None if i % 2 else i,
+        "wide": i,
+        "either": [None, "s", 5, {"x": 9}][i % 4],
+        "inner": {"name": "in%d" % i, "nums": [None, i]},
+    }
+
+
+def expected_row(r):
+    """What Spark's from_avro gives for a record (and so kwire): enums as
+    names, time-of-day as numbers, maps as key/value pairs, the 3-branch
+    union as member0..member2."""
+    e = dict(r)
+    e["t_ms"] = ((1 * 60 + 2) * 60 + 3) * 1000 + 4
+    e["t_us"] = ((23 * 60 + 59) * 60 + 59) * 1000000 + 999999
+    e["id"] = str(r["id"])
+    e["scores"] = list(r["scores"].items())
+    either = r["either"]
+    e["either"] = None if either is None else {
+        "member0": either if isinstance(either, str) else None,
+        "member1": either if isinstance(either, int) else None,
+        "member2": either if isinstance(either, dict) else None,
+    }
+    return e
+
+
+def normalise(row):
+    out = {}
+    for k, v in row.items():
+        if isinstance(v, datetime.datetime) and v.tzinfo is not None:
+            v = v.astimezone(UTC)
+        out[k] = v
+    return out
+
+
+def serializer(url, schema, **conf):
+    return ck_avro.AvroSerializer(SchemaRegistryClient({"url": url}), json.dumps(schema), conf=conf or None)
+
+
+def produce(producer, topic, values):
+    for v in values:
+        producer.send(topic, value=v, partition=0)
+    producer.flush()
+
+
+def test_every_avro_type_from_confluent_serializer_through_a_broker(bootstrap, new_topic, producer, schema_registry):
+    url = schema_registry()
+    topic = new_topic()
+    ser = serializer(url, ALL_TYPES)
+    ctx = SerializationContext(topic, MessageField.VALUE)
+    records = [sample(i) for i in range(6)]
+    values = [ser(r, ctx) for r in records]
+    produce(producer, topic, values + [None])
+
+    table = kwire.read({"kafka.bootstrap.servers": bootstrap, "subscribe": topic})
+    out = kwire.from_avro(table, options={"schema.registry.url": url})
+
+    assert out.num_rows == 7
+    assert out.schema.field("amount").type == pa.decimal128(12, 3)
+    assert out.schema.field("famount").type == pa.decimal128(18, 2)
+    assert out.schema.field("day").type == pa.date32()
+    assert out.schema.field("ts_ms").type == pa.timestamp("us", tz="UTC")
+    assert out.schema.field("lts_us").type == pa.timestamp("us")
+    assert out.schema.field("t_ms").type == pa.int32()
+    assert out.schema.field("t_us").type == pa.int64()
+    assert out.schema.field("scores").type == pa.map_(pa.string(), pa.float64())
+    assert out.schema.field("wide").type == pa.int64()
+    assert out.schema.field("n").type == pa.null()
+    assert [f.name for f in out.schema.field("either").type] == ["member0", "member1", "member2"]
+
+    # Field by field against confluent-kafka's own deserializer.
+    deser = ck_avro.AvroDeserializer(SchemaRegistryClient({"url": url}))
+    rows = [normalise(r) for r in out.to_pylist()]
+    for row, value, record in zip(rows, values, records):
+        theirs = deser(value, ctx)
+        assert theirs["s"] == row["s"] and theirs["amount"] == row["amount"]
+        want = expected_row(record)
+        for name in want:
+            assert row[name] == want[name], name
+    assert all(v is None for v in rows[6].values())  # a tombstone: a row of nulls
+
+
+def plain(schema, record):
+    b = io.BytesIO()
+    fastavro.schemaless_writer(b, fastavro.parse_schema(schema), record)
+    return b.getvalue()
+
+
+def kafka_table(values, topic="t"):
+    return pa.table({
+        "value": pa.array(values, pa.binary()),
+        "topic": [topic] * len(values),
+        "partition": pa.array([0] * len(values), pa.int32()),
+        "offset": pa.array(range(len(values)), pa.int64()),
+    })
+
+
+def test_plain_avro_with_json_format_schema_as_spark():
+    values = [plain(ALL_TYPES, sample(i)) for i in range(4)]
+    out = kwire.from_avro(kafka_table(values), json.dumps(ALL_TYPES))
+    for row, i in zip(out.to_pylist(), range(4)):
+        want = expected_row(sample(i))
+        assert normalise(row) == want
+
+
+V1 = {"type": "record", "name": "User", "fields": [
+    {"name": "id", "type": "long"}, {"name": "name", "type": "string"}, {"name": "age", "type": "int"}]}
+V2 = {"type": "record", "name": "User", "fields": [
+    {"name": "id", "type": "long"}, {"name": "name", "type": "string"},
+    {"name": "age", "type": "long"},  # promoted
+    {"name": "email", "type": ["null", "string"], "default": None},
+    {"name": "tier", "type": {"type": "enum", "name": "Tier", "symbols": ["FREE", "PRO"], "default": "FREE"},
+     "default": "FREE"}]}
+
+
+def test_evolution_writer_v1_reader_v2_and_the_reverse(schema_registry):
+    url = schema_registry()
+    ctx = SerializationContext("users", MessageField.VALUE)
+    v1 = serializer(url, V1)({"id": 1, "name": "ann", "age": 30}, ctx)
+    v2 = serializer(url, V2)({"id": 2, "name": "bob", "age": 2**40, "email": "b@x", "tier": "PRO"}, ctx)
+    assert v1[1:5] != v2[1:5]  # two schema ids
+
+    # Reader = the subject's latest (v2): v1's record gets the defaults.
+    out = kwire.from_avro(kafka_table([v1, v2], "users"), options={"schema.registry.url": url})
+    assert out.schema.field("age").type == pa.int64()
+    assert out.to_pylist() == [
+        {"id": 1, "name": "ann", "age": 30, "email": None, "tier": "FREE"},
+        {"id": 2, "name": "bob", "age": 2**40, "email": "b@x", "tier": "PRO"},
+    ]
+
+    # Reader = v1 (avroSchema): v2's added fields are skipped; its long age
+    # cannot be read as an int, which Avro's rules refuse for the writer id.
+    with pytest.raises(kwire.ConfigError, match="long.*int"):
+        kwire.from_avro(kafka_table([v1, v2], "users"),
+                        options={"schema.registry.url": url, "avroSchema": json.dumps(V1)})
+    v1_reader = dict(V1, fields=[V1["fields"][0], V1["fields"][1]])
+    out = kwire.from_avro(kafka_table([v1, v2], "users"),
+                          options={"schema.registry.url": url, "avroSchema": json.dumps(v1_reader)})
+    assert out.to_pylist() == [{"id": 1, "name": "ann"}, {"id": 2, "name": "bob"}]
+
+
+def test_unknown_id_corrupt_value_and_bad_magic_under_both_modes(schema_registry, caplog):
+    url = schema_registry()
+    ctx = SerializationContext("t", MessageField.VALUE)
+    good = serializer(url, V1)({"id": 1, "name": "a", "age": 2}, ctx)
+    unknown = b"\x00\x00\x00\x03\xe7" + good[5:]  # schema id 999
+    truncated = good[:-1]
+    bad_magic = b"\x01" + good[1:]
+    values = [good, unknown, truncated, bad_magic, good]
+    opts = {"schema.registry.url": url}
+
+    with pytest.raises(kwire.MalformedRecordError) as e:
+        kwire.from_avro(kafka_table(values), options=opts)
+    assert e.value.offset == 1 and e.value.partition == 0 and e.value.topic == "t"
+    assert "FAILFAST" in str(e.value) and "schema id 999" in str(e.value)
+
+    with caplog.at_level(logging.WARNING, logger="kwire"):
+        out = kwire.from_avro(kafka_table(values), options=dict(opts, mode="PERMISSIVE"))
+    rows = out.to_pylist()
+    assert rows[0] == rows[4] == {"id": 1, "name": "a", "age": 2}
+    assert rows[1] == rows[2] == rows[3] == {"id": None, "name": None, "age": None}
+    assert "3 malformed" in caplog.text and "offset 1" in caplog.text
+
+    with pytest.raises(kwire.MalformedRecordError, match="magic byte 1"):
+        kwire.from_avro(kafka_table([bad_magic]), options=opts)
+    with pytest.raises(kwire.MalformedRecordError, match="ends inside"):
+        kwire.from_avro(kafka_table([truncated]), options=opts)
+
+
+def test_registry_down_and_basic_auth(schema_registry):
+    url = schema_registry(user="kwire:s3cret")
+    client = SchemaRegistryClient({"url": url, "basic.auth.user.info": "kwire:s3cret"})
+    ser = ck_avro.AvroSerializer(client, json.dumps(V1))
+    v = ser({"id": 7, "name": "x", "age": 1}, SerializationContext("t", MessageField.VALUE))
+
+    ok = kwire.from_avro(kafka_table([v]), options={"schema.registry.url": url, "basic.auth.user.info": "kwire:s3cret"})
+    assert ok.to_pylist() == [{"id": 7, "name": "x", "age": 1}]
+    with pytest.raises(kwire.SchemaRegistryError) as e:
+        kwire.from_avro(kafka_table([v]), options={"schema.registry.url": url, "basic.auth.user.info": "kwire:wrong"})
+    assert e.value.http_status == 401
+    # User info in the URL, Confluent's basic.auth.credentials.source=URL.
+    with_user = url.replace("http://", "http://kwire:s3cret@")
+    ok = kwire.from_avro(kafka_table([v]), options={"schema.registry.url": with_user,
+                                                    "basic.auth.credentials.source": "URL"})
+    assert ok.num_rows == 1
+
+    # Nothing listens on port 9 of loopback: the registry cannot be reached.
+    with pytest.raises(kwire.SchemaRegistryError) as e:
+        kwire.from_avro(kafka_table([v]), options={"schema.registry.url": "http://127.0.0.1:9", "subject": "t-value"})
+    assert e.value.http_status == 0 and "unreachable" in str(e.value)
+
+
+def test_option_errors():
+    with pytest.raises(kwire.ConfigError, match="jsonFormatSchema"):
+        kwire.from_avro(kafka_table([b""]), options={})
+    with pytest.raises(kwire.ConfigError, match="DROPMALFORMED"):
+        kwire.from_avro(kafka_table([b""]), json.dumps(V1), {"mode": "DROPMALFORMED"})
+    with pytest.raises(kwire.ConfigError, match="recursive"):
+        kwire.from_avro(kafka_table([b""]), json.dumps(
+            {"type": "record", "name": "N", "fields": [{"name": "next", "type": ["null", "N"]}]}))
+    with pytest.raises(kwire.ConfigError, match="2 topics"):
+        two = pa.concat_tables([kafka_table([b""], "a"), kafka_table([b""], "b")])
+        kwire.from_avro(two, options={"schema.registry.url": "http://127.0.0.1:9"})
