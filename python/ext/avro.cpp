@@ -10,33 +10,47 @@ namespace kwire::python {
 
 namespace {
 
-// Returns (stream of decoded batches, malformed count, first malformed record).
-nb::tuple from_avro(nb::handle data, const nb::dict& options, const std::string& topic) {
-  const source::AvroFormatOptions parsed = source::AvroFormatOptions::parse(to_options(options));
-  std::optional<source::AvroValueReader> reader;
-  {
+// One reader for a run: schemas by id are fetched once, the reader schema once.
+class PyAvroReader {
+ public:
+  PyAvroReader(const nb::dict& options, const std::string& topic)
+      : options_(source::AvroFormatOptions::parse(to_options(options))) {
     nb::gil_scoped_release unlocked;
-    reader.emplace(parsed, topic);
+    reader_.emplace(options_, topic);
   }
-  std::vector<source::ArrowBatch> batches;
-  for_each_arrow_batch(data, "from_avro", [&](const ArrowSchema& schema, const ArrowArray& batch) {
-    reader->append_batch(schema, batch);
-    batches.push_back(reader->finish());
-    return std::int64_t{0};
-  });
-  ArrowSchema schema{};
-  reader->export_schema(&schema);
-  auto stream = std::make_unique<ArrowStreamObject>();
-  source::export_stream(&schema, std::move(batches), &stream->stream);
-  return nb::make_tuple(nb::cast(stream.release(), nb::rv_policy::take_ownership), reader->malformed(),
-                        reader->first_malformed());
-}
+
+  // (stream of decoded batches, malformed rows in this call, first malformed record of this call).
+  nb::tuple decode(nb::handle data) {
+    const std::int64_t before = reader_->malformed();
+    std::vector<source::ArrowBatch> batches;
+    for_each_arrow_batch(data, "from_avro", [&](const ArrowSchema& schema, const ArrowArray& batch) {
+      reader_->append_batch(schema, batch);
+      batches.push_back(reader_->finish());
+      return std::int64_t{0};
+    });
+    ArrowSchema schema{};
+    reader_->export_schema(&schema);
+    auto stream = std::make_unique<ArrowStreamObject>();
+    source::export_stream(&schema, std::move(batches), &stream->stream);
+    return nb::make_tuple(nb::cast(stream.release(), nb::rv_policy::take_ownership), reader_->malformed() - before,
+                          reader_->first_malformed());
+  }
+
+  std::string reader_schema() const { return reader_->reader_schema(); }
+
+ private:
+  source::AvroFormatOptions options_;
+  std::optional<source::AvroValueReader> reader_;
+};
 
 }  // namespace
 
 void register_avro(nb::module_& m) {
-  m.def("from_avro", &from_avro, nb::arg("data"), nb::arg("options"), nb::arg("topic"),
-        "Decodes the value column of Kafka record batches as Avro: (stream, malformed rows, first malformed).");
+  nb::class_<PyAvroReader>(m, "AvroReader", "Avro values of Kafka record batches -> Arrow (source/avro.hpp)")
+      .def(nb::init<const nb::dict&, const std::string&>(), nb::arg("options"), nb::arg("topic"))
+      .def("decode", &PyAvroReader::decode, nb::arg("data"),
+           "(stream of decoded batches, malformed rows, the first malformed record since the reader was made)")
+      .def_prop_ro("reader_schema", &PyAvroReader::reader_schema);
 }
 
 }  // namespace kwire::python

@@ -7,6 +7,7 @@ import decimal
 import io
 import json
 import logging
+import urllib.request
 import uuid
 
 import pyarrow as pa
@@ -287,3 +288,28 @@ def test_option_errors():
     with pytest.raises(kwire.ConfigError, match="2 topics"):
         two = pa.concat_tables([kafka_table([b""], "a"), kafka_table([b""], "b")])
         kwire.from_avro(two, options={"schema.registry.url": "http://127.0.0.1:9"})
+
+
+def test_streaming_query_decodes_avro_and_asks_the_registry_once_per_id(
+        bootstrap, new_topic, producer, schema_registry, tmp_path):
+    url = schema_registry()
+    topic = new_topic()
+    ctx = SerializationContext(topic, MessageField.VALUE)
+    ser1 = serializer(url, V1)
+    produce(producer, topic, [ser1({"id": i, "name": "u%d" % i, "age": i}, ctx) for i in range(5)])
+    serializer(url, V2)({"id": 9, "name": "v2", "age": 1, "email": None, "tier": "PRO"}, ctx)  # latest is v2 now
+    seen = []
+    q = kwire.stream({"kafka.bootstrap.servers": bootstrap, "subscribe": topic, "maxOffsetsPerTrigger": 2,
+                      "startingOffsets": "earliest"},
+                     str(tmp_path / "cp"), foreach_batch=lambda t, b: seen.append((b, t.to_pylist())),
+                     value_format="avro", value_options={"schema.registry.url": url},
+                     kafka_columns=["partition", "offset"])
+    assert [b for b, _ in seen] == [0, 1, 2]
+    rows = [r for _, t in seen for r in t]
+    assert rows == [{"id": i, "name": "u%d" % i, "age": i, "email": None, "tier": "FREE", "partition": 0, "offset": i}
+                    for i in range(5)]
+    assert q.last_progress["numInputRows"] == 1
+    with urllib.request.urlopen(url + "/_requests", timeout=10) as r:
+        asked = json.loads(r.read())
+    assert asked["GET /schemas/ids/1"] == 1  # v1, the writer's: once for the query, not per batch
+    assert asked["GET /subjects/%s-value/versions/latest" % topic] == 1

@@ -11,6 +11,8 @@ serializers, deserializers and kwire use, kept in memory.
   GET  /subjects/{subject}/versions/{version|latest}
   GET  /config, PUT /config[/subject]   answered, not enforced (no
                                         compatibility checks)
+  GET  /_requests                       (tests only) {"METHOD path": count}
+                                        of the requests so far
 
 Errors as Confluent's registry words them: 404 with error_code 40401
 (subject), 40402 (version), 40403 (schema); 401 without the configured
@@ -38,6 +40,7 @@ class Store:
         self.ids = {}  # (schemaType, text) -> id
         self.schemas = {}  # id -> (schemaType, text, references)
         self.subjects = {}  # subject -> [id, ...] (version = index + 1)
+        self.requests = {}  # "GET /path" -> count
 
     def register(self, subject, schema_type, text, references):
         with self.lock:
@@ -72,6 +75,9 @@ def make_handler(store, user_info):
             self.reply(status, {"error_code": code, "message": message})
 
         def authorized(self):
+            key = "%s %s" % (self.command, urlparse(self.path).path)
+            with store.lock:
+                store.requests[key] = store.requests.get(key, 0) + 1
             if user_info is None:
                 return True
             want = "Basic " + base64.b64encode(user_info.encode()).decode()
@@ -105,6 +111,8 @@ def make_handler(store, user_info):
                 return
             p = self.parts()
             with store.lock:
+                if p == ["_requests"]:
+                    return self.reply(200, store.requests)
                 if p == ["subjects"]:
                     return self.reply(200, sorted(store.subjects))
                 if p[:1] == ["config"]:

@@ -64,14 +64,38 @@ def from_avro(
     Raises ConfigError (bad options or schema), SchemaRegistryError,
     MalformedRecordError.
     """
-    opts = {str(k): v for k, v in (options or {}).items()}
-    if json_format_schema is not None:
-        opts["jsonFormatSchema"] = json_format_schema
-    topic = _topic_of(data, opts) if "schema.registry.url" in opts else ""
-    stream, malformed, first = _kwire.from_avro(data, opts, topic)
-    table = pa.RecordBatchReader.from_stream(stream).read_all()
-    if malformed:
-        _log.warning(
-            "from_avro (PERMISSIVE): %d malformed value(s) read as rows of nulls; the first: %s", malformed, first
-        )
-    return table
+    return AvroReader(json_format_schema, options).decode(data)
+
+
+class AvroReader:
+    """``from_avro`` for a run of batches (a streaming query's): the registry
+    is asked for each schema id once, and for the reader schema once, when
+    the first batch names the topic."""
+
+    def __init__(
+        self,
+        json_format_schema: Optional[str] = None,
+        options: Optional[Mapping[str, Any]] = None,
+        topic: Optional[str] = None,
+    ):
+        self._topic = topic
+        self._opts = {str(k): v for k, v in (options or {}).items()}
+        if json_format_schema is not None:
+            self._opts["jsonFormatSchema"] = json_format_schema
+        self._native = None
+        if "schema.registry.url" not in self._opts or "jsonFormatSchema" in self._opts:
+            self._native = _kwire.AvroReader(self._opts, "")  # checks the options now
+
+    def decode(self, data: Any) -> pa.Table:
+        if self._native is None:
+            if self._topic is None and getattr(data, "num_rows", None) == 0:
+                return pa.table({})  # no record names the topic, so no reader schema yet
+            topic = self._topic if self._topic is not None else _topic_of(data, self._opts)
+            self._native = _kwire.AvroReader(self._opts, topic)
+        stream, malformed, first = self._native.decode(data)
+        table = pa.RecordBatchReader.from_stream(stream).read_all()
+        if malformed:
+            _log.warning(
+                "from_avro (PERMISSIVE): %d malformed value(s) read as rows of nulls; the first: %s", malformed, first
+            )
+        return table

@@ -351,6 +351,7 @@ class StreamingQuery:
         on_progress: Optional[Callable[[Dict[str, Any]], Any]] = None,
         sink_options: Optional[Mapping[str, Any]] = None,
         kafka_columns: Optional[Sequence[str]] = None,
+        value_options: Optional[Mapping[str, Any]] = None,
     ):
         if sink_options is not None and sink not in ("kafka", "postgres"):
             raise ConfigError("kwire: sink_options= is only used with sink='kafka' or sink='postgres'")
@@ -368,15 +369,26 @@ class StreamingQuery:
             raise ConfigError("kwire: path= given without a sink")
         if sink is None and foreach_batch is None:
             raise ConfigError("kwire: a streaming query needs a sink or foreach_batch")
-        if value_format not in (None, "raw", "json"):
-            raise ConfigError("kwire: value_format must be 'json' or None, not %r" % value_format)
+        if value_format not in (None, "raw", "json", "avro"):
+            raise ConfigError("kwire: value_format must be 'json', 'avro' or None, not %r" % value_format)
+        if value_options is not None and value_format != "avro":
+            raise ConfigError("kwire: value_options= is only used with value_format='avro'")
+        self._avro = None
+        if value_format == "avro":
+            if isinstance(sink, PostgresSink):
+                raise ConfigError("kwire: the PostgreSQL sink takes the Kafka columns or value_format='json'; "
+                                  "use a TransactionalSink for Avro values")
+            from ._avro import AvroReader
+
+            subscribed = str(options.get("subscribe", ""))
+            self._avro = AvroReader(schema, value_options, subscribed if subscribed and "," not in subscribed else None)
         if value_format == "json" and not schema:
             raise ConfigError("kwire: value_format='json' needs schema= (Spark DDL)")
-        if schema and value_format != "json":
-            raise ConfigError("kwire: schema= is only used with value_format='json'")
+        if schema and value_format not in ("json", "avro"):
+            raise ConfigError("kwire: schema= is only used with value_format='json' or 'avro'")
         if kafka_columns is not None:
-            if value_format != "json":
-                raise ConfigError("kwire: kafka_columns= is only used with value_format='json'")
+            if value_format not in ("json", "avro"):
+                raise ConfigError("kwire: kafka_columns= is only used with value_format='json' or 'avro'")
             kafka_columns = list(kafka_columns)
             unknown = [c for c in kafka_columns if c not in _KAFKA_COLUMNS]
             if unknown:
@@ -411,7 +423,7 @@ class StreamingQuery:
             schema if value_format == "json" else None,
             on_batch,
             sink._native if isinstance(sink, KafkaSink) else None,
-            self._kafka_columns is not None,
+            self._kafka_columns is not None and value_format == "json",
             row_sink,
         )
         # The checkpoint's query id (its metadata file, Spark's format), for
@@ -424,8 +436,13 @@ class StreamingQuery:
     def _batch(self, batches, schema_obj, batch_id: int, kafka_batches=None) -> int:
         schema = pa.schema(schema_obj)
         table = pa.Table.from_batches([pa.record_batch(b) for b in batches], schema=schema)
+        kafka = None
+        if self._avro is not None:  # the batch has the Kafka columns: decode its values
+            kafka = table
+            table = self._avro.decode(kafka)
         if self._kafka_columns:
-            kafka = pa.Table.from_batches([pa.record_batch(b) for b in kafka_batches])
+            if kafka is None:
+                kafka = pa.Table.from_batches([pa.record_batch(b) for b in kafka_batches])
             for name in self._kafka_columns:
                 if name in table.column_names:
                     raise ConfigError(
@@ -502,13 +519,19 @@ def stream(
     max_batches: Optional[int] = None,
     sink_options: Optional[Mapping[str, Any]] = None,
     kafka_columns: Optional[Sequence[str]] = None,
+    value_options: Optional[Mapping[str, Any]] = None,
 ) -> StreamingQuery:
     """Creates a StreamingQuery, runs it (``start().awaitTermination()``)
     and closes it (the checkpoint is free again); returns it, with
     ``recent_progress`` (Spark-like progress dicts).
 
-    ``kafka_columns`` (with ``value_format="json"``): Kafka columns kept
-    after the decoded ones, e.g. ``["key", "partition", "offset"]``.
+    ``kafka_columns`` (with ``value_format="json"`` or ``"avro"``): Kafka
+    columns kept after the decoded ones, e.g. ``["key", "partition", "offset"]``.
+
+    ``value_format="avro"``: the values are decoded as ``kwire.from_avro``
+    does, with ``schema=`` the writer's Avro schema (plain Avro) and/or
+    ``value_options=`` (``schema.registry.url``, ``mode``, ``avroSchema``...);
+    the registry is asked for each schema id once per query.
 
     ``sink``: "parquet" or "json" (with ``path=``), "kafka" (with
     ``sink_options=``: Spark's Kafka sink options, see KafkaSink), a
@@ -529,6 +552,7 @@ def stream(
         on_progress=on_progress,
         sink_options=sink_options,
         kafka_columns=kafka_columns,
+        value_options=value_options,
     )
     try:
         return q.run(max_batches)
