@@ -153,12 +153,21 @@ class HttpRegistry final : public SchemaRegistry {
 
   std::int32_t register_schema(const std::string& subject, const std::string& schema,
                                const std::string& schema_type) override {
+    return post_schema(fmt::format("/subjects/{}/versions", path_escape(subject)), schema, schema_type);
+  }
+
+  std::int32_t lookup_schema(const std::string& subject, const std::string& schema,
+                             const std::string& schema_type) override {
+    return post_schema(fmt::format("/subjects/{}", path_escape(subject)), schema, schema_type);
+  }
+
+ private:
+  std::int32_t post_schema(const std::string& path, const std::string& schema, const std::string& schema_type) {
     std::lock_guard lock(mutex_);
     std::string body = "{\"schema\":" + json_string(schema);
     if (schema_type != "AVRO") body += ",\"schemaType\":" + json_string(schema_type);
     body += "}";
-    const std::string text =
-        request(http::verb::post, fmt::format("/subjects/{}/versions", path_escape(subject)), body);
+    const std::string text = request(http::verb::post, path, body);
     simdjson::dom::parser parser;
     simdjson::dom::element doc;
     std::int64_t id = 0;
@@ -167,7 +176,6 @@ class HttpRegistry final : public SchemaRegistry {
     return static_cast<std::int32_t>(id);
   }
 
- private:
   RegisteredSchema parse_schema(const std::string& text) {
     simdjson::dom::parser parser;
     simdjson::dom::element doc;
@@ -326,6 +334,11 @@ SchemaRegistryConfig SchemaRegistryConfig::from_properties(const std::map<std::s
     if (c.request_timeout_ms <= 0) throw ConfigError("schema.registry.request.timeout.ms must be positive");
   }
   return c;
+}
+
+std::int32_t SchemaRegistry::lookup_schema(const std::string& subject, const std::string&, const std::string&) {
+  throw SchemaRegistryError(fmt::format("schema registry: looking schemas up in \"{}\" is not supported", subject), 0,
+                            0);
 }
 
 std::shared_ptr<SchemaRegistry> make_schema_registry(const SchemaRegistryConfig& config) {

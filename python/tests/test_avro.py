@@ -313,3 +313,64 @@ def test_streaming_query_decodes_avro_and_asks_the_registry_once_per_id(
         asked = json.loads(r.read())
     assert asked["GET /schemas/ids/1"] == 1  # v1, the writer's: once for the query, not per batch
     assert asked["GET /subjects/%s-value/versions/latest" % topic] == 1
+
+
+def test_to_avro_is_read_back_by_confluent_deserializer_and_from_avro(bootstrap, new_topic, schema_registry):
+    url = schema_registry()
+    topic = new_topic()
+    records = [sample(i) for i in range(6)]
+    ctx = SerializationContext(topic, MessageField.VALUE)
+    # The table from_avro gives for confluent's values is what to_avro takes.
+    values = [serializer(url, ALL_TYPES)(r, ctx) for r in records]
+    decoded = kwire.from_avro(kafka_table(values, topic), options={"schema.registry.url": url})
+
+    writer = kwire.AvroWriter(json.dumps(ALL_TYPES), {"schema.registry.url": url}, topic=topic)
+    encoded = writer.encode(decoded)
+    assert writer.schema_id == int.from_bytes(values[0][1:5], "big")  # the same schema: the same id
+    # confluent-kafka reads back every field as it wrote it. (The bytes differ
+    # only where [int, long] is written: from an int64 column, as long.)
+    deser = ck_avro.AvroDeserializer(SchemaRegistryClient({"url": url}))
+    for value, mine in zip(values, encoded.to_pylist()):
+        assert deser(mine, ctx) == deser(value, ctx)
+    assert encoded.to_pylist()[0][:5] == values[0][:5]
+
+    # Through the broker: kwire.write, kwire.read, from_avro.
+    kwire.write(pa.table({"value": encoded}), {"kafka.bootstrap.servers": bootstrap, "topic": topic})
+    back = kwire.from_avro(kwire.read({"kafka.bootstrap.servers": bootstrap, "subscribe": topic}),
+                           options={"schema.registry.url": url})
+    assert back.to_pylist() == decoded.to_pylist()
+
+
+def test_to_avro_derives_sparks_schema_and_registers_it(schema_registry):
+    url = schema_registry()
+    t = pa.table({
+        "id": pa.array([1, 2], pa.int64()),
+        "name": pa.array(["a", None], pa.string()),
+        "price": pa.array([decimal.Decimal("1.50"), decimal.Decimal("-2.25")], pa.decimal128(9, 2)),
+        "at": pa.array([datetime.datetime(2024, 1, 1, tzinfo=UTC), None], pa.timestamp("ms", tz="UTC")),
+        "tags": pa.array([["x"], []], pa.list_(pa.string())),
+    })
+    w = kwire.AvroWriter(options={"schema.registry.url": url}, topic="orders")
+    values = w.encode(t)
+    schema = json.loads(w.writer_schema)
+    assert schema["name"] == "topLevelRecord"
+    assert schema["fields"][1] == {"name": "name", "type": ["string", "null"]}
+    assert schema["fields"][2]["type"] == [
+        {"type": "fixed", "name": "topLevelRecord.price.fixed", "size": 4, "logicalType": "decimal", "precision": 9,
+         "scale": 2}, "null"]
+    assert schema["fields"][3]["type"] == [{"type": "long", "logicalType": "timestamp-micros"}, "null"]
+    deser = ck_avro.AvroDeserializer(SchemaRegistryClient({"url": url}))
+    ctx = SerializationContext("orders", MessageField.VALUE)
+    got = [deser(v, ctx) for v in values.to_pylist()]
+    assert got[0]["id"] == 1 and got[0]["price"] == decimal.Decimal("1.50") and got[0]["tags"] == ["x"]
+    assert got[0]["at"] == datetime.datetime(2024, 1, 1, tzinfo=datetime.timezone.utc)
+    assert got[1]["name"] is None and got[1]["at"] is None and got[1]["price"] == decimal.Decimal("-2.25")
+    # Plain (no registry): Spark's to_avro bytes, read back by from_avro with the same schema.
+    plain_values = kwire.to_avro(t)
+    back = kwire.from_avro(pa.table({"value": plain_values}), w.writer_schema)
+    assert back.column("price").to_pylist() == [decimal.Decimal("1.50"), decimal.Decimal("-2.25")]
+
+    with pytest.raises(kwire.KwireError, match="null"):
+        kwire.to_avro(t, json.dumps({"type": "record", "name": "R", "fields": [{"name": "name", "type": "string"}]}))
+    with pytest.raises(kwire.ConfigError, match="price"):
+        kwire.to_avro(t, json.dumps({"type": "record", "name": "R", "fields": [{"name": "price", "type": "int"}]}))

@@ -72,6 +72,12 @@ AvroFormatOptions AvroFormatOptions::parse(const std::map<std::string, std::stri
       o.avro_schema = value;
     } else if (key == "subject") {
       o.subject = value;
+    } else if (key == "auto.register.schemas" || key == "use.latest.version") {
+      std::string lower;
+      for (const char c : value) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      if (lower != "true" && lower != "false")
+        throw client::ConfigError(fmt::format("Avro option {}: \"{}\" is not true or false", key, value));
+      (key == "auto.register.schemas" ? o.auto_register : o.use_latest_version) = lower == "true";
     } else if (registry_key(key)) {
       o.registry[key] = value;
     } else {
@@ -81,12 +87,6 @@ AvroFormatOptions AvroFormatOptions::parse(const std::map<std::string, std::stri
           key));
     }
   }
-  if (o.json_format_schema && o.registry.count("schema.registry.url"))
-    throw client::ConfigError(
-        "Avro values: give jsonFormatSchema (plain Avro) or schema.registry.url (Confluent's wire format), not both");
-  if (!o.json_format_schema && !o.registry.count("schema.registry.url"))
-    throw client::ConfigError(
-        "Avro values need a schema: jsonFormatSchema (plain Avro) or schema.registry.url (Confluent's wire format)");
   return o;
 }
 
@@ -108,6 +108,12 @@ AvroValueReader::AvroValueReader(const AvroFormatOptions& options, const std::st
     : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
   m.permissive = options.permissive;
+  if (!options.json_format_schema && !options.registry.count("schema.registry.url") && !registry)
+    throw client::ConfigError(
+        "Avro values need a schema: jsonFormatSchema (plain Avro) or schema.registry.url (Confluent's wire format)");
+  if (options.json_format_schema && options.registry.count("schema.registry.url"))
+    throw client::ConfigError(
+        "Avro values: give jsonFormatSchema (plain Avro) or schema.registry.url (Confluent's wire format), not both");
   if (options.json_format_schema && !registry) {
     const AvroSchema writer = AvroSchema::parse(*options.json_format_schema);
     const AvroSchema reader = options.avro_schema ? AvroSchema::parse(*options.avro_schema) : writer;
@@ -210,5 +216,77 @@ std::int64_t AvroValueReader::rows() const noexcept { return impl_->decoder->row
 std::size_t AvroValueReader::bytes() const noexcept { return impl_->decoder->bytes(); }
 void AvroValueReader::export_schema(ArrowSchema* out) const { impl_->decoder->export_schema(out); }
 ArrowBatch AvroValueReader::finish() { return impl_->decoder->finish(); }
+
+}  // namespace kwire::source
+
+namespace kwire::source {
+
+struct AvroValueWriter::Impl {
+  AvroFormatOptions options;
+  std::string subject;
+  std::shared_ptr<client::SchemaRegistry> registry;
+  std::optional<AvroEncoder> encoder;
+  std::string writer_json;
+  std::int32_t id = -1;
+  std::vector<std::uint8_t> header;
+};
+
+AvroValueWriter::AvroValueWriter(const AvroFormatOptions& options, const std::string& topic,
+                                 std::shared_ptr<client::SchemaRegistry> registry)
+    : impl_(std::make_unique<Impl>()) {
+  Impl& m = *impl_;
+  m.options = options;
+  const bool with_registry = registry || options.registry.count("schema.registry.url");
+  if (with_registry) {
+    if (!options.subject && topic.empty())
+      throw client::ConfigError("to_avro with a schema registry needs the topic or the subject option");
+    m.subject = options.subject.value_or(topic + "-value");
+    m.registry = registry
+                     ? std::move(registry)
+                     : client::make_schema_registry(client::SchemaRegistryConfig::from_properties(options.registry));
+  } else if (options.use_latest_version) {
+    throw client::ConfigError("use.latest.version needs schema.registry.url");
+  }
+  if (options.json_format_schema) {
+    m.writer_json = *options.json_format_schema;
+    m.encoder.emplace(AvroSchema::parse(m.writer_json));
+  }
+}
+
+AvroValueWriter::~AvroValueWriter() = default;
+AvroValueWriter::AvroValueWriter(AvroValueWriter&&) noexcept = default;
+AvroValueWriter& AvroValueWriter::operator=(AvroValueWriter&&) noexcept = default;
+
+ArrowBatch AvroValueWriter::encode(const ArrowSchema& schema, const ArrowArray& batch) {
+  Impl& m = *impl_;
+  if (m.registry && m.id < 0) {
+    if (m.options.use_latest_version) {
+      const client::RegisteredSchema latest = m.registry->latest(m.subject);
+      if (latest.schema_type != "AVRO")
+        throw AvroSchemaError(fmt::format("subject \"{}\" holds a {} schema, not Avro", m.subject, latest.schema_type));
+      m.writer_json = latest.schema;
+      m.id = latest.id;
+      m.encoder.emplace(AvroSchema::parse(m.writer_json));
+    } else {
+      if (!m.encoder) {
+        m.writer_json = avro_schema_of(schema);
+        m.encoder.emplace(AvroSchema::parse(m.writer_json));
+      }
+      m.id = m.options.auto_register ? m.registry->register_schema(m.subject, m.writer_json)
+                                     : m.registry->lookup_schema(m.subject, m.writer_json);
+    }
+    const auto id = static_cast<std::uint32_t>(m.id);
+    m.header = {0, static_cast<std::uint8_t>(id >> 24), static_cast<std::uint8_t>(id >> 16),
+                static_cast<std::uint8_t>(id >> 8), static_cast<std::uint8_t>(id)};
+  }
+  if (!m.encoder) {
+    m.writer_json = avro_schema_of(schema);
+    m.encoder.emplace(AvroSchema::parse(m.writer_json));
+  }
+  return m.encoder->encode(schema, batch, m.header);
+}
+
+const std::string& AvroValueWriter::writer_schema() const noexcept { return impl_->writer_json; }
+std::int32_t AvroValueWriter::schema_id() const noexcept { return impl_->id; }
 
 }  // namespace kwire::source

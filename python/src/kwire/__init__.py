@@ -49,7 +49,7 @@ from .errors import (
 )
 from ._stream import JsonLinesSink, KafkaSink, ParquetSink, PostgresSink, StreamingQuery, stream, write
 from ._share import ShareConsumer
-from ._avro import from_avro
+from ._avro import AvroReader, AvroWriter, from_avro, to_avro
 from ._table_sinks import BatchInfo, DeltaSink, IcebergSink, TransactionalSink
 
 __version__: str = _kwire.__version__  # the project() version of the top-level CMakeLists.txt
@@ -199,6 +199,9 @@ __all__ = [
     "Consumer",
     "ShareConsumer",
     "from_avro",
+    "to_avro",
+    "AvroReader",
+    "AvroWriter",
     "stream",
     "StreamingQuery",
     "ParquetSink",

@@ -99,3 +99,63 @@ class AvroReader:
                 "from_avro (PERMISSIVE): %d malformed value(s) read as rows of nulls; the first: %s", malformed, first
             )
         return table
+
+
+class AvroWriter:
+    """``to_avro`` for a run of batches: the writer schema is settled (and
+    registered in the registry) once, on the first batch."""
+
+    def __init__(
+        self,
+        json_format_schema: Optional[str] = None,
+        options: Optional[Mapping[str, Any]] = None,
+        topic: Optional[str] = None,
+    ):
+        opts = {str(k): v for k, v in (options or {}).items()}
+        if json_format_schema is not None:
+            opts["jsonFormatSchema"] = json_format_schema
+        if "schema.registry.url" in opts and topic is None and "subject" not in opts:
+            raise ConfigError("kwire: to_avro with a schema registry needs topic= or options['subject']")
+        self._native = _kwire.AvroWriter(opts, topic or "")
+
+    @property
+    def writer_schema(self) -> str:
+        """The writer schema (Avro JSON); empty before the first batch when it is derived."""
+        return self._native.writer_schema
+
+    @property
+    def schema_id(self) -> int:
+        """The registry's id of the writer schema (-1 for plain Avro)."""
+        return self._native.schema_id
+
+    def encode(self, data: Any) -> pa.ChunkedArray:
+        stream = self._native.encode(data)
+        return pa.RecordBatchReader.from_stream(stream).read_all().column("value")
+
+
+def to_avro(
+    data: Any,
+    json_format_schema: Optional[str] = None,
+    options: Optional[Mapping[str, Any]] = None,
+    topic: Optional[str] = None,
+) -> pa.ChunkedArray:
+    """Encodes the rows of ``data`` (a pyarrow Table or RecordBatch: its
+    columns are the record's fields) as Avro values, as Spark's
+    ``to_avro(struct(*cols), jsonFormatSchema)``: a binary array, one value
+    per row, ready to be a Kafka ``value`` column (``kwire.write``,
+    ``KafkaSink``).
+
+    Without ``json_format_schema`` the schema is the one Spark derives
+    (record ``topLevelRecord``, nullable columns as ``[T, "null"]``...).
+    With ``options={"schema.registry.url": ...}`` the values are in
+    Confluent's wire format: the schema is registered under ``subject``
+    (default ``"<topic>-value"``) when ``auto.register.schemas`` is true
+    (the default), looked up otherwise, or replaced by the subject's latest
+    with ``use.latest.version=true``; confluent-kafka's AvroDeserializer
+    reads them back.
+
+    Raises ConfigError (a column that does not fit its field, bad options),
+    KwireError (a value that cannot be written: a null into a non-null
+    field, an unknown enum symbol), SchemaRegistryError.
+    """
+    return AvroWriter(json_format_schema, options, topic).encode(data)

@@ -68,6 +68,11 @@ class SchemaRegistry {
   /// returns its id. Throws SchemaRegistryError.
   virtual std::int32_t register_schema(const std::string& subject, const std::string& schema,
                                        const std::string& schema_type = "AVRO") = 0;
+  /// POST /subjects/{subject}: the id of a schema registered under the
+  /// subject (SchemaRegistryError 404 when it is not). The default throws
+  /// SchemaRegistryError (for registries that cannot look up).
+  virtual std::int32_t lookup_schema(const std::string& subject, const std::string& schema,
+                                     const std::string& schema_type = "AVRO");
 };
 
 struct SchemaRegistryConfig {

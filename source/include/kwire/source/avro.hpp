@@ -71,6 +71,7 @@ class AvroSchema {
 
  private:
   friend class AvroDecoder;
+  friend class AvroEncoder;
   std::shared_ptr<const avro_detail::Tree> tree_;
 };
 
@@ -113,6 +114,45 @@ class AvroDecoder {
   std::unique_ptr<Impl> impl_;
 };
 
+/// Encodes Arrow rows as Avro binary, as Spark's to_avro writes them: record
+/// fields are taken from the columns of the same name (a nullable union field
+/// with no column is written as null); a union takes null, the one branch
+/// the column's type fits, or a struct of member0..memberN (the shape the
+/// decoder gives); int/long take any integer type that fits, float/double
+/// integers too; timestamps of any unit are converted to the field's logical
+/// unit (flooring); decimals must have the field's scale; enums take their
+/// symbols' names. Not thread-safe.
+class AvroEncoder {
+ public:
+  explicit AvroEncoder(const AvroSchema& writer);
+  ~AvroEncoder();
+  AvroEncoder(AvroEncoder&&) noexcept;
+  AvroEncoder& operator=(AvroEncoder&&) noexcept;
+
+  /// One binary value per row of `batch` (a struct "+s" of `schema`), each
+  /// starting with `prefix` (e.g. Confluent's 5-byte header): a batch with
+  /// one column "value". A record schema takes the batch's columns, any
+  /// other schema its single column. Throws AvroSchemaError when a column's
+  /// type cannot be written as its field's (naming both), ArrowRecordError
+  /// (arrow_records.hpp) for a value that cannot (a null into a non-null
+  /// field, an unknown enum symbol, a decimal too wide for its fixed).
+  ArrowBatch encode(const ArrowSchema& schema, const ArrowArray& batch, std::span<const std::uint8_t> prefix = {});
+  /// The schema of encode()'s batches: a struct of one binary column "value".
+  static void export_schema(ArrowSchema* out);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// The Avro schema Spark's to_avro writes for a batch of this schema (a
+/// struct; SchemaConverters.toAvroType): a record "topLevelRecord", nested
+/// records named after their field in the parent's namespace, nullable
+/// columns as [T, "null"], decimals as fixed with the decimal logical type,
+/// timestamps as timestamp-micros (local-timestamp-micros without a zone),
+/// dates as date.
+std::string avro_schema_of(const ArrowSchema& schema);
+
 /// A malformed value under mode FAILFAST: Spark's message, then the record
 /// (topic, partition, offset) and what was wrong with it.
 class AvroDecodeError : public std::runtime_error {
@@ -146,11 +186,17 @@ struct AvroFormatOptions {
   std::optional<std::string> subject;
   /// schema.registry.url and the other keys of SchemaRegistryConfig.
   std::map<std::string, std::string> registry;
+  /// Writing (Confluent's serializer names): "auto.register.schemas" (default
+  /// true) registers the writer schema under the subject; "use.latest.version"
+  /// (default false) writes with the subject's latest schema instead.
+  bool auto_register = true;
+  bool use_latest_version = false;
 
-  /// From string options: mode, jsonFormatSchema, avroSchema, subject, and the
-  /// registry's keys (schema.registry.*, basic.auth.*). Throws
-  /// client::ConfigError for an unknown mode, for neither jsonFormatSchema nor
-  /// schema.registry.url, or for an unknown key.
+  /// From string options: mode, jsonFormatSchema, avroSchema, subject,
+  /// auto.register.schemas, use.latest.version, and the registry's keys
+  /// (schema.registry.*, basic.auth.*). Throws client::ConfigError for an
+  /// unknown mode or key, a bad boolean, or both jsonFormatSchema and
+  /// schema.registry.url for reading.
   static AvroFormatOptions parse(const std::map<std::string, std::string>& options);
 };
 
@@ -192,6 +238,35 @@ class AvroValueReader {
   std::size_t bytes() const noexcept;
   void export_schema(ArrowSchema* out) const;
   ArrowBatch finish();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// Writes Arrow rows as Kafka values in Avro: plain (Spark's to_avro), or in
+/// Confluent's wire format when the options name a registry. The writer
+/// schema is jsonFormatSchema, the subject's latest (use.latest.version), or
+/// the one Spark derives from the first batch's columns (avro_schema_of);
+/// with auto.register.schemas it is registered under the subject
+/// ("<topic>-value" by default), otherwise it must be registered already.
+class AvroValueWriter {
+ public:
+  /// Throws client::ConfigError (a registry without a subject or topic).
+  AvroValueWriter(const AvroFormatOptions& options, const std::string& topic,
+                  std::shared_ptr<client::SchemaRegistry> registry = nullptr);
+  ~AvroValueWriter();
+  AvroValueWriter(AvroValueWriter&&) noexcept;
+  AvroValueWriter& operator=(AvroValueWriter&&) noexcept;
+
+  /// AvroEncoder::encode of `batch` with the header; the registry is asked on
+  /// the first call only. Throws what encode throws,
+  /// client::SchemaRegistryError.
+  ArrowBatch encode(const ArrowSchema& schema, const ArrowArray& batch);
+  /// The writer schema (empty before the first batch when it is derived).
+  const std::string& writer_schema() const noexcept;
+  /// The registry's id of the writer schema (-1 for plain Avro).
+  std::int32_t schema_id() const noexcept;
 
  private:
   struct Impl;
