@@ -73,8 +73,10 @@ struct ConsumeArgs {
 };
 /// How `stream`, `read` and `read-range` write rows (RecordJsonWriter).
 struct RecordOutputArgs {
-  std::string value_format = "raw";                                // raw | json
-  std::optional<std::string> schema;                               // Spark DDL, with --value-format json
+  std::string value_format = "raw";                                // raw | json | avro
+  std::optional<std::string> schema;                               // Spark DDL (json) or Avro JSON (avro)
+  std::optional<std::string> schema_registry;                      // --value-format avro: the registry's URL
+  std::vector<std::string> value_options;                          // --value-format avro: from_avro options KEY=VALUE
   std::string kafka_columns = "topic,partition,offset,timestamp";  // with --value-format json
   std::string binary = "text";                                     // text | base64: key, value and header values
   std::string time_zone = "UTC";                                   // timestamps' zone (Spark's session time zone)

@@ -38,12 +38,22 @@ CLI::Validator at_least(long long lo) {
 // How stream, read and read-range write rows.
 void add_record_output(CLI::App* sub, RecordOutputArgs& out) {
   sub->add_option("--value-format", out.value_format,
-                  "raw (Spark's kafka columns) | json (decode values, see --schema)")
-      ->check(CLI::IsMember({"raw", "json"}));
-  sub->add_option("--schema", out.schema, "Spark DDL of the JSON values, e.g. 'user_id STRING, amount DOUBLE'");
-  sub->add_option("--kafka-columns", out.kafka_columns,
-                  "With --value-format json: kafka columns kept next to the decoded ones (comma list of key, value, "
-                  "topic, partition, offset, timestamp, timestampType, headers; or none)");
+                  "raw (Spark's kafka columns) | json (decode values, see --schema) | avro (Avro values: --schema, "
+                  "or Confluent's wire format with -r)")
+      ->check(CLI::IsMember({"raw", "json", "avro"}));
+  sub->add_option("--schema", out.schema,
+                  "json: Spark DDL of the values, e.g. 'user_id STRING, amount DOUBLE'; avro: the writer's Avro schema "
+                  "(JSON text, or @FILE)");
+  sub->add_option("-r,--schema-registry", out.schema_registry,
+                  "With --value-format avro: the Schema Registry's URL (schema.registry.url); the values are in "
+                  "Confluent's wire format");
+  sub->add_option("--value-option", out.value_options,
+                  "With --value-format avro: a from_avro option KEY=VALUE (mode, avroSchema, subject, "
+                  "basic.auth.user.info, schema.registry.ssl.ca.location, ...; repeatable)");
+  sub->add_option(
+      "--kafka-columns", out.kafka_columns,
+      "With --value-format json or avro: kafka columns kept next to the decoded ones (comma list of key, value, "
+      "topic, partition, offset, timestamp, timestampType, headers; or none)");
   sub->add_option("--binary", out.binary,
                   "key, value and header values as text (as CAST(... AS STRING)) or base64 (as Spark's JSON writer "
                   "writes binary columns)")

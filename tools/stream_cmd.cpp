@@ -6,6 +6,8 @@
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <stdexcept>
 #include <system_error>
@@ -16,6 +18,7 @@
 #include "commands.hpp"
 #include "kwire/checkpoint/checkpoint.hpp"
 #include "kwire/client/kafka_client.hpp"
+#include "kwire/source/avro.hpp"
 #include "kwire/source/batch.hpp"
 #include "kwire/source/json_escape.hpp"
 #include "kwire/source/json_writer.hpp"
@@ -59,14 +62,65 @@ struct RecordOutput {
   PostgresColumns columns;                  // --sink postgres: what is written
 };
 
-RecordOutput record_output(const RecordOutputArgs& args) {
+std::string read_schema_arg(const std::string& arg) {
+  if (arg.empty() || arg[0] != '@') return arg;
+  std::ifstream in(arg.substr(1));
+  if (!in) throw std::invalid_argument(fmt::format("--schema {}: cannot read the file", arg));
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// --value-format avro: each row's value decoded (AvroValueReader), written as
+// the decoded columns then the --kafka-columns.
+RecordOutput avro_output(const RecordOutputArgs& args, JsonWriterOptions options, const std::string& topic) {
+  std::map<std::string, std::string> opts;
+  for (auto& kv : args.value_options) {
+    auto [k, v] = split_key_value(kv, "--value-option");
+    opts[k] = v;
+  }
+  if (args.schema) opts["jsonFormatSchema"] = read_schema_arg(*args.schema);
+  if (args.schema_registry) opts["schema.registry.url"] = *args.schema_registry;
+  if (auto it = opts.find("avroSchema"); it != opts.end()) it->second = read_schema_arg(it->second);
+  const AvroFormatOptions parsed = AvroFormatOptions::parse(opts);
+  try {
+    options.kafka_columns = parse_kafka_columns(args.kafka_columns);
+  } catch (const JsonWriterError& e) {
+    throw std::invalid_argument(fmt::format("--kafka-columns: {}", e.what()));
+  }
+  auto reader = std::make_shared<AvroValueReader>(parsed, topic);
+  RecordJsonWriter writer(std::move(options));
+  auto formatter = [reader, writer](std::string& out, const Row& row) {
+    std::optional<std::span<const std::uint8_t>> value;
+    if (row.value) value = std::span<const std::uint8_t>(row.value->data(), row.value->size());
+    reader->append(value, row.topic, row.partition, row.offset);
+    ArrowBatch batch = reader->finish();
+    ArrowSchema schema{};
+    reader->export_schema(&schema);
+    std::string decoded;
+    writer.append_arrow_lines(decoded, schema, batch.array());
+    schema.release(&schema);
+    std::string kafka;
+    writer.append(kafka, row);
+    // {decoded...} and {kafka...} as one object.
+    decoded.resize(decoded.size() - 2);  // "}\n"
+    if (decoded.size() > 1 && kafka.size() > 2) decoded += ',';
+    out += decoded;
+    out.append(kafka, 1);
+    return true;
+  };
+  return {writer, formatter, {}, {}};
+}
+
+RecordOutput record_output(const RecordOutputArgs& args, const std::string& topic = "") {
   JsonWriterOptions options;
   options.binary = parse_binary_format(args.binary);
   options.time_zone = TimeZone::parse(args.time_zone);
+  if (args.value_format != "avro" && (args.schema_registry || !args.value_options.empty()))
+    throw std::invalid_argument("--schema-registry and --value-option need --value-format avro");
   if (args.value_format == "raw") {
-    if (args.schema) throw std::invalid_argument("--schema needs --value-format json");
+    if (args.schema) throw std::invalid_argument("--schema needs --value-format json or avro");
     return {RecordJsonWriter(std::move(options)), {}, {}, {}};
   }
+  if (args.value_format == "avro") return avro_output(args, std::move(options), topic);
   if (!args.schema) throw std::invalid_argument("--value-format json needs --schema 'name TYPE, ...'");
   auto decoder = std::make_shared<JsonValueDecoder>(Schema::parse_ddl(*args.schema));
   try {
@@ -92,6 +146,13 @@ RecordOutput record_output(const RecordOutputArgs& args) {
   return {writer, formatter, {}, std::move(columns)};
 }
 
+// The topic of `subscribe` when it names one (the registry subject's default).
+std::string subscribed_topic(const std::map<std::string, std::string>& options) {
+  auto it = options.find("subscribe");
+  if (it == options.end() || it->second.find(',') != std::string::npos) return "";
+  return it->second;
+}
+
 void check_sink_spec(const std::string& spec) {
   if (spec == "console" || spec == "kafka" || spec == "postgres" || (spec.rfind("jsonl:", 0) == 0 && spec.size() > 6))
     return;
@@ -104,6 +165,8 @@ void check_sink_spec(const std::string& spec) {
 RecordOutput with_sink_options(RecordOutput output, const std::string& spec, const CommonOptions& common,
                                const RecordOutputArgs& args) {
   if (spec == "postgres") {
+    if (args.value_format == "avro")
+      throw std::invalid_argument("--sink postgres takes the Kafka columns or --value-format json, not avro");
     for (auto& kv : args.sink_options) {
       auto [k, v] = split_key_value(kv, "--sink-option");
       output.sink[k] = v;
@@ -200,7 +263,8 @@ int cmd_stream(const CommonOptions& common, const StreamArgs& args) {
     throw std::invalid_argument(fmt::format("--max-batches must be positive, got {}", *args.max_batches));
   if (args.prometheus) check_prometheus_path(*args.prometheus);
   auto options = source_options(common, args.options);
-  auto output = with_sink_options(record_output(args.output), args.sink, common, args.output);
+  auto output =
+      with_sink_options(record_output(args.output, subscribed_topic(options)), args.sink, common, args.output);
   if (args.plan_only) {
     // A read-only view: the sink is checked but not opened (its folder is not
     // created) and the checkpoint is opened read-only (nothing is created in it).
@@ -248,7 +312,8 @@ int cmd_read_range(const CommonOptions& common, const ReadRangeArgs& args) {
   auto options = source_options(common, args.options);
   if (args.until < args.from)
     throw std::invalid_argument(fmt::format("--until {} is below --from {}", args.until, args.from));
-  auto sink = make_sink(args.sink, with_sink_options(record_output(args.output), args.sink, common, args.output));
+  auto sink =
+      make_sink(args.sink, with_sink_options(record_output(args.output, args.topic), args.sink, common, args.output));
   OffsetRange range{TopicPartition{args.topic, args.partition}, args.from, args.until, std::nullopt};
   auto progress = read_offset_range(options, range, *sink);
   fmt::print(stderr, "{}\n", progress.to_line());
@@ -257,7 +322,8 @@ int cmd_read_range(const CommonOptions& common, const ReadRangeArgs& args) {
 
 int cmd_read(const CommonOptions& common, const ReadArgs& args) {
   auto options = source_options(common, args.options);
-  auto output = with_sink_options(record_output(args.output), args.sink, common, args.output);
+  auto output =
+      with_sink_options(record_output(args.output, subscribed_topic(options)), args.sink, common, args.output);
   check_sink_spec(args.sink);
   BatchQuery query(options);
   auto plan = query.plan();

@@ -374,3 +374,46 @@ def test_to_avro_derives_sparks_schema_and_registers_it(schema_registry):
         kwire.to_avro(t, json.dumps({"type": "record", "name": "R", "fields": [{"name": "name", "type": "string"}]}))
     with pytest.raises(kwire.ConfigError, match="price"):
         kwire.to_avro(t, json.dumps({"type": "record", "name": "R", "fields": [{"name": "price", "type": "int"}]}))
+
+
+def _kwire_cli():
+    import os
+
+    path = os.environ.get("KWIRE_BIN") or os.path.join(os.path.dirname(kwire.__file__), "..", "..", "bin", "kwire")
+    if not os.access(path, os.X_OK):
+        pytest.skip("the kwire command-line tool is not beside this build of the package")
+    return path
+
+
+def test_cli_reads_avro_values_as_json_lines(bootstrap, new_topic, producer, schema_registry):
+    import subprocess
+
+    cli = _kwire_cli()
+    url = schema_registry()
+    topic = new_topic()
+    ctx = SerializationContext(topic, MessageField.VALUE)
+    ser = serializer(url, V2)
+    produce(producer, topic, [ser({"id": 1, "name": "ann", "age": 3, "email": None, "tier": "PRO"}, ctx), b"\x00\x01"])
+    base = [cli, "read", "-b", bootstrap, "-o", "subscribe=" + topic, "--value-format", "avro", "-r", url,
+            "--kafka-columns", "offset"]
+    r = subprocess.run(base + ["--value-option", "mode=PERMISSIVE"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert [json.loads(line) for line in r.stdout.splitlines()] == [
+        {"id": 1, "name": "ann", "age": 3, "tier": "PRO", "offset": 0},
+        {"offset": 1},
+    ]
+    assert "row of nulls (mode PERMISSIVE)" in r.stderr and "offset 1" in r.stderr
+    r = subprocess.run(base, capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0 and "FAILFAST" in r.stderr and "offset 1" in r.stderr
+
+    # Plain Avro with the schema from a file (@FILE), as Spark's from_avro(col, jsonFormatSchema).
+    import tempfile
+
+    with tempfile.NamedTemporaryFile("w", suffix=".avsc", delete=False) as f:
+        json.dump(V1, f)
+    topic2 = new_topic()
+    produce(producer, topic2, [plain(V1, {"id": 5, "name": "z", "age": 9})])
+    r = subprocess.run([cli, "read", "-b", bootstrap, "-o", "subscribe=" + topic2, "--value-format", "avro",
+                        "--schema", "@" + f.name, "--kafka-columns", "none"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout) == {"id": 5, "name": "z", "age": 9}

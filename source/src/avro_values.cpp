@@ -6,6 +6,7 @@
 
 #include "kwire/source/arrow_records.hpp"
 #include "kwire/source/avro.hpp"
+#include "kwire/source/warnings.hpp"
 
 namespace kwire::source {
 
@@ -184,7 +185,13 @@ void AvroValueReader::append(std::optional<std::span<const std::uint8_t>> value,
   const std::string where = fmt::format("{}-{} offset {}: {}", topic, partition, offset, m.why);
   if (!m.permissive)
     throw AvroDecodeError(fmt::format("{} Record {}", kFailFast, where), std::string(topic), partition, offset);
-  if (m.malformed++ == 0) m.first_malformed = where;
+  if (m.malformed++ == 0) {
+    m.first_malformed = where;
+    log_warning(
+        fmt::format("Avro value read as a row of nulls (mode PERMISSIVE): {}; later malformed values are "
+                    "counted, not logged",
+                    where));
+  }
 }
 
 void AvroValueReader::append_batch(const ArrowSchema& schema, const ArrowArray& batch) {

@@ -1,6 +1,7 @@
 // RecordJsonWriter::append_arrow_lines: Arrow record batches (C Data
 // Interface) as JSON Lines, with the writer's rules for every cell.
 #include <charconv>
+#include <cstdio>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -34,6 +35,8 @@ enum class Kind {
   date32,
   list,
   large_list,
+  map,
+  decimal,
   strct,
 };
 
@@ -44,6 +47,7 @@ struct JsonColumn {
   const ArrowArray* array = nullptr;
   std::int64_t unit_per_ms = 0;  // timestamps: units per ms (0: seconds)
   bool zoned = false;            // timestamps: has a zone (TIMESTAMP, not TIMESTAMP_NTZ)
+  int scale = 0;                 // decimals
   std::vector<JsonColumn> children;
 };
 
@@ -99,13 +103,23 @@ JsonColumn make_column(const ArrowSchema& s, const ArrowArray& a, const std::str
     c.kind = f == "+l" ? Kind::list : Kind::large_list;
   } else if (f == "+s") {
     c.kind = Kind::strct;
+  } else if (f == "+m") {
+    c.kind = Kind::map;
+  } else if (f.starts_with("d:")) {
+    // decimal128(p, s) only ("d:p,s" or "d:p,s,128").
+    int p = 0, sc = 0, bits = 128;
+    if (std::sscanf(std::string(f.substr(2)).c_str(), "%d,%d,%d", &p, &sc, &bits) < 2 || bits != 128)
+      throw unsupported();
+    c.kind = Kind::decimal;
+    c.scale = sc;
   } else {
     throw unsupported();
   }
   if (s.dictionary || a.dictionary) throw unsupported();
-  const int expect_children = (c.kind == Kind::list || c.kind == Kind::large_list) ? 1 : -1;
-  if (c.kind == Kind::list || c.kind == Kind::large_list || c.kind == Kind::strct) {
-    if (s.n_children != a.n_children || (expect_children > 0 && s.n_children != expect_children))
+  const int expect_children = (c.kind == Kind::list || c.kind == Kind::large_list || c.kind == Kind::map) ? 1 : -1;
+  if (c.kind == Kind::list || c.kind == Kind::large_list || c.kind == Kind::strct || c.kind == Kind::map) {
+    if (s.n_children != a.n_children || (expect_children > 0 && s.n_children != expect_children) ||
+        (c.kind == Kind::map && s.children[0]->n_children != 2))
       throw JsonWriterError(fmt::format("cannot write column '{}' as JSON: its array does not match its schema", here));
     for (std::int64_t i = 0; i < s.n_children; ++i)
       c.children.push_back(make_column(*s.children[i], *a.children[i], here));
@@ -215,6 +229,51 @@ class ArrowJson {
           else cell(out, item, i);
         }
         out += ']';
+        return;
+      }
+      case Kind::map: {
+        // As Spark's JSON writer: an object of the entries (keys as text).
+        auto [b, e] = span_at<std::int32_t>(c, row);
+        const JsonColumn& entries = c.children[0];
+        const JsonColumn& key = entries.children[0];
+        const JsonColumn& value = entries.children[1];
+        out += '{';
+        for (std::int64_t i = b; i < e; ++i) {
+          const std::int64_t at = i + entries.array->offset;
+          if (i > b) out += ',';
+          if (key.kind == Kind::utf8 || key.kind == Kind::large_utf8) {
+            cell(out, key, at);
+          } else {
+            std::string text;
+            cell(text, key, at);
+            append_json_string(out, text);
+          }
+          out += ':';
+          if (is_null(value, at)) out += "null";
+          else cell(out, value, at);
+        }
+        out += '}';
+        return;
+      }
+      case Kind::decimal: {
+        // The unscaled 128-bit value with the point `scale` digits from the right, as a JSON number.
+        const auto* data = static_cast<const std::uint8_t*>(buffer(*c.array, 1)) + (row + c.array->offset) * 16;
+        unsigned __int128 u = 0;
+        for (int i = 15; i >= 0; --i) u = (u << 8) | data[i];
+        const bool negative = (data[15] & 0x80) != 0;
+        if (negative) u = ~u + 1;
+        std::string digits;
+        do {
+          digits.insert(digits.begin(), static_cast<char>('0' + static_cast<int>(u % 10)));
+          u /= 10;
+        } while (u != 0);
+        if (c.scale > 0) {
+          if (static_cast<int>(digits.size()) <= c.scale)
+            digits.insert(0, static_cast<std::size_t>(c.scale + 1 - digits.size()), '0');
+          digits.insert(digits.size() - static_cast<std::size_t>(c.scale), 1, '.');
+        }
+        if (negative) out += '-';
+        out += digits;
         return;
       }
       case Kind::strct: object(out, c.children, row + c.array->offset); return;

@@ -142,7 +142,9 @@ class RecordJsonWriter {
   /// schema. Column types: null, bool, int8-64, uint8-64, float16 is not
   /// supported, float32/64, utf8 / large utf8, binary / large binary (per
   /// BinaryFormat), timestamp[s|ms|us|ns] with a zone (TIMESTAMP) or without
-  /// (TIMESTAMP_NTZ), date32, list / large list, struct. Throws
+  /// (TIMESTAMP_NTZ), date32, decimal128 (a JSON number with the scale's
+  /// digits), list / large list, map (an object of its entries, as Spark's
+  /// JSON writer writes maps), struct. Throws
   /// JsonWriterError naming the column for any other type, or for a batch
   /// that is not a struct array. Returns the number of rows written.
   std::int64_t append_arrow_lines(std::string& out, const ArrowSchema& schema, const ArrowArray& batch) const;
