@@ -6,50 +6,13 @@
 
 #include "kwire/source/arrow_records.hpp"
 #include "kwire/source/avro.hpp"
-#include "kwire/source/warnings.hpp"
+#include "value_rows.hpp"
 
 namespace kwire::source {
 
 namespace {
 
-constexpr std::string_view kFailFast =
-    "Malformed records are detected in record parsing. Current parse Mode: FAILFAST. To process malformed records "
-    "as null result, try setting the option 'mode' as 'PERMISSIVE'.";
-
 bool registry_key(std::string_view k) { return k.starts_with("schema.registry.") || k.starts_with("basic.auth."); }
-
-// A column of a record batch: its format, array, and the row's validity.
-struct BatchColumn {
-  std::string_view format;
-  const ArrowArray* array = nullptr;
-
-  bool valid(std::int64_t row) const {
-    if (array->null_count == 0 || array->n_buffers < 1 || !array->buffers[0]) return true;
-    const auto* bits = static_cast<const std::uint8_t*>(array->buffers[0]);
-    const std::int64_t i = row + array->offset;
-    return bits[i >> 3] & (1u << (i & 7));
-  }
-  // binary / utf8 (z, u: int32 offsets; Z, U: int64 offsets).
-  std::optional<std::span<const std::uint8_t>> bytes(std::int64_t row) const {
-    if (!valid(row)) return std::nullopt;
-    const std::int64_t i = row + array->offset;
-    const auto* data = static_cast<const std::uint8_t*>(array->buffers[2]);
-    std::int64_t begin = 0, end = 0;
-    if (format == "z" || format == "u") {
-      const auto* o = static_cast<const std::int32_t*>(array->buffers[1]);
-      begin = o[i], end = o[i + 1];
-    } else {
-      const auto* o = static_cast<const std::int64_t*>(array->buffers[1]);
-      begin = o[i], end = o[i + 1];
-    }
-    if (begin < 0 || end < begin) throw ArrowRecordError("Arrow batch: bad offsets in the value column");
-    return std::span<const std::uint8_t>(data + begin, static_cast<std::size_t>(end - begin));
-  }
-  template <class T>
-  T number(std::int64_t row) const {
-    return valid(row) ? static_cast<const T*>(array->buffers[1])[row + array->offset] : T{-1};
-  }
-};
 
 }  // namespace
 
@@ -99,8 +62,7 @@ struct AvroValueReader::Impl {
   int plain_writer = 0;                                   // plain Avro: the writer's handle
   std::unordered_map<std::int32_t, int> writer_of;        // registry: schema id -> writer handle
   std::unordered_map<std::int32_t, std::string> missing;  // ids the registry does not have
-  std::int64_t malformed = 0;
-  std::string first_malformed;
+  value_rows::MalformedValues bad{false, "Avro"};
   std::string why;
 };
 
@@ -109,6 +71,7 @@ AvroValueReader::AvroValueReader(const AvroFormatOptions& options, const std::st
     : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
   m.permissive = options.permissive;
+  m.bad = value_rows::MalformedValues(options.permissive, "Avro");
   if (!options.json_format_schema && !options.registry.count("schema.registry.url") && !registry)
     throw client::ConfigError(
         "Avro values need a schema: jsonFormatSchema (plain Avro) or schema.registry.url (Confluent's wire format)");
@@ -195,29 +158,14 @@ void AvroValueReader::append(std::optional<std::span<const std::uint8_t>> value,
 }
 
 void AvroValueReader::append_batch(const ArrowSchema& schema, const ArrowArray& batch) {
-  std::optional<BatchColumn> value, topic, partition, offset;
-  for (std::int64_t i = 0; i < schema.n_children && i < batch.n_children; ++i) {
-    const std::string_view name = schema.children[i]->name ? schema.children[i]->name : "";
-    const BatchColumn col{schema.children[i]->format ? schema.children[i]->format : "", batch.children[i]};
-    const bool text = col.format == "z" || col.format == "u" || col.format == "Z" || col.format == "U";
-    if (name == "value" && text) value = col;
-    if (name == "topic" && (col.format == "u" || col.format == "U")) topic = col;
-    if (name == "partition" && col.format == "i") partition = col;
-    if (name == "offset" && col.format == "l") offset = col;
-  }
-  if (!value) throw ArrowRecordSchemaError("from_avro: the batch has no value column of binary or string type");
-  for (std::int64_t row = 0; row < batch.length; ++row) {
-    std::string_view t;
-    if (topic) {
-      if (auto b = topic->bytes(row)) t = std::string_view(reinterpret_cast<const char*>(b->data()), b->size());
-    }
-    append(value->bytes(row), t, partition ? partition->number<std::int32_t>(row) : -1,
-           offset ? offset->number<std::int64_t>(row) : row);
-  }
+  value_rows::for_each_value(schema, batch, "from_avro",
+                             [&](auto value, std::string_view topic, std::int32_t partition, std::int64_t offset) {
+                               append(value, topic, partition, offset);
+                             });
 }
 
-std::int64_t AvroValueReader::malformed() const noexcept { return impl_->malformed; }
-const std::string& AvroValueReader::first_malformed() const noexcept { return impl_->first_malformed; }
+std::int64_t AvroValueReader::malformed() const noexcept { return impl_->bad.count(); }
+const std::string& AvroValueReader::first_malformed() const noexcept { return impl_->bad.first(); }
 const std::string& AvroValueReader::reader_schema() const noexcept { return impl_->reader_json; }
 std::int64_t AvroValueReader::rows() const noexcept { return impl_->decoder->rows(); }
 std::size_t AvroValueReader::bytes() const noexcept { return impl_->decoder->bytes(); }
