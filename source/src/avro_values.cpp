@@ -145,16 +145,7 @@ void AvroValueReader::append(std::optional<std::span<const std::uint8_t>> value,
     m.decoder->append_null();
   }
   if (ok) return;
-  const std::string where = fmt::format("{}-{} offset {}: {}", topic, partition, offset, m.why);
-  if (!m.permissive)
-    throw AvroDecodeError(fmt::format("{} Record {}", kFailFast, where), std::string(topic), partition, offset);
-  if (m.malformed++ == 0) {
-    m.first_malformed = where;
-    log_warning(
-        fmt::format("Avro value read as a row of nulls (mode PERMISSIVE): {}; later malformed values are "
-                    "counted, not logged",
-                    where));
-  }
+  m.bad.report(m.why, topic, partition, offset);
 }
 
 void AvroValueReader::append_batch(const ArrowSchema& schema, const ArrowArray& batch) {
