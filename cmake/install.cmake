@@ -6,7 +6,7 @@
 #   include/kwire/version.hpp       (generated from the project version)
 #   lib/libkwire_{protocol,client,checkpoint,source,postgres}.a
 #   lib/cmake/kwire/kwireConfig.cmake, kwireConfigVersion.cmake, kwireTargets*.cmake
-#   lib/pkgconfig/kwire.pc, kwire-postgres.pc
+#   lib/pkgconfig/kwire.pc, kwire-postgres.pc, kwire-protobuf.pc
 #   bin/kwire                       (installed by tools/CMakeLists.txt)
 #
 # Exported targets (namespace kwire::):
@@ -39,6 +39,7 @@ set_target_properties(kwire_checkpoint PROPERTIES EXPORT_NAME checkpoint)
 set_target_properties(kwire_source PROPERTIES EXPORT_NAME source)
 set_target_properties(kwire PROPERTIES EXPORT_NAME kwire)
 set_target_properties(kwire_postgres PROPERTIES EXPORT_NAME postgres)
+set_target_properties(kwire_protobuf PROPERTIES EXPORT_NAME protobuf)
 
 # kwire_snappy (top-level CMakeLists.txt) names the snappy library by the
 # absolute path found when kwire was configured. kwire_protocol links it
@@ -52,7 +53,7 @@ set_target_properties(kwire_snappy PROPERTIES
   INTERFACE_LINK_LIBRARIES "$<BUILD_INTERFACE:${SNAPPY_LIBRARY}>;$<INSTALL_INTERFACE:kwire::snappy_library>"
   INTERFACE_INCLUDE_DIRECTORIES "$<BUILD_INTERFACE:${SNAPPY_INCLUDE_DIR}>")
 
-install(TARGETS ${_kwire_layers} kwire kwire_snappy kwire_postgres
+install(TARGETS ${_kwire_layers} kwire kwire_snappy kwire_postgres kwire_protobuf
   EXPORT kwireTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
@@ -154,6 +155,10 @@ unset(_kwire_module)
 # without it).
 if(NOT TARGET PkgConfig::LIBPQ)
   pkg_check_modules(LIBPQ QUIET IMPORTED_TARGET libpq)
+endif()
+# kwire::protobuf links libprotobuf and libprotoc: likewise.
+if(NOT TARGET protobuf::libprotobuf)
+  find_package(Protobuf QUIET)
 endif()
 
 if(NOT TARGET kwire::snappy_library)
@@ -261,3 +266,17 @@ unset(_kwire_pkgconfig_deps)
 unset(_kwire_pkgconfig_prefixes)
 unset(_kwire_pkgconfig_modules)
 unset(_kwire_config_in)
+# The Protobuf reader: `pkg-config --libs kwire-protobuf`.
+file(CONFIGURE OUTPUT "${PROJECT_BINARY_DIR}/cmake/kwire-protobuf.pc" @ONLY CONTENT [==[
+prefix=@_kwire_pc_prefix@
+exec_prefix=${prefix}
+libdir=@_kwire_pc_libdir@
+includedir=@_kwire_pc_includedir@
+
+Name: kwire-protobuf
+Description: kwire's Protobuf value reader (libprotobuf)
+Version: @PROJECT_VERSION@
+Requires: kwire protobuf
+Libs: -L${libdir} -lkwire_protobuf -lprotoc
+]==])
+install(FILES "${PROJECT_BINARY_DIR}/cmake/kwire-protobuf.pc" DESTINATION ${KWIRE_INSTALL_PKGCONFIGDIR})

@@ -151,6 +151,14 @@ class HttpRegistry final : public SchemaRegistry {
     return s;
   }
 
+  RegisteredSchema schema_version(const std::string& subject, std::int32_t version) override {
+    std::lock_guard lock(mutex_);
+    RegisteredSchema s = parse_schema(
+        request(http::verb::get, fmt::format("/subjects/{}/versions/{}", path_escape(subject), version), {}));
+    by_id_.emplace(s.id, s);
+    return s;
+  }
+
   std::int32_t register_schema(const std::string& subject, const std::string& schema,
                                const std::string& schema_type) override {
     return post_schema(fmt::format("/subjects/{}/versions", path_escape(subject)), schema, schema_type);
@@ -190,6 +198,17 @@ class HttpRegistry final : public SchemaRegistry {
     std::int64_t n = 0;
     if (!doc["id"].get_int64().get(n)) s.id = static_cast<std::int32_t>(n);
     if (!doc["version"].get_int64().get(n)) s.version = static_cast<std::int32_t>(n);
+    simdjson::dom::array refs;
+    if (!doc["references"].get_array().get(refs)) {
+      for (simdjson::dom::element r : refs) {
+        SchemaReference ref;
+        std::string_view t;
+        if (!r["name"].get_string().get(t)) ref.name = std::string(t);
+        if (!r["subject"].get_string().get(t)) ref.subject = std::string(t);
+        if (!r["version"].get_int64().get(n)) ref.version = static_cast<std::int32_t>(n);
+        s.references.push_back(std::move(ref));
+      }
+    }
     return s;
   }
 
@@ -334,6 +353,11 @@ SchemaRegistryConfig SchemaRegistryConfig::from_properties(const std::map<std::s
     if (c.request_timeout_ms <= 0) throw ConfigError("schema.registry.request.timeout.ms must be positive");
   }
   return c;
+}
+
+RegisteredSchema SchemaRegistry::schema_version(const std::string& subject, std::int32_t version) {
+  throw SchemaRegistryError(
+      fmt::format("schema registry: reading version {} of \"{}\" is not supported", version, subject), 0, 0);
 }
 
 std::int32_t SchemaRegistry::lookup_schema(const std::string& subject, const std::string&, const std::string&) {

@@ -117,5 +117,6 @@ void register_planning(nb::module_& m);
 void register_data_source(nb::module_& m);
 void register_warnings(nb::module_& m);
 void register_avro(nb::module_& m);
+void register_protobuf(nb::module_& m);
 
 }  // namespace kwire::python

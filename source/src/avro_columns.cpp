@@ -17,7 +17,8 @@ std::size_t width(Kind k) {
     case Kind::int64:
     case Kind::float64:
     case Kind::ts_utc:
-    case Kind::ts_ntz: return 8;
+    case Kind::ts_ntz:
+    case Kind::duration_us: return 8;
     case Kind::decimal: return 16;
     default: return 0;
   }
@@ -162,6 +163,7 @@ arrow_detail::OwnedField Col::field() const {
     case Kind::date32: format = "tdD"; break;
     case Kind::ts_utc: format = "tsu:UTC"; break;
     case Kind::ts_ntz: format = "tsu:"; break;
+    case Kind::duration_us: format = "tDu"; break;
     case Kind::decimal: format = fmt::format("d:{},{}", precision, scale); break;
     case Kind::list: format = "+l"; break;
     case Kind::map: format = "+m"; break;

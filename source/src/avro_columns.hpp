@@ -25,6 +25,7 @@ enum class Kind {
   date32,
   ts_utc,
   ts_ntz,
+  duration_us,
   decimal,
   list,
   map,

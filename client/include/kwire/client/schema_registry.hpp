@@ -28,6 +28,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "kwire/client/errors.hpp"
 
@@ -48,12 +49,21 @@ class SchemaRegistryError : public ClientError {
   int error_code_;
 };
 
+/// A schema's reference to another (Protobuf imports, Avro named types):
+/// the import name and the subject version that holds it.
+struct SchemaReference {
+  std::string name;
+  std::string subject;
+  std::int32_t version = 0;
+};
+
 struct RegisteredSchema {
   std::int32_t id = 0;
   std::int32_t version = 0;  // 0 when looked up by id
   std::string subject;       // empty when looked up by id
   std::string schema;        // the schema text (Avro JSON, .proto text)
   std::string schema_type = "AVRO";
+  std::vector<SchemaReference> references;
 };
 
 /// What a decoder needs of a registry; cached by the implementation.
@@ -68,6 +78,9 @@ class SchemaRegistry {
   /// returns its id. Throws SchemaRegistryError.
   virtual std::int32_t register_schema(const std::string& subject, const std::string& schema,
                                        const std::string& schema_type = "AVRO") = 0;
+  /// GET /subjects/{subject}/versions/{version}. The default throws
+  /// SchemaRegistryError (for registries that cannot).
+  virtual RegisteredSchema schema_version(const std::string& subject, std::int32_t version);
   /// POST /subjects/{subject}: the id of a schema registered under the
   /// subject (SchemaRegistryError 404 when it is not). The default throws
   /// SchemaRegistryError (for registries that cannot look up).

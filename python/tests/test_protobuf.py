@@ -1,0 +1,175 @@
+"""kwire.from_protobuf: messages written by Python's protobuf runtime and by
+confluent-kafka's ProtobufSerializer (Confluent's wire format, with the test
+Schema Registry), read with the descriptors protoc writes, through a real
+broker; Spark's null rules and options."""
+
+import datetime
+import os
+import shutil
+import subprocess
+
+import pyarrow as pa
+import pytest
+
+import kwire
+
+pytest.importorskip("google.protobuf")
+ck_pb = pytest.importorskip("confluent_kafka.schema_registry.protobuf")
+from confluent_kafka.schema_registry import SchemaRegistryClient  # noqa: E402
+from confluent_kafka.serialization import MessageField, SerializationContext  # noqa: E402
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory  # noqa: E402
+
+PROTO_DIR = os.path.join(os.path.dirname(__file__), "..", "..", "tests", "protobuf")
+UTC = datetime.timezone.utc
+
+
+@pytest.fixture(scope="module")
+def desc(tmp_path_factory):
+    """protoc's descriptor set of tests/protobuf/*.proto and the message classes."""
+    if not shutil.which("protoc"):
+        pytest.skip("protoc not installed (scripts/bootstrap installs protobuf-compiler)")
+    out = tmp_path_factory.mktemp("proto") / "test.desc"
+    subprocess.run(["protoc", "--include_imports", "--descriptor_set_out=%s" % out, "-I", PROTO_DIR,
+                    "everything.proto", "recursive.proto"], check=True)
+    raw = out.read_bytes()
+    pool = descriptor_pool.DescriptorPool()
+    for f in descriptor_pb2.FileDescriptorSet.FromString(raw).file:
+        pool.Add(f)
+
+    def cls(name):
+        return message_factory.GetMessageClass(pool.FindMessageTypeByName(name))
+
+    return str(out), raw, cls
+
+
+def full(E):
+    e = E(i32=-5, s32=-6, sf32=7, u32=4294967295, fx32=3, i64=-(2**62), s64=5, sf64=6, u64=2**64 - 1, fx64=2,
+          f=1.5, d=2.5, b=True, s="hé ✓", raw=b"\x00\x01", color=2, maybe=0, tags=["a", "b"], number=42,
+          palette=[0, 1, 7])
+    e.inners.add(name="x", nums=[1, 2])
+    e.counts["k"] = 9
+    e.by_id[3].name = "three"
+    e.inner.name = "in"
+    e.at.FromDatetime(datetime.datetime(2024, 5, 1, 10, 0, 0, 123456))
+    e.took.FromMicroseconds(90_000_001)
+    e.wrapped.value = 0
+    e.sub.flag = False
+    return e
+
+
+FULL_ROW = {
+    "i32": -5, "s32": -6, "sf32": 7, "u32": -1, "fx32": 3, "i64": -(2**62), "s64": 5, "sf64": 6, "u64": -1,
+    "fx64": 2, "f": 1.5, "d": 2.5, "b": True, "s": "hé ✓", "raw": b"\x00\x01", "color": "BLUE",
+    # proto3 `optional` has presence: 0 was sent, so it is 0 (not null).
+    "maybe": 0, "tags": ["a", "b"], "inners": [{"name": "x", "nums": [1, 2]}], "counts": [("k", 9)],
+    "by_id": [(3, {"name": "three", "nums": []})], "inner": {"name": "in", "nums": []},
+    "text": None, "number": 42, "nested": None,
+    "at": datetime.datetime(2024, 5, 1, 10, 0, 0, 123456, tzinfo=UTC),
+    "took": datetime.timedelta(seconds=90, microseconds=1),
+    # Set messages whose fields hold their defaults: the fields are null (Spark's rule).
+    "wrapped": {"value": None}, "sub": {"flag": None},
+    "palette": ["RED", "GREEN", "UNKNOWN_ENUM_VALUE_Color_7"],
+}
+
+
+def kafka_table(values, topic="t"):
+    return pa.table({
+        "value": pa.array(values, pa.binary()),
+        "topic": [topic] * len(values),
+        "partition": pa.array([0] * len(values), pa.int32()),
+        "offset": pa.array(range(len(values)), pa.int64()),
+    })
+
+
+def test_every_type_from_a_descriptor_file_as_spark(desc):
+    path, raw, cls = desc
+    E = cls("kwire.test.Everything")
+    values = [full(E).SerializeToString(), E().SerializeToString(), None]
+    out = kwire.from_protobuf(kafka_table(values), "Everything", path)
+    assert out.schema.field("at").type == pa.timestamp("us", tz="UTC")
+    assert out.schema.field("took").type == pa.duration("us")
+    assert out.schema.field("by_id").type == pa.map_(pa.int32(), pa.struct([("name", pa.string()),
+                                                                            ("nums", pa.list_(pa.int32()))]))
+    rows = out.to_pylist()
+    assert rows[0] == FULL_ROW
+    # An empty message: lists are empty, every other field null (nothing set).
+    assert rows[1] == {k: ([] if isinstance(v, list) else None) for k, v in FULL_ROW.items()}
+    assert all(v is None for v in rows[2].values())  # a tombstone
+    # The same with the full name and the descriptor set's bytes.
+    again = kwire.from_protobuf(kafka_table(values), "kwire.test.Everything", binary_descriptor_set=raw)
+    assert again.to_pylist() == rows
+
+
+def test_spark_options(desc):
+    path, _, cls = desc
+    E = cls("kwire.test.Everything")
+    t = kafka_table([full(E).SerializeToString(), E().SerializeToString()])
+    out = kwire.from_protobuf(t, "Everything", path, {"enums.as.ints": "true", "upcast.unsigned.ints": "true",
+                                                      "unwrap.primitive.wrapper.types": "true"})
+    assert out.schema.field("color").type == pa.int32()
+    assert out.schema.field("u32").type == pa.int64() and out.schema.field("u64").type == pa.decimal128(20, 0)
+    assert out.schema.field("wrapped").type == pa.int32()
+    r = out.to_pylist()[0]
+    assert (r["color"], r["u32"], r["u64"], r["palette"]) == (2, 4294967295, 2**64 - 1, [0, 1, 7])
+    assert r["wrapped"] == 0  # a set wrapper gives its value, its default included (Spark)
+    assert out.to_pylist()[1]["wrapped"] is None  # an unset one: null
+    emitted = kwire.from_protobuf(t, "Everything", path, {"emit.default.values": "true"}).to_pylist()[1]
+    assert (emitted["i32"], emitted["s"], emitted["color"], emitted["b"]) == (0, "", "RED", False)
+    assert emitted["inner"] == {"name": "", "nums": []} and emitted["text"] == ""
+
+    R = cls("kwire.test.Person")
+    with pytest.raises(kwire.ConfigError, match="recursive"):
+        kwire.from_protobuf(kafka_table([b""]), "Person", path)
+    p = R(name="a")
+    p.friend.name = "b"
+    p.friend.friend.name = "c"
+    cut = kwire.from_protobuf(kafka_table([p.SerializeToString()]), "Person", path,
+                              {"recursive.fields.max.depth": "2"})
+    assert cut.to_pylist() == [{"name": "a", "friend": {"name": "b"}}]
+    with pytest.raises(kwire.ConfigError, match="convert.any.fields.to.json"):
+        kwire.from_protobuf(t, "Everything", path, {"convert.any.fields.to.json": "true"})
+
+
+def test_malformed_values_under_both_modes(desc, caplog):
+    path, _, cls = desc
+    E = cls("kwire.test.Everything")
+    good = full(E).SerializeToString()
+    values = [good, b"\xff\xff\xff", good[:-3]]
+    with pytest.raises(kwire.MalformedRecordError) as e:
+        kwire.from_protobuf(kafka_table(values), "Everything", path)
+    assert e.value.offset == 1 and "FAILFAST" in str(e.value) and "kwire.test.Everything" in str(e.value)
+    out = kwire.from_protobuf(kafka_table(values), "Everything", path, {"mode": "PERMISSIVE"}).to_pylist()
+    assert out[0] == FULL_ROW
+    assert all(v is None for v in out[1].values()) and all(v is None for v in out[2].values())
+
+
+def test_confluent_serializer_through_a_broker(desc, bootstrap, new_topic, producer, schema_registry):
+    _, _, cls = desc
+    E = cls("kwire.test.Everything")
+    url = schema_registry()
+    topic = new_topic()
+    ctx = SerializationContext(topic, MessageField.VALUE)
+    ser = ck_pb.ProtobufSerializer(E, SchemaRegistryClient({"url": url}), {"use.deprecated.format": False})
+    msgs = [full(E), E(s="only s", text="t")]
+    for m in msgs:
+        producer.send(topic, value=ser(m, ctx), partition=0)
+    producer.flush()
+
+    t = kwire.read({"kafka.bootstrap.servers": bootstrap, "subscribe": topic})
+    # The subject's latest schema; its message "Everything" (the file's first is Inner).
+    out = kwire.from_protobuf(t, options={"schema.registry.url": url, "messageName": "Everything"})
+    rows = out.to_pylist()
+    assert rows[0] == FULL_ROW
+    assert rows[1]["s"] == "only s" and rows[1]["text"] == "t" and rows[1]["number"] is None
+    deser = ck_pb.ProtobufDeserializer(E, {"use.deprecated.format": False})
+    back = deser(t.column("value")[1].as_py(), ctx)
+    assert back.s == rows[1]["s"] and back.text == rows[1]["text"]
+
+    # The file's first message (Inner) is not what the values hold: each value names its message.
+    with pytest.raises(kwire.MalformedRecordError, match="kwire.test.Everything.*not the reader's kwire.test.Inner"):
+        kwire.from_protobuf(t, options={"schema.registry.url": url})
+    # Unknown schema id, bad magic byte.
+    bad = kafka_table([b"\x00\x00\x00\x03\xe7\x00" + msgs[1].SerializeToString(), b"\x07abc"], topic)
+    out = kwire.from_protobuf(bad, options={"schema.registry.url": url, "messageName": "Everything",
+                                            "mode": "PERMISSIVE"})
+    assert out.num_rows == 2 and all(v is None for r in out.to_pylist() for v in r.values())
