@@ -173,3 +173,20 @@ def test_confluent_serializer_through_a_broker(desc, bootstrap, new_topic, produ
     out = kwire.from_protobuf(bad, options={"schema.registry.url": url, "messageName": "Everything",
                                             "mode": "PERMISSIVE"})
     assert out.num_rows == 2 and all(v is None for r in out.to_pylist() for v in r.values())
+
+
+def test_streaming_query_decodes_protobuf(desc, bootstrap, new_topic, producer, tmp_path):
+    path, _, cls = desc
+    E = cls("kwire.test.Everything")
+    topic = new_topic()
+    for i in range(4):
+        producer.send(topic, value=E(i64=i, s="m%d" % i).SerializeToString(), partition=0)
+    producer.flush()
+    seen = []
+    kwire.stream({"kafka.bootstrap.servers": bootstrap, "subscribe": topic, "startingOffsets": "earliest",
+                  "maxOffsetsPerTrigger": 3}, str(tmp_path / "cp"),
+                 foreach_batch=lambda t, b: seen.append(t.select(["i64", "s", "offset"]).to_pylist()),
+                 value_format="protobuf", value_options={"messageName": "Everything", "descFilePath": path},
+                 kafka_columns=["offset"])
+    assert seen == [[{"i64": None, "s": "m0", "offset": 0}, {"i64": 1, "s": "m1", "offset": 1},
+                     {"i64": 2, "s": "m2", "offset": 2}], [{"i64": 3, "s": "m3", "offset": 3}]]

@@ -35,8 +35,9 @@ class ProtobufReader:
         self._set = binary_descriptor_set
         self._topic = topic
         self._native = None
-        if "schema.registry.url" not in self._opts or desc_file_path or binary_descriptor_set:
-            if not (desc_file_path or binary_descriptor_set):
+        has_descriptors = "descFilePath" in self._opts or binary_descriptor_set is not None
+        if "schema.registry.url" not in self._opts or has_descriptors:
+            if not has_descriptors:
                 raise ConfigError(
                     "kwire: from_protobuf needs desc_file_path or binary_descriptor_set (with message_name), or "
                     "options['schema.registry.url']"

@@ -369,26 +369,35 @@ class StreamingQuery:
             raise ConfigError("kwire: path= given without a sink")
         if sink is None and foreach_batch is None:
             raise ConfigError("kwire: a streaming query needs a sink or foreach_batch")
-        if value_format not in (None, "raw", "json", "avro"):
-            raise ConfigError("kwire: value_format must be 'json', 'avro' or None, not %r" % value_format)
-        if value_options is not None and value_format != "avro":
-            raise ConfigError("kwire: value_options= is only used with value_format='avro'")
-        self._avro = None
-        if value_format == "avro":
+        if value_format not in (None, "raw", "json", "avro", "protobuf"):
+            raise ConfigError("kwire: value_format must be 'json', 'avro', 'protobuf' or None, not %r" % value_format)
+        if value_options is not None and value_format not in ("avro", "protobuf"):
+            raise ConfigError("kwire: value_options= is only used with value_format='avro' or 'protobuf'")
+        self._avro = None  # the decoder of Avro or Protobuf values
+        if value_format in ("avro", "protobuf"):
             if isinstance(sink, PostgresSink):
                 raise ConfigError("kwire: the PostgreSQL sink takes the Kafka columns or value_format='json'; "
-                                  "use a TransactionalSink for Avro values")
-            from ._avro import AvroReader
-
+                                  "use a TransactionalSink for Avro or Protobuf values")
             subscribed = str(options.get("subscribe", ""))
-            self._avro = AvroReader(schema, value_options, subscribed if subscribed and "," not in subscribed else None)
+            topic = subscribed if subscribed and "," not in subscribed else None
+            if value_format == "avro":
+                from ._avro import AvroReader
+
+                self._avro = AvroReader(schema, value_options, topic)
+            else:
+                from ._protobuf import ProtobufReader
+
+                if schema is not None:
+                    raise ConfigError("kwire: value_format='protobuf' takes value_options= (messageName, "
+                                      "descFilePath or schema.registry.url), not schema=")
+                self._avro = ProtobufReader(options=value_options, topic=topic)
         if value_format == "json" and not schema:
             raise ConfigError("kwire: value_format='json' needs schema= (Spark DDL)")
-        if schema and value_format not in ("json", "avro"):
+        if schema and value_format not in ("json", "avro", "protobuf"):
             raise ConfigError("kwire: schema= is only used with value_format='json' or 'avro'")
         if kafka_columns is not None:
-            if value_format not in ("json", "avro"):
-                raise ConfigError("kwire: kafka_columns= is only used with value_format='json' or 'avro'")
+            if value_format not in ("json", "avro", "protobuf"):
+                raise ConfigError("kwire: kafka_columns= is only used with value_format='json', 'avro' or 'protobuf'")
             kafka_columns = list(kafka_columns)
             unknown = [c for c in kafka_columns if c not in _KAFKA_COLUMNS]
             if unknown:
@@ -532,6 +541,9 @@ def stream(
     does, with ``schema=`` the writer's Avro schema (plain Avro) and/or
     ``value_options=`` (``schema.registry.url``, ``mode``, ``avroSchema``...);
     the registry is asked for each schema id once per query.
+    ``value_format="protobuf"``: as ``kwire.from_protobuf``, with
+    ``value_options=`` (``messageName`` and ``descFilePath``, or
+    ``schema.registry.url``; Spark's from_protobuf options).
 
     ``sink``: "parquet" or "json" (with ``path=``), "kafka" (with
     ``sink_options=``: Spark's Kafka sink options, see KafkaSink), a
