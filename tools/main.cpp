@@ -39,17 +39,18 @@ CLI::Validator at_least(long long lo) {
 void add_record_output(CLI::App* sub, RecordOutputArgs& out) {
   sub->add_option("--value-format", out.value_format,
                   "raw (Spark's kafka columns) | json (decode values, see --schema) | avro (Avro values: --schema, "
-                  "or Confluent's wire format with -r)")
-      ->check(CLI::IsMember({"raw", "json", "avro"}));
+                  "or Confluent's wire format with -r) | protobuf (--value-option messageName=M and descFilePath=F, "
+                  "or -r)")
+      ->check(CLI::IsMember({"raw", "json", "avro", "protobuf"}));
   sub->add_option("--schema", out.schema,
                   "json: Spark DDL of the values, e.g. 'user_id STRING, amount DOUBLE'; avro: the writer's Avro schema "
                   "(JSON text, or @FILE)");
   sub->add_option("-r,--schema-registry", out.schema_registry,
-                  "With --value-format avro: the Schema Registry's URL (schema.registry.url); the values are in "
-                  "Confluent's wire format");
+                  "With --value-format avro or protobuf: the Schema Registry's URL (schema.registry.url); the values "
+                  "are in Confluent's wire format");
   sub->add_option("--value-option", out.value_options,
-                  "With --value-format avro: a from_avro option KEY=VALUE (mode, avroSchema, subject, "
-                  "basic.auth.user.info, schema.registry.ssl.ca.location, ...; repeatable)");
+                  "With --value-format avro or protobuf: a from_avro / from_protobuf option KEY=VALUE (mode, "
+                  "avroSchema, messageName, descFilePath, subject, basic.auth.user.info, ...; repeatable)");
   sub->add_option(
       "--kafka-columns", out.kafka_columns,
       "With --value-format json or avro: kafka columns kept next to the decoded ones (comma list of key, value, "

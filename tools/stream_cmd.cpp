@@ -24,6 +24,7 @@
 #include "kwire/source/json_writer.hpp"
 #include "kwire/source/kafka_sink.hpp"
 #include "kwire/source/postgres_sink.hpp"
+#include "kwire/source/protobuf.hpp"
 #include "kwire/source/stream.hpp"
 #include "kwire/source/value_format.hpp"
 
@@ -71,22 +72,15 @@ std::string read_schema_arg(const std::string& arg) {
 
 // --value-format avro: each row's value decoded (AvroValueReader), written as
 // the decoded columns then the --kafka-columns.
-RecordOutput avro_output(const RecordOutputArgs& args, JsonWriterOptions options, const std::string& topic) {
-  std::map<std::string, std::string> opts;
-  for (auto& kv : args.value_options) {
-    auto [k, v] = split_key_value(kv, "--value-option");
-    opts[k] = v;
-  }
-  if (args.schema) opts["jsonFormatSchema"] = read_schema_arg(*args.schema);
-  if (args.schema_registry) opts["schema.registry.url"] = *args.schema_registry;
-  if (auto it = opts.find("avroSchema"); it != opts.end()) it->second = read_schema_arg(it->second);
-  const AvroFormatOptions parsed = AvroFormatOptions::parse(opts);
+// Each row's value decoded by `reader` (Avro or Protobuf), written as the
+// decoded columns then the --kafka-columns.
+template <class Reader>
+RecordOutput decoded_output(const RecordOutputArgs& args, JsonWriterOptions options, std::shared_ptr<Reader> reader) {
   try {
     options.kafka_columns = parse_kafka_columns(args.kafka_columns);
   } catch (const JsonWriterError& e) {
     throw std::invalid_argument(fmt::format("--kafka-columns: {}", e.what()));
   }
-  auto reader = std::make_shared<AvroValueReader>(parsed, topic);
   RecordJsonWriter writer(std::move(options));
   auto formatter = [reader, writer](std::string& out, const Row& row) {
     std::optional<std::span<const std::uint8_t>> value;
@@ -96,7 +90,12 @@ RecordOutput avro_output(const RecordOutputArgs& args, JsonWriterOptions options
     ArrowSchema schema{};
     reader->export_schema(&schema);
     std::string decoded;
-    writer.append_arrow_lines(decoded, schema, batch.array());
+    try {
+      writer.append_arrow_lines(decoded, schema, batch.array());
+    } catch (...) {
+      schema.release(&schema);
+      throw;
+    }
     schema.release(&schema);
     std::string kafka;
     writer.append(kafka, row);
@@ -110,17 +109,47 @@ RecordOutput avro_output(const RecordOutputArgs& args, JsonWriterOptions options
   return {writer, formatter, {}, {}};
 }
 
+std::map<std::string, std::string> value_options(const RecordOutputArgs& args) {
+  std::map<std::string, std::string> opts;
+  for (auto& kv : args.value_options) {
+    auto [k, v] = split_key_value(kv, "--value-option");
+    opts[k] = v;
+  }
+  if (args.schema_registry) opts["schema.registry.url"] = *args.schema_registry;
+  return opts;
+}
+
+// --value-format avro: --schema is the writer's schema (plain Avro).
+RecordOutput avro_output(const RecordOutputArgs& args, JsonWriterOptions options, const std::string& topic) {
+  auto opts = value_options(args);
+  if (args.schema) opts["jsonFormatSchema"] = read_schema_arg(*args.schema);
+  if (auto it = opts.find("avroSchema"); it != opts.end()) it->second = read_schema_arg(it->second);
+  auto reader = std::make_shared<AvroValueReader>(AvroFormatOptions::parse(opts), topic);
+  return decoded_output(args, std::move(options), std::move(reader));
+}
+
+// --value-format protobuf: --value-option messageName=... and descFilePath=..., or -r.
+RecordOutput protobuf_output(const RecordOutputArgs& args, JsonWriterOptions options, const std::string& topic) {
+  if (args.schema)
+    throw std::invalid_argument(
+        "--value-format protobuf takes --value-option messageName=NAME and descFilePath=FILE (or -r), not --schema");
+  auto reader = std::make_shared<ProtobufValueReader>(ProtobufFormatOptions::parse(value_options(args)), topic);
+  return decoded_output(args, std::move(options), std::move(reader));
+}
+
 RecordOutput record_output(const RecordOutputArgs& args, const std::string& topic = "") {
   JsonWriterOptions options;
   options.binary = parse_binary_format(args.binary);
   options.time_zone = TimeZone::parse(args.time_zone);
-  if (args.value_format != "avro" && (args.schema_registry || !args.value_options.empty()))
-    throw std::invalid_argument("--schema-registry and --value-option need --value-format avro");
+  if (args.value_format != "avro" && args.value_format != "protobuf" &&
+      (args.schema_registry || !args.value_options.empty()))
+    throw std::invalid_argument("--schema-registry and --value-option need --value-format avro or protobuf");
   if (args.value_format == "raw") {
     if (args.schema) throw std::invalid_argument("--schema needs --value-format json or avro");
     return {RecordJsonWriter(std::move(options)), {}, {}, {}};
   }
   if (args.value_format == "avro") return avro_output(args, std::move(options), topic);
+  if (args.value_format == "protobuf") return protobuf_output(args, std::move(options), topic);
   if (!args.schema) throw std::invalid_argument("--value-format json needs --schema 'name TYPE, ...'");
   auto decoder = std::make_shared<JsonValueDecoder>(Schema::parse_ddl(*args.schema));
   try {
@@ -165,8 +194,9 @@ void check_sink_spec(const std::string& spec) {
 RecordOutput with_sink_options(RecordOutput output, const std::string& spec, const CommonOptions& common,
                                const RecordOutputArgs& args) {
   if (spec == "postgres") {
-    if (args.value_format == "avro")
-      throw std::invalid_argument("--sink postgres takes the Kafka columns or --value-format json, not avro");
+    if (args.value_format == "avro" || args.value_format == "protobuf")
+      throw std::invalid_argument(
+          fmt::format("--sink postgres takes the Kafka columns or --value-format json, not {}", args.value_format));
     for (auto& kv : args.sink_options) {
       auto [k, v] = split_key_value(kv, "--sink-option");
       output.sink[k] = v;

@@ -190,3 +190,27 @@ def test_streaming_query_decodes_protobuf(desc, bootstrap, new_topic, producer, 
                  kafka_columns=["offset"])
     assert seen == [[{"i64": None, "s": "m0", "offset": 0}, {"i64": 1, "s": "m1", "offset": 1},
                      {"i64": 2, "s": "m2", "offset": 2}], [{"i64": 3, "s": "m3", "offset": 3}]]
+
+
+def test_cli_reads_protobuf_values_as_json_lines(desc, bootstrap, new_topic, producer):
+    path, _, cls = desc
+    cli = os.environ.get("KWIRE_BIN") or os.path.join(os.path.dirname(kwire.__file__), "..", "..", "bin", "kwire")
+    if not os.access(cli, os.X_OK):
+        pytest.skip("the kwire command-line tool is not beside this build of the package")
+    E = cls("kwire.test.Everything")
+    topic = new_topic()
+    e = E(i64=7, s="x", color=1)
+    e.took.FromMicroseconds(-93_784_000_005)
+    e.counts["a"] = 1
+    producer.send(topic, value=e.SerializeToString(), partition=0)
+    producer.flush()
+    r = subprocess.run([cli, "read", "-b", bootstrap, "-o", "subscribe=" + topic, "--value-format", "protobuf",
+                        "--value-option", "messageName=kwire.test.Everything", "--value-option",
+                        "descFilePath=" + path, "--kafka-columns", "offset"], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0, r.stderr
+    import json
+
+    assert json.loads(r.stdout) == {
+        "i64": 7, "s": "x", "color": "GREEN", "tags": [], "inners": [], "counts": {"a": 1}, "by_id": {},
+        "took": "INTERVAL '-1 02:03:04.000005' DAY TO SECOND", "palette": [], "offset": 0}

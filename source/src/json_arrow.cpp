@@ -37,6 +37,7 @@ enum class Kind {
   large_list,
   map,
   decimal,
+  duration,
   strct,
 };
 
@@ -105,6 +106,8 @@ JsonColumn make_column(const ArrowSchema& s, const ArrowArray& a, const std::str
     c.kind = Kind::strct;
   } else if (f == "+m") {
     c.kind = Kind::map;
+  } else if (f == "tDu") {
+    c.kind = Kind::duration;
   } else if (f.starts_with("d:")) {
     // decimal128(p, s) only ("d:p,s" or "d:p,s,128").
     int p = 0, sc = 0, bits = 128;
@@ -274,6 +277,21 @@ class ArrowJson {
         }
         if (negative) out += '-';
         out += digits;
+        return;
+      }
+      case Kind::duration: {
+        // As Spark's JSON writer writes a DAY TO SECOND interval.
+        const std::int64_t v = value_at<std::int64_t>(c, row);
+        const bool negative = v < 0;
+        const std::uint64_t us = negative ? 0 - static_cast<std::uint64_t>(v) : static_cast<std::uint64_t>(v);
+        const std::uint64_t secs = us / 1000000, frac = us % 1000000;
+        std::string fraction;
+        if (frac) {
+          fraction = fmt::format(".{:06d}", frac);
+          while (fraction.back() == '0') fraction.pop_back();
+        }
+        out += fmt::format("\"INTERVAL '{}{} {:02d}:{:02d}:{:02d}{}' DAY TO SECOND\"", negative ? "-" : "",
+                           secs / 86400, secs / 3600 % 24, secs / 60 % 60, secs % 60, fraction);
         return;
       }
       case Kind::strct: object(out, c.children, row + c.array->offset); return;
