@@ -274,6 +274,100 @@ void record_seeds() {
   }
 }
 
+// fuzz_avro: a schema's JSON, a 0x00 byte, then a value in Avro's binary
+// encoding (fuzz/fuzz_avro.cpp).
+struct AvroValue {
+  Bytes b;
+  AvroValue& l(std::int64_t v) {  // int, long, enum, union index, count: zigzag varint
+    std::uint64_t z = (static_cast<std::uint64_t>(v) << 1) ^ static_cast<std::uint64_t>(v >> 63);
+    for (; z >= 0x80; z >>= 7) b.push_back(static_cast<std::uint8_t>((z & 0x7f) | 0x80));
+    b.push_back(static_cast<std::uint8_t>(z));
+    return *this;
+  }
+  AvroValue& s(const std::string& v) {  // string, bytes
+    l(static_cast<std::int64_t>(v.size()));
+    return raw(v);
+  }
+  AvroValue& raw(const std::string& v) {  // fixed, float, double (little-endian)
+    b.insert(b.end(), v.begin(), v.end());
+    return *this;
+  }
+};
+
+void avro_seed(const std::string& name, const std::string& schema, const AvroValue& value) {
+  Bytes seed(schema.begin(), schema.end());
+  seed.push_back(0);
+  seed.insert(seed.end(), value.b.begin(), value.b.end());
+  put("fuzz_avro", name, seed);
+}
+
+void avro_seeds() {
+  const std::string everything =
+      R"({"type":"record","name":"E","namespace":"n","fields":[)"
+      R"({"name":"b","type":"boolean"},{"name":"i","type":"int"},)"
+      R"({"name":"l","type":"long"},{"name":"f","type":"float"},)"
+      R"({"name":"d","type":"double"},{"name":"by","type":"bytes"},)"
+      R"({"name":"s","type":"string"},)"
+      R"({"name":"e","type":{"type":"enum","name":"C","symbols":["R","G"]}},)"
+      R"({"name":"fx","type":{"type":"fixed","name":"F","size":2}},)"
+      R"({"name":"a","type":{"type":"array","items":"int"}},)"
+      R"({"name":"m","type":{"type":"map","values":["null","string"]}},)"
+      R"({"name":"il","type":["int","long"]},)"
+      R"({"name":"u","type":["null","int","string","C"]},)"
+      R"({"name":"p","type":{"type":"record","name":"P","fields":[{"name":"x","type":"int"}]}},)"
+      R"({"name":"op","type":["null","P"]}]})";
+  AvroValue v;
+  v.raw(std::string(1, '\x01')).l(-3).l(1714557600000).raw(std::string("\x00\x00\xc0\x3f", 4));
+  v.raw(std::string("\x00\x00\x00\x00\x00\x00\x04\xc0", 8)).s(std::string("\x00\xff", 2)).s("h\xc3\xa9");
+  v.l(1).raw("ab").l(2).l(1).l(-1).l(0).l(-2).l(8).s("k").l(1).s("v").s("n").l(0).l(0);
+  v.l(1).l(1LL << 40).l(3).l(1).l(7).l(1).l(-7);
+  avro_seed("record-everything", everything, v);
+  AvroValue truncated = v;
+  truncated.b.resize(truncated.b.size() / 2);
+  avro_seed("record-truncated", everything, truncated);
+
+  const std::string logical =
+      R"({"type":"record","name":"L","fields":[)"
+      R"({"name":"dec","type":{"type":"bytes","logicalType":"decimal","precision":10,"scale":2}},)"
+      R"({"name":"fd","type":{"type":"fixed","name":"D","size":17,"logicalType":"decimal","precision":38}},)"
+      R"({"name":"day","type":{"type":"int","logicalType":"date"}},)"
+      R"({"name":"ts","type":{"type":"long","logicalType":"timestamp-millis"}},)"
+      R"({"name":"lt","type":{"type":"long","logicalType":"local-timestamp-micros"}},)"
+      R"({"name":"id","type":{"type":"string","logicalType":"uuid"}}]})";
+  AvroValue lv;
+  lv.s("\x30\x39")
+      .raw(std::string(17, '\xff'))
+      .l(19000)
+      .l(1714557600000)
+      .l(-1)
+      .s("123e4567-e89b-12d3-a456-426614174000");
+  avro_seed("record-logical", logical, lv);
+
+  // Defaults, aliases and a named type used twice (resolved against itself).
+  const std::string defaults = R"({"type":"record","name":"D","fields":[)"
+                               R"({"name":"a","type":"int","aliases":["b"]},{"name":"b","type":"string"},)"
+                               R"({"name":"r","type":{"type":"record","name":"R","fields":[)"
+                               R"({"name":"x","type":"int","default":1}]},"default":{}},)"
+                               R"({"name":"r2","type":"R","default":{"x":2}},)"
+                               R"({"name":"e","type":{"type":"enum","name":"S","symbols":["A","B"],"default":"A"}}]})";
+  avro_seed("record-defaults", defaults, AvroValue().l(5).s("x").l(6).l(-6).l(1));
+
+  // Two records of one unqualified name: each value in its own member.
+  avro_seed("union-same-short-names",
+            R"([{"type":"record","name":"R","namespace":"a","fields":[{"name":"x","type":"int"}]},)"
+            R"({"type":"record","name":"R","namespace":"b","fields":[{"name":"y","type":"string"}]}])",
+            AvroValue().l(1).s("hi"));
+  avro_seed("array-of-nullable-long", R"({"type":"array","items":["null","long"]})",
+            AvroValue().l(-3).l(4).l(0).l(1).l(9).l(1).l(-9).l(0));
+  avro_seed("map-of-arrays", R"({"type":"map","values":{"type":"array","items":"string"}})",
+            AvroValue().l(1).s("k").l(2).s("a").s("").l(0).l(0));
+  avro_seed("array-of-empty-records", R"({"type":"array","items":{"type":"record","name":"Z","fields":[]}})",
+            AvroValue().l(1000).l(0));
+  avro_seed("union-bad-index", R"(["null","string","int"])", AvroValue().l(7));
+  avro_seed("long-over-ten-bytes", R"("long")", AvroValue().raw(std::string(11, '\xff')));
+  avro_seed("schema-only", R"({"type":"fixed","name":"F","size":4})", AvroValue());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -294,5 +388,6 @@ int main(int argc, char** argv) {
   share_seeds();
   txn_seeds();
   record_seeds();
+  avro_seeds();
   return 0;
 }

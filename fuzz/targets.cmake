@@ -16,7 +16,8 @@ set(KWIRE_FUZZ_TARGETS
   fuzz_source_options
   fuzz_checkpoint
   fuzz_value_format
-  fuzz_sasl)
+  fuzz_sasl
+  fuzz_avro)
 
 # Every fuzz/fuzz_*.cpp must be in the list: a harness left out would never run.
 file(GLOB _kwire_fuzz_sources RELATIVE ${CMAKE_CURRENT_LIST_DIR} ${CMAKE_CURRENT_LIST_DIR}/fuzz_*.cpp)

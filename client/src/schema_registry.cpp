@@ -2,6 +2,7 @@
 // one connection per request, responses parsed with simdjson.
 #include "kwire/client/schema_registry.hpp"
 
+#include <charconv>
 #include <chrono>
 #include <mutex>
 #include <unordered_map>
@@ -345,11 +346,11 @@ SchemaRegistryConfig SchemaRegistryConfig::from_properties(const std::map<std::s
     }
   }
   if (auto t = get("schema.registry.request.timeout.ms")) {
-    try {
-      c.request_timeout_ms = std::stoi(*t);
-    } catch (const std::exception&) {
+    std::int32_t v = 0;
+    const auto [end, ec] = std::from_chars(t->data(), t->data() + t->size(), v);
+    if (ec != std::errc() || end != t->data() + t->size() || t->empty())
       throw ConfigError(fmt::format("schema.registry.request.timeout.ms: \"{}\" is not a number", *t));
-    }
+    c.request_timeout_ms = v;
     if (c.request_timeout_ms <= 0) throw ConfigError("schema.registry.request.timeout.ms must be positive");
   }
   return c;

@@ -1,6 +1,7 @@
 // AvroDecoder (avro.hpp): a writer schema resolved against the reader schema
 // into a tree of actions, run over each value's bytes straight into the
 // reader's Arrow columns.
+#include <algorithm>
 #include <limits>
 
 #include <fmt/format.h>
@@ -45,6 +46,7 @@ struct Action {
   const std::vector<std::string>* symbols = nullptr;
   std::string bytes;  // fill_default: the encoded default; error: the message
   std::size_t member = 0;
+  std::int64_t item_cost = 1;  // array, map: the columns one item writes, at least (Reader::block)
 };
 
 struct Malformed {
@@ -109,6 +111,13 @@ bool kept_as_members(const Node& u) {
   return true;
 }
 
+// The columns of a column's tree (itself included).
+std::int64_t col_count(const Col& c) {
+  std::int64_t n = 1;
+  for (const Col& child : c.children) n += col_count(child);
+  return n;
+}
+
 Action skip(const Node& w) {
   Action a;
   a.op = Op::skip;
@@ -125,12 +134,14 @@ Action resolve_record(const Node& w, const Node& r, Col* col) {
   a.writer = &w;
   std::vector<bool> filled(r.fields.size(), false);
   for (const Field& wf : w.fields) {
+    // By name, then by a reader field's alias (an alias never takes a field
+    // that the writer has under the reader's own name).
     std::size_t found = r.fields.size();
-    for (std::size_t i = 0; i < r.fields.size() && found == r.fields.size(); ++i) {
+    for (std::size_t i = 0; i < r.fields.size() && found == r.fields.size(); ++i)
       if (r.fields[i].name == wf.name) found = i;
+    for (std::size_t i = 0; i < r.fields.size() && found == r.fields.size(); ++i)
       for (const std::string& alias : r.fields[i].aliases)
         if (alias == wf.name) found = i;
-    }
     if (found == r.fields.size() || filled[found]) {
       a.children.push_back(skip(*wf.type));
       continue;
@@ -186,7 +197,11 @@ Action resolve(const Node& w, const Node& r, Col* col) {
       schema_fail(fmt::format("null does not fit the reader's union {}", spark_type(r)));
     }
     const auto nn = non_null_branches(r);
+    // The same named type first (as Java's bestBranch): in [a.R, b.R] both
+    // records match "R" by their unqualified names.
     std::size_t k = nn.size();
+    for (std::size_t i = 0; i < nn.size() && k == nn.size(); ++i)
+      if (!w.name.empty() && w.name == nn[i]->name && matches(w, *nn[i], true)) k = i;
     for (std::size_t i = 0; i < nn.size() && k == nn.size(); ++i)
       if (matches(w, *nn[i], true)) k = i;
     for (std::size_t i = 0; i < nn.size() && k == nn.size(); ++i)
@@ -234,10 +249,12 @@ Action resolve(const Node& w, const Node& r, Col* col) {
     case Type::array:
       a.op = Op::array;
       a.children.push_back(resolve(*w.items, *r.items, &col->children[0]));
+      a.item_cost = std::max(w.items->types, col_count(col->children[0]));
       break;
     case Type::map:
       a.op = Op::map;
       a.children.push_back(resolve(*w.items, *r.items, &col->children[0].children[1]));
+      a.item_cost = std::max(w.items->types, col_count(col->children[0]));
       break;
     case Type::union_: break;  // handled above
   }
@@ -245,21 +262,11 @@ Action resolve(const Node& w, const Node& r, Col* col) {
 }
 
 // The fewest bytes a value of `n` takes (0 for null and empty records): bounds item counts.
-std::int64_t min_size(const Node& n) {
-  switch (n.type) {
-    case Type::null: return 0;
-    case Type::fixed: return n.size;
-    case Type::record: {
-      std::int64_t s = 0;
-      for (const Field& f : n.fields) s += min_size(*f.type);
-      return s;
-    }
-    case Type::float_: return 4;
-    case Type::double_: return 8;
-    default: return 1;
-  }
-}
+std::int64_t min_size(const Node& n) { return n.min_bytes; }
 
+// Items that take no bytes (nulls, empty records) are not bounded by the
+// value's size: at most this many of their values (items times the types in
+// one) in one value.
 constexpr std::int64_t kMaxEmptyItems = std::int64_t{1} << 20;
 
 class Reader {
@@ -300,8 +307,9 @@ class Reader {
   std::int64_t remaining() const { return end_ - p_; }
 
   // The number of items in the next block (0: the end), with the block's
-  // byte size skipped when the writer gave one.
-  std::int64_t block(std::int64_t item_min) {
+  // byte size skipped when the writer gave one. An item takes item_min
+  // bytes at least and costs item_cost values.
+  std::int64_t block(std::int64_t item_min, std::int64_t item_cost) {
     std::int64_t count = read_long();
     if (count < 0) {
       if (count == std::numeric_limits<std::int64_t>::min()) malformed("bad block count");
@@ -310,8 +318,12 @@ class Reader {
     }
     if (item_min > 0 && count > remaining() / item_min)
       malformed(fmt::format("a block of {} items is longer than the value", count));
-    if (item_min == 0 && (empty_items_ += count) > kMaxEmptyItems)
-      malformed(fmt::format("more than {} items that take no bytes in one value", kMaxEmptyItems));
+    if (item_min == 0) {
+      // Checked before adding: count may be up to 2^63 - 1.
+      if (count > (kMaxEmptyItems - empty_items_) / item_cost)
+        malformed(fmt::format("more than {} values in items that take no bytes in one value", kMaxEmptyItems));
+      empty_items_ += count * item_cost;
+    }
     return count;
   }
 
@@ -339,7 +351,7 @@ void skip_value(const Node& n, Reader& in) {
     case Type::array:
     case Type::map: {
       const std::int64_t item_min = min_size(*n.items) + (n.type == Type::map ? 1 : 0);
-      while (std::int64_t count = in.block(item_min)) {
+      while (std::int64_t count = in.block(item_min, n.items->types)) {
         for (std::int64_t i = 0; i < count; ++i) {
           if (n.type == Type::map) (void)in.take_bytes();
           skip_value(*n.items, in);
@@ -405,22 +417,24 @@ void put_long(Col& c, std::int64_t v) {
 }
 
 void run(const Action& a, Reader& in) {
-  Col& c = *a.col;
+  // Null for the ops that write no column of their own (skip, writer_union,
+  // fill_default, error): only dereferenced by the others.
+  Col* const c = a.col;
   switch (a.op) {
     case Op::skip: skip_value(*a.writer, in); return;
-    case Op::null: c.append_null(); return;
-    case Op::boolean: c.push_bool(in.take(1)[0] == 1); return;
-    case Op::int32: put_long(c, in.read_int()); return;
-    case Op::int64: put_long(c, in.read_long()); return;
+    case Op::null: c->append_null(); return;
+    case Op::boolean: c->push_bool(in.take(1)[0] == 1); return;
+    case Op::int32: put_long(*c, in.read_int()); return;
+    case Op::int64: put_long(*c, in.read_long()); return;
     case Op::float32: {
       const float f = in.read_fixed<float>();
-      if (c.kind == Kind::float64) c.push<double>(f);
-      else c.push<float>(f);
+      if (c->kind == Kind::float64) c->push<double>(f);
+      else c->push<float>(f);
       return;
     }
-    case Op::float64: c.push<double>(in.read_fixed<double>()); return;
-    case Op::bytes: put_bytes(c, in.take_bytes()); return;
-    case Op::fixed: put_bytes(c, in.take(a.writer->size)); return;
+    case Op::float64: c->push<double>(in.read_fixed<double>()); return;
+    case Op::bytes: put_bytes(*c, in.take_bytes()); return;
+    case Op::fixed: put_bytes(*c, in.take(a.writer->size)); return;
     case Op::enumeration: {
       const std::int64_t i = in.read_long();
       if (i < 0 || i >= static_cast<std::int64_t>(a.enum_map.size()))
@@ -430,29 +444,29 @@ void run(const Action& a, Reader& in) {
         malformed(fmt::format("symbol \"{}\" is not in the reader's enum, which has no default",
                               a.writer->symbols[static_cast<std::size_t>(i)]));
       const std::string& s = (*a.symbols)[static_cast<std::size_t>(to)];
-      put_bytes(c, std::span<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(s.data()), s.size()));
+      put_bytes(*c, std::span<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(s.data()), s.size()));
       return;
     }
     case Op::record:
       for (const Action& f : a.children) run(f, in);
-      c.valid(true);
+      c->valid(true);
       return;
     case Op::array: {
-      Col& items = c.children[0];
+      Col& items = c->children[0];
       const std::int64_t item_min = min_size(*a.writer->items);
-      while (std::int64_t count = in.block(item_min)) {
+      while (std::int64_t count = in.block(item_min, a.item_cost)) {
         for (std::int64_t i = 0; i < count; ++i) run(a.children[0], in);
       }
       check_offset(items.length);
-      c.end_offset(items.length);
-      c.valid(true);
+      c->end_offset(items.length);
+      c->valid(true);
       return;
     }
     case Op::map: {
-      Col& entries = c.children[0];
+      Col& entries = c->children[0];
       Col& keys = entries.children[0];
       const std::int64_t item_min = min_size(*a.writer->items) + 1;
-      while (std::int64_t count = in.block(item_min)) {
+      while (std::int64_t count = in.block(item_min, a.item_cost)) {
         for (std::int64_t i = 0; i < count; ++i) {
           put_bytes(keys, in.take_bytes());
           run(a.children[0], in);
@@ -460,8 +474,8 @@ void run(const Action& a, Reader& in) {
         }
       }
       check_offset(entries.length);
-      c.end_offset(entries.length);
-      c.valid(true);
+      c->end_offset(entries.length);
+      c->valid(true);
       return;
     }
     case Op::writer_union: {
@@ -472,10 +486,10 @@ void run(const Action& a, Reader& in) {
       return;
     }
     case Op::member:
-      for (std::size_t k = 0; k < c.children.size(); ++k)
-        if (k != a.member) c.children[k].append_null();
+      for (std::size_t k = 0; k < c->children.size(); ++k)
+        if (k != a.member) c->children[k].append_null();
       run(a.children[0], in);
-      c.valid(true);
+      c->valid(true);
       return;
     case Op::fill_default: {
       const auto* p = reinterpret_cast<const std::uint8_t*>(a.bytes.data());
@@ -559,6 +573,9 @@ bool AvroDecoder::append(std::optional<std::span<const std::uint8_t>> value, int
     append_null();
     if (error) *error = std::move(e.why);
     return false;
+  } catch (...) {
+    restore(m.marks);  // ArrowError: the batch keeps its rows whole
+    throw;
   }
 }
 

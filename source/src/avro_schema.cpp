@@ -60,6 +60,7 @@ class Parser {
     if (++depth_ > 256) fail("nested more than 256 levels deep");
     const Node* n = parse_inner(e, ns);
     --depth_;
+    measure(n);
     return n;
   }
 
@@ -293,8 +294,44 @@ class Parser {
     return n;
   }
 
+  // A new node's size once expanded (bounded by kMaxExpandedTypes) and the
+  // fewest bytes its values take; its children are measured already (a
+  // reference names a finished type, so it is measured too).
+  void measure(const Node* n) {
+    if (measured_.count(n)) return;
+    std::int64_t types = 1, min_bytes = 1;
+    switch (n->type) {
+      case Type::null: min_bytes = 0; break;
+      case Type::float_: min_bytes = 4; break;
+      case Type::double_: min_bytes = 8; break;
+      case Type::fixed: min_bytes = n->size; break;
+      case Type::record:
+        min_bytes = 0;
+        for (const Field& f : n->fields) {
+          types += f.type->types;
+          min_bytes += f.type->min_bytes;
+        }
+        break;
+      case Type::array: types += n->items->types; break;
+      case Type::map: types += 2 + n->items->types; break;  // entries and keys
+      case Type::union_:
+        for (const Node* b : n->branches) types += b->types;
+        break;
+      default: break;
+    }
+    if (types > kMaxExpandedTypes)
+      fail(fmt::format("{} stands for more than {} types once its named types are expanded at each use",
+                       n->name.empty() ? std::string("the schema") : "\"" + n->name + "\"", kMaxExpandedTypes));
+    measured_.insert(n);
+    // The node is one of tree_.nodes (not const); parse() hands it out as const.
+    Node* owned = const_cast<Node*>(n);
+    owned->types = types;
+    owned->min_bytes = min_bytes;
+  }
+
   Tree& tree_;
   int depth_ = 0;
+  std::set<const Node*> measured_;
   std::map<std::string, const Node*, std::less<>> named_;
   std::set<std::string, std::less<>> in_progress_;
 };

@@ -68,6 +68,12 @@ struct Node {
   const Node* items = nullptr;        // array items, map values
   std::vector<const Node*> branches;  // union
   std::int64_t size = 0;              // fixed
+  /// The fewest bytes a value takes (0 for null and records of such), set
+  /// by the parser: bounds the item counts of arrays and maps.
+  std::int64_t min_bytes = 0;
+  /// The types it stands for once every named type in it is expanded (1
+  /// for a primitive), set by the parser: at most kMaxExpandedTypes.
+  std::int64_t types = 1;
 };
 
 /// A parsed schema: the nodes it owns and its root.
@@ -77,9 +83,16 @@ struct Tree {
   std::string json;  // the text it was parsed from
 };
 
+/// The most types a schema may stand for once every use of a named type is
+/// expanded (as Spark's type of it and the decoder's columns expand it): a
+/// few KB of JSON naming records of records could otherwise stand for
+/// billions of columns.
+inline constexpr std::int64_t kMaxExpandedTypes = 100000;
+
 /// Parses Avro schema JSON. Throws AvroSchemaError (avro.hpp) naming what is
 /// wrong: invalid JSON, an unknown type name, a missing attribute, a
-/// recursive reference (not supported, as in Spark), a duplicate name.
+/// recursive reference (not supported, as in Spark), a duplicate name, more
+/// than kMaxExpandedTypes types once expanded.
 std::shared_ptr<const Tree> parse_schema(std::string_view json);
 
 /// The unqualified part of a full name ("a.b.C" -> "C").

@@ -1,4 +1,5 @@
 // ProtobufValueReader and ProtobufFormatOptions (protobuf.hpp).
+#include <charconv>
 #include <fstream>
 #include <iterator>
 #include <set>
@@ -82,12 +83,10 @@ ProtobufFormatOptions ProtobufFormatOptions::parse(const std::map<std::string, s
     } else if (key == "retain.empty.message.types") {
       o.retain_empty_messages = flag(key, value);
     } else if (key == "recursive.fields.max.depth") {
-      try {
-        o.recursive_max_depth = std::stoi(value);
-      } catch (const std::exception&) {
+      const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), o.recursive_max_depth);
+      if (ec != std::errc() || end != value.data() + value.size() || value.empty())
         throw client::ConfigError(
             fmt::format("Protobuf option recursive.fields.max.depth: \"{}\" is not a number", value));
-      }
     } else if (key == "convert.any.fields.to.json") {
       if (flag(key, value))
         throw client::ConfigError(

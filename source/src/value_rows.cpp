@@ -80,9 +80,10 @@ void MalformedValues::report(const std::string& why, std::string_view topic, std
     throw AvroDecodeError(fmt::format("{} Record {}", kFailFast, where), std::string(topic), partition, offset);
   if (count_++ == 0) {
     first_ = where;
-    log_warning(fmt::format("{} value read as a row of nulls (mode PERMISSIVE): {}; later malformed values are "
-                            "counted, not logged",
-                            format_, where));
+    log_warning(
+        fmt::format("{} value read as a row of nulls (mode PERMISSIVE): {}; later malformed values are "
+                    "counted, not logged",
+                    format_, where));
   }
 }
 

@@ -28,7 +28,9 @@
 // Malformed values (truncated bytes, a bad union index or enum symbol,
 // negative lengths, a decimal over 16 bytes, strings that are not UTF-8) fail
 // the row; bytes left after a complete value are ignored, as Avro's Java
-// decoder does. Recursive schemas are refused, as Spark refuses them.
+// decoder does. Recursive schemas are refused, as Spark refuses them, and so
+// are schemas whose named types, used over and over, expand to more than
+// 100,000 types (a few KB of JSON can otherwise describe 11^10 columns).
 #pragma once
 
 #include <cstddef>
@@ -195,8 +197,8 @@ struct AvroFormatOptions {
   /// From string options: mode, jsonFormatSchema, avroSchema, subject,
   /// auto.register.schemas, use.latest.version, and the registry's keys
   /// (schema.registry.*, basic.auth.*). Throws client::ConfigError for an
-  /// unknown mode or key, a bad boolean, or both jsonFormatSchema and
-  /// schema.registry.url for reading.
+  /// unknown mode or key or a bad boolean. (AvroValueReader's constructor
+  /// refuses neither or both of jsonFormatSchema and schema.registry.url.)
   static AvroFormatOptions parse(const std::map<std::string, std::string>& options);
 };
 
