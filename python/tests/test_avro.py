@@ -417,3 +417,22 @@ def test_cli_reads_avro_values_as_json_lines(bootstrap, new_topic, producer, sch
                         "--schema", "@" + f.name, "--kafka-columns", "none"], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout) == {"id": 5, "name": "z", "age": 9}
+
+
+def test_big_tables_are_decoded_on_several_cores_in_order():
+    schema = {"type": "record", "name": "N", "fields": [{"name": "n", "type": "long"}]}
+    values = [plain(schema, {"n": i}) for i in range(200_000)]
+    values[150_000] = b"\x81"  # truncated: a varint that never ends
+    t = kafka_table(values)
+    t = pa.Table.from_batches(t.to_batches(max_chunksize=50_000))
+    with pytest.raises(kwire.MalformedRecordError) as e:
+        kwire.from_avro(t, json.dumps(schema))
+    assert e.value.offset == 150_000
+    values[30_000] = b"\x81"
+    t = pa.Table.from_batches(kafka_table(values).to_batches(max_chunksize=50_000))
+    with pytest.raises(kwire.MalformedRecordError) as e:
+        kwire.from_avro(t, json.dumps(schema))
+    assert e.value.offset == 30_000  # the earliest, whichever thread finished first
+    out = kwire.from_avro(t, json.dumps(schema), {"mode": "PERMISSIVE"}).column("n").to_pylist()
+    assert len(out) == 200_000 and out[30_000] is None and out[150_000] is None
+    assert [n for n in out if n is not None] == [i for i in range(200_000) if i not in (30_000, 150_000)]
