@@ -245,7 +245,10 @@ class HttpRegistry final : public SchemaRegistry {
   std::string send(Stream& stream, beast::tcp_stream& tcp, const Endpoint& e, http::verb verb,
                    const std::string& target, const std::string& body, int* status, asio::io_context& io) {
     http::request<http::string_body> req{verb, target, 11};
-    req.set(http::field::host, e.host);
+    // RFC 9110's Host: the port unless it is the scheme's, IPv6 in brackets.
+    std::string host = e.host.find(':') != std::string::npos ? "[" + e.host + "]" : e.host;
+    if (e.port != (e.tls ? "443" : "80")) host += ":" + e.port;
+    req.set(http::field::host, host);
     req.set(http::field::user_agent, "kwire");
     req.set(http::field::accept, "application/vnd.schemaregistry.v1+json, application/json");
     const std::optional<std::string>& user = config_.user_info ? config_.user_info : e.url_user_info;

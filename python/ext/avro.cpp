@@ -22,6 +22,7 @@ class PyAvroReader {
   // (stream of decoded batches, malformed rows in this call, first malformed record of this call).
   nb::tuple decode(nb::handle data) {
     const std::int64_t before = reader_->malformed();
+    reader_->mark_malformed();
     std::vector<source::ArrowBatch> batches;
     for_each_arrow_batch(data, "from_avro", [&](const ArrowSchema& schema, const ArrowArray& batch) {
       reader_->append_batch(schema, batch);
@@ -85,7 +86,7 @@ void register_avro(nb::module_& m) {
   nb::class_<PyAvroReader>(m, "AvroReader", "Avro values of Kafka record batches -> Arrow (source/avro.hpp)")
       .def(nb::init<const nb::dict&, const std::string&>(), nb::arg("options"), nb::arg("topic"))
       .def("decode", &PyAvroReader::decode, nb::arg("data"),
-           "(stream of decoded batches, malformed rows, the first malformed record since the reader was made)")
+           "(stream of decoded batches, malformed rows, the first malformed record of this call)")
       .def_prop_ro("reader_schema", &PyAvroReader::reader_schema);
 }
 

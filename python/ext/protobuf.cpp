@@ -20,9 +20,10 @@ class PyProtobufReader {
     reader_.emplace(options_, topic);
   }
 
-  // (stream of decoded batches, malformed rows in this call, the first malformed record since the reader was made).
+  // (stream of decoded batches, malformed rows in this call, the first malformed record of this call).
   nb::tuple decode(nb::handle data) {
     const std::int64_t before = reader_->malformed();
+    reader_->mark_malformed();
     std::vector<source::ArrowBatch> batches;
     for_each_arrow_batch(data, "from_protobuf", [&](const ArrowSchema& schema, const ArrowArray& batch) {
       reader_->append_batch(schema, batch);

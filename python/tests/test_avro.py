@@ -270,6 +270,17 @@ def test_registry_down_and_basic_auth(schema_registry):
     ok = kwire.from_avro(kafka_table([v]), options={"schema.registry.url": with_user,
                                                     "basic.auth.credentials.source": "URL"})
     assert ok.num_rows == 1
+    # Host names the port (RFC 9110), not just the address.
+    auth = {"Authorization": "Basic " + __import__("base64").b64encode(b"kwire:s3cret").decode()}
+    with urllib.request.urlopen(urllib.request.Request(url + "/_hosts", headers=auth)) as r:
+        assert url.removeprefix("http://") in json.load(r)
+    # A 404 that is not Confluent's "schema not found" (40403), here a wrong
+    # path, is the registry failing, not a malformed value, even in PERMISSIVE.
+    with pytest.raises(kwire.SchemaRegistryError) as e:
+        kwire.from_avro(kafka_table([v]), options={"schema.registry.url": url + "/wrong", "subject": "t-value",
+                                                   "avroSchema": json.dumps(V1), "mode": "PERMISSIVE",
+                                                   "basic.auth.user.info": "kwire:s3cret"})
+    assert e.value.http_status == 404
 
     # Nothing listens on port 9 of loopback: the registry cannot be reached.
     with pytest.raises(kwire.SchemaRegistryError) as e:
@@ -370,6 +381,20 @@ def test_to_avro_derives_sparks_schema_and_registers_it(schema_registry):
     back = kwire.from_avro(pa.table({"value": plain_values}), w.writer_schema)
     assert back.column("price").to_pylist() == [decimal.Decimal("1.50"), decimal.Decimal("-2.25")]
 
+    # Spark's AvroSerializer: a timestamp into a plain long is milliseconds; a date into a plain int, days.
+    when = pa.table({"at": pa.array([datetime.datetime(2024, 1, 1, 0, 0, 1, 500000)], pa.timestamp("us", tz="UTC")),
+                     "day": pa.array([datetime.date(1970, 1, 11)], pa.date32())})
+    plain_schema = {"type": "record", "name": "W", "fields": [{"name": "at", "type": "long"},
+                                                             {"name": "day", "type": "int"}]}
+    raw = kwire.to_avro(when, json.dumps(plain_schema)).to_pylist()[0]
+    assert fastavro.schemaless_reader(io.BytesIO(raw), plain_schema) == {"at": 1704067201500, "day": 10}
+
+    # A union schema that is not a record takes the table's only column.
+    names = kwire.to_avro(t.select(["name"]), json.dumps(["null", "string"]))
+    assert names.to_pylist() == [b"\x02\x02a", b"\x00"]
+    assert kwire.from_avro(pa.table({"value": names}), json.dumps(["null", "string"])).column(0).to_pylist() == \
+        ["a", None]
+
     with pytest.raises(kwire.KwireError, match="null"):
         kwire.to_avro(t, json.dumps({"type": "record", "name": "R", "fields": [{"name": "name", "type": "string"}]}))
     with pytest.raises(kwire.ConfigError, match="price"):
@@ -436,3 +461,17 @@ def test_big_tables_are_decoded_on_several_cores_in_order():
     out = kwire.from_avro(t, json.dumps(schema), {"mode": "PERMISSIVE"}).column("n").to_pylist()
     assert len(out) == 200_000 and out[30_000] is None and out[150_000] is None
     assert [n for n in out if n is not None] == [i for i in range(200_000) if i not in (30_000, 150_000)]
+
+
+def test_big_tables_from_the_registry_keep_one_reader_schema(schema_registry):
+    url = schema_registry()
+    ctx = SerializationContext("users", MessageField.VALUE)
+    one = serializer(url, V1)({"id": 1, "name": "ann", "age": 30}, ctx)
+    reader = kwire.AvroReader(options={"schema.registry.url": url})
+    first = reader.decode(kafka_table([one], "users"))  # the reader schema: the latest, V1
+    assert first.column_names == ["id", "name", "age"]
+    serializer(url, V2)({"id": 2, "name": "bob", "age": 1, "email": None, "tier": "PRO"}, ctx)  # latest is V2 now
+    big = pa.Table.from_batches(kafka_table([one] * 200_000, "users").to_batches(max_chunksize=50_000))
+    out = reader.decode(big)
+    assert out.column_names == ["id", "name", "age"] and out.num_rows == 200_000
+    assert out.column("age").unique().to_pylist() == [30]

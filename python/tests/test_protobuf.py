@@ -4,9 +4,11 @@ Schema Registry), read with the descriptors protoc writes, through a real
 broker; Spark's null rules and options."""
 
 import datetime
+import json
 import os
 import shutil
 import subprocess
+import urllib.request
 
 import pyarrow as pa
 import pytest
@@ -30,7 +32,7 @@ def desc(tmp_path_factory):
         pytest.skip("protoc not installed (scripts/bootstrap installs protobuf-compiler)")
     out = tmp_path_factory.mktemp("proto") / "test.desc"
     subprocess.run(["protoc", "--include_imports", "--descriptor_set_out=%s" % out, "-I", PROTO_DIR,
-                    "everything.proto", "recursive.proto"], check=True)
+                    "everything.proto", "recursive.proto", "lookalike.proto"], check=True)
     raw = out.read_bytes()
     pool = descriptor_pool.DescriptorPool()
     for f in descriptor_pb2.FileDescriptorSet.FromString(raw).file:
@@ -143,6 +145,31 @@ def test_malformed_values_under_both_modes(desc, caplog):
     assert all(v is None for v in out[1].values()) and all(v is None for v in out[2].values())
 
 
+def test_lookalike_well_known_types_and_timestamps_past_int64(desc, caplog):
+    path, _, cls = desc
+    C = cls("kwire.test.Clock")
+    ok = C()
+    ok.fake.seconds, ok.fake.nanos = "12", "34"
+    ok.fake_duration.seconds = 5
+    ok.fake_duration.nanos.extend([1, 2])
+    ok.real.seconds = 1
+    far = C()
+    far.real.seconds = 2**62  # past int64 microseconds
+    # A slice: the reader must follow the columns' offsets.
+    t = kafka_table([far.SerializeToString(), ok.SerializeToString(), far.SerializeToString()]).slice(1)
+    out = kwire.from_protobuf(t, "Clock", path, {"mode": "PERMISSIVE"})
+    assert out.schema.field("fake").type == pa.struct([("seconds", pa.string()), ("nanos", pa.string())])
+    assert out.schema.field("real").type == pa.timestamp("us", tz="UTC")
+    rows = out.to_pylist()
+    assert rows[0] == {"fake": {"seconds": "12", "nanos": "34"},
+                       "fake_duration": {"seconds": 5, "nanos": [1, 2]},
+                       "real": datetime.datetime(1970, 1, 1, 0, 0, 1, tzinfo=UTC)}
+    assert rows[1] == {"fake": None, "fake_duration": None, "real": None}
+    with pytest.raises(kwire.MalformedRecordError) as e:
+        kwire.from_protobuf(t, "Clock", path)
+    assert e.value.offset == 2 and "does not fit in int64 microseconds" in str(e.value)
+
+
 def test_confluent_serializer_through_a_broker(desc, bootstrap, new_topic, producer, schema_registry):
     _, _, cls = desc
     E = cls("kwire.test.Everything")
@@ -173,6 +200,29 @@ def test_confluent_serializer_through_a_broker(desc, bootstrap, new_topic, produ
     out = kwire.from_protobuf(bad, options={"schema.registry.url": url, "messageName": "Everything",
                                             "mode": "PERMISSIVE"})
     assert out.num_rows == 2 and all(v is None for r in out.to_pylist() for v in r.values())
+
+
+def test_registry_schema_importing_confluents_own_protos(schema_registry):
+    url = schema_registry()
+    text = """syntax = "proto3";
+package shop;
+import "confluent/meta.proto";
+import "confluent/type/decimal.proto";
+message Price {
+  string sku = 1 [(confluent.field_meta).doc = "stock keeping unit"];
+  confluent.type.Decimal amount = 2;
+}
+"""
+    # Registered as Confluent's serializers do: the confluent/ imports are not references.
+    req = urllib.request.Request(url + "/subjects/prices-value/versions", method="POST",
+                                 data=json.dumps({"schema": text, "schemaType": "PROTOBUF"}).encode(),
+                                 headers={"Content-Type": "application/vnd.schemaregistry.v1+json"})
+    with urllib.request.urlopen(req) as r:
+        sid = json.load(r)["id"]
+    amount = b"\x0a\x01\x05\x10\x03\x18\x01"  # value 0x05, precision 3, scale 1
+    value = b"\x00" + sid.to_bytes(4, "big") + b"\x00" + b"\x0a\x02a1\x12" + bytes([len(amount)]) + amount
+    out = kwire.from_protobuf(kafka_table([value], "prices"), options={"schema.registry.url": url})
+    assert out.to_pylist() == [{"sku": "a1", "amount": {"value": b"\x05", "precision": 3, "scale": 1}}]
 
 
 def test_streaming_query_decodes_protobuf(desc, bootstrap, new_topic, producer, tmp_path):

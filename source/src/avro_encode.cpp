@@ -192,12 +192,15 @@ Step compile(const ArrowSchema& s, const ArrowArray& a, const Node& n, const std
       st.out = Out::boolean;
       break;
     case Type::int_:
-      need(is_int(st.in) || (n.logical == Logical::date && st.in == In::date32));
+      need(is_int(st.in) || st.in == In::date32);  // Spark: a date into any int, as days
       st.out = Out::int_;
       break;
     case Type::long_:
       if (st.in == In::ts) {
-        const bool millis = n.logical == Logical::timestamp_millis || n.logical == Logical::local_timestamp_millis;
+        // A long without a logical type takes milliseconds, as Spark's
+        // AvroSerializer keeps for older schemas.
+        const bool millis = n.logical == Logical::timestamp_millis || n.logical == Logical::local_timestamp_millis ||
+                            n.logical == Logical::none;
         const bool micros = n.logical == Logical::timestamp_micros || n.logical == Logical::local_timestamp_micros;
         need(millis || micros);
         const std::int64_t want = millis ? 1000 : 1000000;
@@ -617,9 +620,16 @@ void AvroEncoder::export_schema(ArrowSchema* out) {
 ArrowBatch AvroEncoder::encode(const ArrowSchema& schema, const ArrowArray& batch,
                                std::span<const std::uint8_t> prefix) {
   const Node& root = *impl_->tree->root;
-  // A record schema takes the batch's columns; any other schema its only column.
+  // A record schema takes the batch's columns; so does a union with a record
+  // branch, or one given several columns (Spark's member0..N struct). Any
+  // other schema takes the batch's only column.
+  bool whole = root.type == Type::record;
+  if (root.type == Type::union_) {
+    whole = schema.n_children != 1;
+    for (const Node* b : root.branches) whole = whole || b->type == Type::record;
+  }
   Step step;
-  if (root.type == Type::record || root.type == Type::union_) {
+  if (whole) {
     step = compile(schema, batch, root, "");
   } else {
     if (schema.n_children != 1)
@@ -631,7 +641,7 @@ ArrowBatch AvroEncoder::encode(const ArrowSchema& schema, const ArrowArray& batc
   std::string buf;
   for (std::int64_t row = 0; row < batch.length; ++row) {
     buf.assign(reinterpret_cast<const char*>(prefix.data()), prefix.size());
-    if (root.type == Type::record || root.type == Type::union_) {
+    if (whole) {
       write(step, row, buf);
     } else {
       write(step, row + batch.offset, buf);

@@ -126,7 +126,7 @@ void AvroValueReader::append(std::optional<std::span<const std::uint8_t>> value,
           it = m.writer_of.emplace(*id, m.decoder->add_writer(AvroSchema::parse(s.schema))).first;
         }
       } catch (const client::SchemaRegistryError& e) {
-        if (e.http_status() != 404) throw;
+        if (e.error_code() != 40403) throw;  // Confluent's "schema not found"; any other failure is the registry's
         m.missing[*id] = fmt::format("schema id {} is not in the registry ({})", *id, e.what());
       }
     }
@@ -157,6 +157,7 @@ void AvroValueReader::append_batch(const ArrowSchema& schema, const ArrowArray& 
 
 std::int64_t AvroValueReader::malformed() const noexcept { return impl_->bad.count(); }
 const std::string& AvroValueReader::first_malformed() const noexcept { return impl_->bad.first(); }
+void AvroValueReader::mark_malformed() noexcept { impl_->bad.mark(); }
 const std::string& AvroValueReader::reader_schema() const noexcept { return impl_->reader_json; }
 std::int64_t AvroValueReader::rows() const noexcept { return impl_->decoder->rows(); }
 std::size_t AvroValueReader::bytes() const noexcept { return impl_->decoder->bytes(); }

@@ -247,9 +247,11 @@ class ArrowJson {
           if (key.kind == Kind::utf8 || key.kind == Kind::large_utf8) {
             cell(out, key, at);
           } else {
+            // A key written as a JSON string already (binary, timestamps) stays one.
             std::string text;
             cell(text, key, at);
-            append_json_string(out, text);
+            if (text.starts_with('"')) out += text;
+            else append_json_string(out, text);
           }
           out += ':';
           if (is_null(value, at)) out += "null";
@@ -274,6 +276,8 @@ class ArrowJson {
           if (static_cast<int>(digits.size()) <= c.scale)
             digits.insert(0, static_cast<std::size_t>(c.scale + 1 - digits.size()), '0');
           digits.insert(digits.size() - static_cast<std::size_t>(c.scale), 1, '.');
+        } else if (c.scale < 0 && digits != "0") {
+          digits.append(static_cast<std::size_t>(-c.scale), '0');  // unscaled × 10^-scale
         }
         if (negative) out += '-';
         out += digits;

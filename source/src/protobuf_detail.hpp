@@ -53,10 +53,20 @@ struct Node {
 Node plan_message(const pb::Descriptor& message, const ProtobufFormatOptions& options, Col* root);
 
 /// Appends the row of a parsed message: each of the root's children in order.
+// A value that parses but has no Arrow value (a Timestamp or Duration past
+// int64 microseconds): the row is malformed, as Spark's exact arithmetic
+// makes it.
+struct ValueOutOfRange {
+  std::string why;
+};
+
+// Throws ValueOutOfRange (the columns are then part-way through the row).
 void put_row(const Node& root, Col& col, const pb::Message& message, bool emit_defaults);
 
 /// A pool of descriptors: a FileDescriptorSet, or .proto texts, over the
-/// well-known types compiled into libprotobuf.
+/// well-known types compiled into libprotobuf and Confluent's own imports
+/// (confluent/meta.proto, confluent/type/decimal.proto), which its
+/// serializers leave out of a schema's references.
 class Pool {
  public:
   /// From a serialized FileDescriptorSet. Throws ProtobufSchemaError.
@@ -72,7 +82,10 @@ class Pool {
   const pb::Descriptor* message_at(const std::vector<std::int32_t>& indexes) const;
 
  private:
+  void build();
+
   pb::SimpleDescriptorDatabase own_;
+  pb::SimpleDescriptorDatabase confluent_;
   std::unique_ptr<pb::DescriptorPoolDatabase> generated_;
   std::unique_ptr<pb::MergedDescriptorDatabase> merged_;
   std::unique_ptr<pb::DescriptorPool> pool_;

@@ -24,8 +24,15 @@ Col leaf(Kind k, const std::string& name) {
   return c;
 }
 
+// Spark matches Timestamp and Duration by name; kwire also wants the shape
+// of google/protobuf's messages (int64 seconds, int32 nanos, both singular),
+// so a user's message of that name with other fields stays a struct.
 bool seconds_nanos(const pb::Descriptor& m) {
-  return m.field_count() == 2 && m.field(0)->name() == "seconds" && m.field(1)->name() == "nanos";
+  if (m.field_count() != 2) return false;
+  const pb::FieldDescriptor* s = m.field(0);
+  const pb::FieldDescriptor* n = m.field(1);
+  return s->name() == "seconds" && n->name() == "nanos" && !s->is_repeated() && !n->is_repeated() &&
+         s->cpp_type() == pb::FieldDescriptor::CPPTYPE_INT64 && n->cpp_type() == pb::FieldDescriptor::CPPTYPE_INT32;
 }
 
 bool is_wrapper(const pb::Descriptor& m) {
@@ -195,7 +202,11 @@ void put_seconds_nanos(Col& c, const pb::Message& sub) {
   const pb::Descriptor& d = *sub.GetDescriptor();
   const std::int64_t seconds = r.GetInt64(sub, d.field(0));
   const std::int32_t nanos = r.GetInt32(sub, d.field(1));
-  c.push<std::int64_t>(seconds * 1000000 + nanos / 1000);
+  std::int64_t micros = 0;
+  if (__builtin_mul_overflow(seconds, std::int64_t{1000000}, &micros) ||
+      __builtin_add_overflow(micros, std::int64_t{nanos / 1000}, &micros))
+    throw ValueOutOfRange{fmt::format("{} of {} seconds does not fit in int64 microseconds", d.full_name(), seconds)};
+  c.push<std::int64_t>(micros);
 }
 
 // One value of `n.field` in `m` (element `index` of a repeated field, or
@@ -359,6 +370,74 @@ void put_row(const Node& root, Col& col, const pb::Message& message, bool emit_d
 
 // ---- Pool ----
 
+namespace {
+
+// .proto text → FileDescriptorProto named `name`; throws ProtobufSchemaError
+// with the file, line and column of a syntax error.
+pb::FileDescriptorProto parse_proto(const std::string& name, const std::string& text) {
+  pb::io::ArrayInputStream input(text.data(), static_cast<int>(text.size()));
+  Errors errors(name);
+  pb::io::Tokenizer tokenizer(&input, &errors);
+  pb::compiler::Parser parser;
+  parser.RecordErrorsTo(&errors);
+  pb::FileDescriptorProto proto;
+  if (!parser.Parse(&tokenizer, &proto) || !errors.text.empty())
+    fail(fmt::format("{}", errors.text.empty() ? name + ": does not parse" : errors.text));
+  proto.set_name(name);
+  return proto;
+}
+
+// Confluent's imports, as its registry and serializers know them without a
+// reference: field and message metadata options, and its Decimal message.
+const std::vector<pb::FileDescriptorProto>& confluent_files() {
+  static const std::vector<pb::FileDescriptorProto> files = [] {
+    std::vector<pb::FileDescriptorProto> out;
+    out.push_back(parse_proto("confluent/meta.proto", R"(
+syntax = "proto3";
+package confluent;
+import "google/protobuf/descriptor.proto";
+message Meta {
+  string doc = 1;
+  map<string, string> params = 2;
+  repeated string tags = 3;
+  repeated Rule rules = 4;
+}
+message Rule {
+  string name = 1;
+  string doc = 2;
+  string expr = 3;
+  string sql = 4;
+}
+extend google.protobuf.FileOptions { Meta file_meta = 1088; }
+extend google.protobuf.MessageOptions { Meta message_meta = 1088; }
+extend google.protobuf.FieldOptions { Meta field_meta = 1088; }
+extend google.protobuf.EnumOptions { Meta enum_meta = 1088; }
+extend google.protobuf.EnumValueOptions { Meta enum_value_meta = 1088; }
+)"));
+    out.push_back(parse_proto("confluent/type/decimal.proto", R"(
+syntax = "proto3";
+package confluent.type;
+message Decimal {
+  bytes value = 1;       // the unscaled value, big-endian two's complement
+  uint32 precision = 2;
+  int32 scale = 3;
+}
+)"));
+    return out;
+  }();
+  return files;
+}
+
+}  // namespace
+
+void Pool::build() {
+  for (const pb::FileDescriptorProto& f : confluent_files()) confluent_.Add(f);
+  generated_ = std::make_unique<pb::DescriptorPoolDatabase>(*pb::DescriptorPool::generated_pool());
+  merged_ = std::make_unique<pb::MergedDescriptorDatabase>(
+      std::vector<pb::DescriptorDatabase*>{&own_, generated_.get(), &confluent_});
+  pool_ = std::make_unique<pb::DescriptorPool>(merged_.get());
+}
+
 std::unique_ptr<Pool> Pool::from_descriptor_set(const std::string& bytes) {
   pb::FileDescriptorSet set;
   if (!set.ParseFromString(bytes)) fail("the descriptor set does not parse (expected protoc's --descriptor_set_out)");
@@ -367,9 +446,7 @@ std::unique_ptr<Pool> Pool::from_descriptor_set(const std::string& bytes) {
     if (!p->own_.Add(f)) fail(fmt::format("file {} is in the descriptor set twice", f.name()));
     p->files_.push_back(f.name());
   }
-  p->generated_ = std::make_unique<pb::DescriptorPoolDatabase>(*pb::DescriptorPool::generated_pool());
-  p->merged_ = std::make_unique<pb::MergedDescriptorDatabase>(&p->own_, p->generated_.get());
-  p->pool_ = std::make_unique<pb::DescriptorPool>(p->merged_.get());
+  p->build();
   return p;
 }
 
@@ -383,21 +460,11 @@ std::unique_ptr<Pool> Pool::from_proto_texts(const std::vector<std::pair<std::st
       p->files_.push_back(name);
       continue;
     }
-    pb::io::ArrayInputStream input(text.data(), static_cast<int>(text.size()));
-    Errors errors(name);
-    pb::io::Tokenizer tokenizer(&input, &errors);
-    pb::compiler::Parser parser;
-    parser.RecordErrorsTo(&errors);
-    pb::FileDescriptorProto proto;
-    if (!parser.Parse(&tokenizer, &proto) || !errors.text.empty())
-      fail(fmt::format("{}", errors.text.empty() ? name + ": does not parse" : errors.text));
-    proto.set_name(name);
+    const pb::FileDescriptorProto proto = parse_proto(name, text);
     if (!p->own_.Add(proto)) fail(fmt::format("file {} is given twice", name));
     p->files_.push_back(name);
   }
-  p->generated_ = std::make_unique<pb::DescriptorPoolDatabase>(*pb::DescriptorPool::generated_pool());
-  p->merged_ = std::make_unique<pb::MergedDescriptorDatabase>(&p->own_, p->generated_.get());
-  p->pool_ = std::make_unique<pb::DescriptorPool>(p->merged_.get());
+  p->build();
   return p;
 }
 

@@ -163,7 +163,7 @@ struct ProtobufValueReader::Impl {
                             message->full_name());
       }
     } catch (const client::SchemaRegistryError& e) {
-      if (e.http_status() != 404) throw;
+      if (e.error_code() != 40403) throw;  // Confluent's "schema not found"
       why = fmt::format("schema id {} is not in the registry ({})", id, e.what());
     }
     return checked.emplace(std::move(key), std::move(why)).first->second;
@@ -252,6 +252,9 @@ void ProtobufValueReader::append(std::optional<std::span<const std::uint8_t>> va
     } catch (const ArrowError&) {
       avro_detail::restore(m.marks);
       throw;
+    } catch (const ValueOutOfRange& e) {
+      avro_detail::restore(m.marks);
+      why = e.why;
     }
   }
   null_row();
@@ -267,6 +270,7 @@ void ProtobufValueReader::append_batch(const ArrowSchema& schema, const ArrowArr
 
 std::int64_t ProtobufValueReader::malformed() const noexcept { return impl_->bad.count(); }
 const std::string& ProtobufValueReader::first_malformed() const noexcept { return impl_->bad.first(); }
+void ProtobufValueReader::mark_malformed() noexcept { impl_->bad.mark(); }
 const std::string& ProtobufValueReader::message_name() const noexcept { return impl_->message_name; }
 std::int64_t ProtobufValueReader::rows() const noexcept { return impl_->root.length; }
 std::size_t ProtobufValueReader::bytes() const noexcept { return impl_->root.bytes(); }

@@ -19,17 +19,18 @@ constexpr std::string_view kFailFast =
 struct BatchColumn {
   std::string_view format;
   const ArrowArray* array = nullptr;
+  std::int64_t base = 0;  // the parent struct's offset (a sliced batch)
 
   bool valid(std::int64_t row) const {
     if (array->null_count == 0 || array->n_buffers < 1 || !array->buffers[0]) return true;
     const auto* bits = static_cast<const std::uint8_t*>(array->buffers[0]);
-    const std::int64_t i = row + array->offset;
+    const std::int64_t i = row + base + array->offset;
     return bits[i >> 3] & (1u << (i & 7));
   }
   // binary / utf8 (z, u: int32 offsets; Z, U: int64 offsets).
   std::optional<std::span<const std::uint8_t>> bytes(std::int64_t row) const {
     if (!valid(row)) return std::nullopt;
-    const std::int64_t i = row + array->offset;
+    const std::int64_t i = row + base + array->offset;
     const auto* data = static_cast<const std::uint8_t*>(array->buffers[2]);
     std::int64_t begin = 0, end = 0;
     if (format == "z" || format == "u") {
@@ -44,7 +45,7 @@ struct BatchColumn {
   }
   template <class T>
   T number(std::int64_t row) const {
-    return valid(row) ? static_cast<const T*>(array->buffers[1])[row + array->offset] : T{-1};
+    return valid(row) ? static_cast<const T*>(array->buffers[1])[row + base + array->offset] : T{-1};
   }
 };
 
@@ -54,7 +55,10 @@ void for_each_value(const ArrowSchema& schema, const ArrowArray& batch, const ch
   std::optional<BatchColumn> value, topic, partition, offset;
   for (std::int64_t i = 0; i < schema.n_children && i < batch.n_children; ++i) {
     const std::string_view name = schema.children[i]->name ? schema.children[i]->name : "";
-    const BatchColumn col{schema.children[i]->format ? schema.children[i]->format : "", batch.children[i]};
+    const BatchColumn col{schema.children[i]->format ? schema.children[i]->format : "", batch.children[i],
+                          batch.offset};
+    if (!col.array || col.array->length < batch.offset + batch.length)
+      throw ArrowRecordSchemaError(fmt::format("{}: column '{}' is shorter than the batch", caller, name));
     const bool text = col.format == "z" || col.format == "u" || col.format == "Z" || col.format == "U";
     if (name == "value" && text) value = col;
     if (name == "topic" && (col.format == "u" || col.format == "U")) topic = col;
@@ -78,8 +82,8 @@ void MalformedValues::report(const std::string& why, std::string_view topic, std
   const std::string where = fmt::format("{}-{} offset {}: {}", topic, partition, offset, why);
   if (!permissive_)
     throw AvroDecodeError(fmt::format("{} Record {}", kFailFast, where), std::string(topic), partition, offset);
+  if (count_ == mark_) first_ = where;
   if (count_++ == 0) {
-    first_ = where;
     log_warning(
         fmt::format("{} value read as a row of nulls (mode PERMISSIVE): {}; later malformed values are "
                     "counted, not logged",

@@ -32,12 +32,18 @@ class MalformedValues {
   explicit MalformedValues(bool permissive, std::string format) : permissive_(permissive), format_(std::move(format)) {}
   void report(const std::string& why, std::string_view topic, std::int32_t partition, std::int64_t offset);
   std::int64_t count() const noexcept { return count_; }
+  /// The first malformed value since construction or the last mark().
   const std::string& first() const noexcept { return first_; }
+  void mark() noexcept {
+    mark_ = count_;
+    first_.clear();
+  }
 
  private:
   bool permissive_;
   std::string format_;  // "Avro", "Protobuf": named in the warning
   std::int64_t count_ = 0;
+  std::int64_t mark_ = 0;
   std::string first_;
 };
 

@@ -12,6 +12,7 @@ serializers, deserializers and kwire use, kept in memory.
   GET  /config, PUT /config[/subject]   answered, not enforced (no
                                         compatibility checks)
   GET  /_requests                       (tests only) {"METHOD path": count}
+  GET  /_hosts                          (tests only) the Host headers of kwire's requests
                                         of the requests so far
 
 Errors as Confluent's registry words them: 404 with error_code 40401
@@ -41,6 +42,7 @@ class Store:
         self.schemas = {}  # id -> (schemaType, text, references)
         self.subjects = {}  # subject -> [id, ...] (version = index + 1)
         self.requests = {}  # "GET /path" -> count
+        self.hosts = set()  # Host headers of kwire's requests
 
     def register(self, subject, schema_type, text, references):
         with self.lock:
@@ -78,6 +80,8 @@ def make_handler(store, user_info):
             key = "%s %s" % (self.command, urlparse(self.path).path)
             with store.lock:
                 store.requests[key] = store.requests.get(key, 0) + 1
+                if self.headers.get("User-Agent") == "kwire":
+                    store.hosts.add(self.headers.get("Host", ""))
             if user_info is None:
                 return True
             want = "Basic " + base64.b64encode(user_info.encode()).decode()
@@ -113,6 +117,8 @@ def make_handler(store, user_info):
             with store.lock:
                 if p == ["_requests"]:
                     return self.reply(200, store.requests)
+                if p == ["_hosts"]:
+                    return self.reply(200, sorted(store.hosts))
                 if p == ["subjects"]:
                     return self.reply(200, sorted(store.subjects))
                 if p[:1] == ["config"]:

@@ -166,10 +166,17 @@ TEST(AvroValueReader, PermissiveGivesNullRowsAndCounts) {
   reader.append(view(framed(12, enc().l(8).s("x").b)), "orders", 3, 48);  // truncated: no qty
   EXPECT_EQ(reader.malformed(), 6);
   EXPECT_NE(reader.first_malformed().find("offset 42"), std::string::npos);
+  // A new span: the first malformed value after the mark.
+  reader.mark_malformed();
+  EXPECT_EQ(reader.first_malformed(), "");
+  reader.append(view(Bytes{7}), "orders", 3, 49);
+  reader.append(view(Bytes{8}), "orders", 3, 50);
+  EXPECT_NE(reader.first_malformed().find("offset 49"), std::string::npos);
+  EXPECT_EQ(reader.malformed(), 8);
   Decoded out;
   finish_into(reader, out);
-  ASSERT_EQ(out.rows(), 7);
-  for (int r = 0; r < 7; ++r) EXPECT_EQ(out.row(r), r == 2 ? "{id:7,item:\"ok\",qty:1}" : null_row(out)) << r;
+  ASSERT_EQ(out.rows(), 9);
+  for (int r = 0; r < 9; ++r) EXPECT_EQ(out.row(r), r == 2 ? "{id:7,item:\"ok\",qty:1}" : null_row(out)) << r;
 }
 
 TEST(AvroValueReader, PlainAvroWithAReaderSchema) {

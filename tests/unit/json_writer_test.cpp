@@ -180,3 +180,51 @@ TEST(RecordJsonWriter, ArrowTypesItCannotWriteAreNamed) {
     EXPECT_NE(std::string(e.what()).find("d:10,2,256"), std::string::npos) << e.what();
   }
 }
+
+TEST(RecordJsonWriter, MapKeysThatAreJsonStringsAndNegativeDecimalScales) {
+  // Column m: map<binary, int32> with one entry per row ("k" → 1, then none);
+  // column d: decimal128(5, -2) holding unscaled 123 and 0.
+  const void* no_buffers[] = {nullptr};
+  ArrowSchema key_s{}, value_s{}, entries_s{}, m_s{}, d_s{}, top{};
+  key_s.format = "z", key_s.name = "key";
+  value_s.format = "i", value_s.name = "value";
+  ArrowSchema* entry_fields[] = {&key_s, &value_s};
+  entries_s.format = "+s", entries_s.name = "entries", entries_s.n_children = 2, entries_s.children = entry_fields;
+  ArrowSchema* map_fields[] = {&entries_s};
+  m_s.format = "+m", m_s.name = "m", m_s.n_children = 1, m_s.children = map_fields;
+  d_s.format = "d:5,-2", d_s.name = "d";
+  ArrowSchema* columns[] = {&m_s, &d_s};
+  top.format = "+s", top.n_children = 2, top.children = columns;
+
+  auto array = [](std::int64_t length, std::int64_t n_buffers, const void** buffers, std::int64_t n_children = 0,
+                  ArrowArray** children = nullptr) {
+    ArrowArray a{};
+    a.length = length, a.n_buffers = n_buffers, a.buffers = buffers, a.n_children = n_children;
+    a.children = children;
+    a.release = [](ArrowArray*) {};
+    return a;
+  };
+  const std::int32_t key_offsets[] = {0, 1};
+  const char key_data[] = "k";
+  const void* key_buffers[] = {nullptr, key_offsets, key_data};
+  ArrowArray key = array(1, 3, key_buffers);
+  const std::int32_t value_data[] = {1};
+  const void* value_buffers[] = {nullptr, value_data};
+  ArrowArray value = array(1, 2, value_buffers);
+  ArrowArray* entry_arrays[] = {&key, &value};
+  ArrowArray entries = array(1, 1, no_buffers, 2, entry_arrays);
+  const std::int32_t map_offsets[] = {0, 1, 1};
+  const void* map_buffers[] = {nullptr, map_offsets};
+  ArrowArray* map_children[] = {&entries};
+  ArrowArray m = array(2, 2, map_buffers, 1, map_children);
+  std::uint8_t decimals[32] = {};
+  decimals[0] = 123;
+  const void* d_buffers[] = {nullptr, decimals};
+  ArrowArray d = array(2, 2, d_buffers);
+  ArrowArray* column_arrays[] = {&m, &d};
+  ArrowArray batch = array(2, 1, no_buffers, 2, column_arrays);
+
+  std::string out;
+  EXPECT_EQ(RecordJsonWriter().append_arrow_lines(out, top, batch), 2);
+  EXPECT_EQ(out, "{\"m\":{\"k\":1},\"d\":12300}\n{\"m\":{},\"d\":0}\n");
+}

@@ -106,7 +106,12 @@ class AvroReader:
             # A big table: its batches decoded on several cores, one reader
             # each (the C++ decode releases the GIL); the rows keep their order.
             while len(self._extra) < len(groups) - 1:
-                self._extra.append(self._reader(data))
+                # The same reader schema as the first reader's, not the
+                # subject's latest again (it may have moved on).
+                opts = dict(self._opts)
+                if "jsonFormatSchema" not in opts:
+                    opts["avroSchema"] = self._native.reader_schema
+                self._extra.append(_kwire.AvroReader(opts, self._topic or ""))
             readers = [self._native] + self._extra
             with ThreadPoolExecutor(len(groups)) as pool:
                 futures = [pool.submit(r.decode, g) for r, g in zip(readers, groups)]

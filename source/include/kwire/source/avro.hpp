@@ -231,8 +231,11 @@ class AvroValueReader {
   void append_batch(const ArrowSchema& schema, const ArrowArray& batch);
   /// Values that gave null rows under PERMISSIVE since construction.
   std::int64_t malformed() const noexcept;
-  /// The first malformed value's reason (empty when none).
+  /// The first malformed value's reason since construction or the last
+  /// mark_malformed() (empty when none).
   const std::string& first_malformed() const noexcept;
+  /// Starts a new span for first_malformed() (a caller's one call).
+  void mark_malformed() noexcept;
   /// The reader schema's JSON.
   const std::string& reader_schema() const noexcept;
 

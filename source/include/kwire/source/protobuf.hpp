@@ -100,7 +100,8 @@ class ProtobufValueReader {
   /// Every row of a batch with Spark's Kafka columns (as AvroValueReader).
   void append_batch(const ArrowSchema& schema, const ArrowArray& batch);
   std::int64_t malformed() const noexcept;
-  const std::string& first_malformed() const noexcept;
+  const std::string& first_malformed() const noexcept;  // as AvroValueReader's
+  void mark_malformed() noexcept;
   /// The reader message's full name.
   const std::string& message_name() const noexcept;
 
