@@ -109,7 +109,7 @@ def plain(value):
     return value
 
 
-def test_kwire_from_avro_gives_sparks_from_avro_rows(spark, bootstrap, registry):
+def test_kwire_from_avro_gives_sparks_from_avro_rows(spark, kwire_source, bootstrap, registry):
     kwire = pytest.importorskip("kwire")
     from pyspark.sql.avro.functions import from_avro, to_avro
     from pyspark.sql.functions import col, concat, expr, lit, struct
@@ -133,6 +133,21 @@ def test_kwire_from_avro_gives_sparks_from_avro_rows(spark, bootstrap, registry)
                           from_avro(expr("substring(value, 6)"), json.dumps(SCHEMA)).alias("v"))
               .select("partition", "offset", "v.*").collect())
 
+    # format("kwire") with valueFormat avro: the value column is what from_avro gives, typed as Spark types it.
+    theirs_df = read.select(from_avro(expr("substring(value, 6)"), json.dumps(SCHEMA)).alias("v"))
+    kw = (spark.read.format("kwire").option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic)
+          .option("valueFormat", "avro").option("value.schema.registry.url", registry).load())
+    assert kw.schema["value"].dataType.simpleString() == theirs_df.schema["v"].dataType.simpleString()
+    assert [f.name for f in kw.schema.fields] == [f.name for f in read.schema.fields]
+
+    def by_offset(collected):
+        return {(r["partition"], r["offset"]): plain(r.asDict()) for r in collected}
+
+    spark_rows = by_offset(read.select("partition", "offset", from_avro(expr("substring(value, 6)"),
+                                                                        json.dumps(SCHEMA)).alias("value")).collect())
+    kwire_rows = by_offset(kw.select("partition", "offset", "value").collect())
+    assert len(kwire_rows) == len(data) and kwire_rows == spark_rows
+
     table = kwire.read({"kafka.bootstrap.servers": bootstrap, "subscribe": topic})
     ours = kwire.from_avro(table, options={"schema.registry.url": registry})
     assert ours.num_rows == len(theirs) == len(data)
@@ -155,3 +170,54 @@ def test_kwire_from_avro_gives_sparks_from_avro_rows(spark, bootstrap, registry)
     # And with the registry: Confluent's header with the registered id.
     framed = kwire.to_avro(ours, json.dumps(SCHEMA), {"schema.registry.url": registry}, topic=topic).to_pylist()
     assert framed == [bytes(v) for v in table.column("value").to_pylist()]
+
+
+def test_kwire_source_streams_plain_avro_and_protobuf_values(spark, kwire_source, bootstrap, registry, tmp_path):
+    """format("kwire") streaming with a non-record Avro schema (the value is
+    the array itself) and a batch query of Protobuf values read with protoc's
+    descriptors; PERMISSIVE rows of nulls for a corrupt value."""
+    import shutil
+
+    kwire = pytest.importorskip("kwire")
+    import pyarrow as pa
+
+    admin = kwire.Admin({"bootstrap.servers": bootstrap})
+    avro_topic, pb_topic = "avro-s-" + uuid.uuid4().hex[:10], "pb-" + uuid.uuid4().hex[:10]
+    admin.create_topics([(avro_topic, 1), (pb_topic, 1)])
+    admin.close()
+    longs = json.dumps({"type": "array", "items": "long"})
+    values = kwire.to_avro(pa.table({"v": pa.array([[i, i * 10] for i in range(5)], pa.list_(pa.int64()))}), longs)
+    kwire.write(pa.table({"value": values}), {"kafka.bootstrap.servers": bootstrap, "topic": avro_topic})
+
+    got = []
+    q = (spark.readStream.format("kwire").option("kafka.bootstrap.servers", bootstrap)
+         .option("subscribe", avro_topic).option("startingOffsets", "earliest")
+         .option("valueFormat", "avro").option("value.jsonFormatSchema", longs).load()
+         .writeStream.foreachBatch(lambda df, _: got.extend(df.select("offset", "value").collect()))
+         .option("checkpointLocation", str(tmp_path / "cp")).start())
+    try:
+        q.processAllAvailable()
+    finally:
+        q.stop()
+    assert sorted((r["offset"], r["value"]) for r in got) == [(i, [i, i * 10]) for i in range(5)]
+
+    if not shutil.which("protoc"):
+        pytest.skip("protoc not installed (scripts/bootstrap installs protobuf-compiler)")
+    proto_dir = Path(__file__).resolve().parents[1] / "protobuf"
+    desc = tmp_path / "recursive.desc"
+    subprocess.run(["protoc", "--include_imports", "--descriptor_set_out=%s" % desc, "-I", str(proto_dir),
+                    "recursive.proto"], check=True)
+    # kwire.test.Person{name = "ann", friend = {name = "bob"}}, then bytes that are no message.
+    person = b"\x0a\x03ann\x12\x05\x0a\x03bob"
+    kwire.write(pa.table({"value": pa.array([person, b"\xff\xff"], pa.binary())}),
+                {"kafka.bootstrap.servers": bootstrap, "topic": pb_topic})
+    df = (spark.read.format("kwire").option("kafka.bootstrap.servers", bootstrap).option("subscribe", pb_topic)
+          .option("valueFormat", "protobuf").option("value.messageName", "Person")
+          .option("value.descFilePath", str(desc)).option("value.recursive.fields.max.depth", "2")
+          .option("value.mode", "PERMISSIVE").load())
+    assert df.schema["value"].dataType.simpleString() == "struct<name:string,friend:struct<name:string>>"
+    rows = sorted((r["offset"], plain(r["value"])) for r in df.select("offset", "value").collect())
+    assert rows == [(0, {"name": "ann", "friend": {"name": "bob"}}), (1, {"name": None, "friend": None})]
+    with pytest.raises(Exception, match="valueFormat must be avro or protobuf"):
+        spark.read.format("kwire").option("kafka.bootstrap.servers", bootstrap).option("subscribe", pb_topic) \
+            .option("valueFormat", "json").load().collect()

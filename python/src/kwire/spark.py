@@ -22,6 +22,18 @@ Spark 4.2. Spark 4.0 and 4.1 call ``latestOffset()`` without a start or a
 limit: there every micro-batch reads all available offsets and
 maxOffsetsPerTrigger is ignored (a warning says so).
 
+Values in Avro or Protobuf (kwire's options, not Spark's): with
+``valueFormat`` ``avro`` or ``protobuf`` the ``value`` column is the decoded
+value, as ``select(from_avro(col("value"), ...).alias("value"), ...)`` gives
+it (a struct for a record or message), and the other columns stay. The
+decoder's options are ``value.``-prefixed: ``value.jsonFormatSchema``,
+``value.avroSchema``, ``value.schema.registry.url``, ``value.subject``,
+``value.mode``, ``value.messageName``, ``value.descFilePath`` and the rest of
+``kwire.from_avro`` / ``kwire.from_protobuf``'s options. The driver settles
+the reader schema when the query is planned (a registry's latest schema of
+``<topic>-value`` for one subscribed topic, else ``value.subject``); Avro's
+reader schema is then fixed for the executors.
+
 Requires Spark >= 4.0 and pyarrow; executors must be able to import kwire
 (``spark.pyspark.python`` / ``PYSPARK_PYTHON`` naming an interpreter that has it).
 """
@@ -88,13 +100,22 @@ class KafkaRange(InputPartition):
     to read it (client properties, failOnDataLoss, poll timeout, headers,
     group id), decided by the planner."""
 
-    def __init__(self, topic: str, partition: int, from_offset: int, until_offset: int, spec: Dict[str, str]):
+    def __init__(
+        self,
+        topic: str,
+        partition: int,
+        from_offset: int,
+        until_offset: int,
+        spec: Dict[str, str],
+        value_format: Optional[Dict[str, Any]] = None,
+    ):
         super().__init__(None)
         self.topic = topic
         self.partition = partition
         self.from_offset = from_offset
         self.until_offset = until_offset
         self.spec = spec
+        self.value_format = value_format  # see _value_format
 
     def __repr__(self) -> str:
         return "KafkaRange(%s-%d [%d, %d))" % (self.topic, self.partition, self.from_offset, self.until_offset)
@@ -110,8 +131,89 @@ def _offsets_json(offsets: Mapping[str, Mapping[Any, int]]) -> str:
     )
 
 
-def _ranges(ranges, spec: Dict[str, str]) -> List[KafkaRange]:
-    return [KafkaRange(t, int(p), int(f), int(u), spec) for t, p, f, u in ranges]
+def _ranges(ranges, spec: Dict[str, str], value_format: Optional[Dict[str, Any]] = None) -> List[KafkaRange]:
+    return [KafkaRange(t, int(p), int(f), int(u), spec, value_format) for t, p, f, u in ranges]
+
+
+# ---------------------------------------------------------------- values
+
+# The decoders' option names as kwire.from_avro / from_protobuf spell them
+# (Spark hands a data source its options in lower case).
+_VALUE_OPTIONS = {
+    n.lower(): n
+    for n in (
+        "jsonFormatSchema", "avroSchema", "mode", "subject", "schema.registry.url", "basic.auth.user.info",
+        "basic.auth.credentials.source", "schema.registry.ssl.ca.location", "schema.registry.request.timeout.ms",
+        "messageName", "descFilePath", "emit.default.values", "enums.as.ints", "upcast.unsigned.ints",
+        "unwrap.primitive.wrapper.types", "retain.empty.message.types", "recursive.fields.max.depth",
+        "convert.any.fields.to.json",
+    )
+}
+
+
+def _value_format(options: Dict[str, str]) -> Optional[Dict[str, Any]]:
+    """{"format", "options", "topic", "struct"} from valueFormat and the
+    value.* options, the reader schema settled here (the driver), or None."""
+    name = options.get("valueformat")
+    value_options = {_VALUE_OPTIONS.get(k[6:], k[6:]): v for k, v in options.items() if k.startswith("value.")}
+    if name is None:
+        if value_options:
+            raise _kwire_error("value.* options (%s) need valueFormat avro or protobuf" % ", ".join(sorted(value_options)))
+        return None
+    name = name.strip().lower()
+    if name not in ("avro", "protobuf"):
+        raise _kwire_error("valueFormat must be avro or protobuf, not %r" % options["valueformat"])
+    subscribed = options.get("subscribe", "")
+    topic = subscribed.strip() if subscribed and "," not in subscribed else None
+    spec: Dict[str, Any] = {"format": name, "options": value_options, "topic": topic}
+    decoder = _new_decoder(spec)
+    empty = pa.table({"value": pa.array([], pa.binary()), "topic": pa.array([], pa.string()),
+                      "partition": pa.array([], pa.int32()), "offset": pa.array([], pa.int64())})
+    decoded = decoder.decode(empty)
+    if decoded.num_columns == 0:
+        raise _kwire_error(
+            "valueFormat %s with value.schema.registry.url needs one subscribed topic (its subject <topic>-value), "
+            "value.subject or a reader schema (value.avroSchema, value.descFilePath)" % name
+        )
+    if name == "protobuf":
+        spec["struct"] = True  # a message
+    else:
+        reader = json.loads(decoder._native.reader_schema)
+        spec["struct"] = isinstance(reader, dict) and reader.get("type") == "record"
+        if "jsonFormatSchema" not in value_options:
+            value_options["avroSchema"] = decoder._native.reader_schema  # one reader schema for every executor
+    spec["type"] = pa.struct(list(decoded.schema)) if spec["struct"] else decoded.schema.field(0).type
+    return spec
+
+
+def _new_decoder(spec: Dict[str, Any]):
+    if spec["format"] == "avro":
+        from ._avro import AvroReader
+
+        return AvroReader(options=spec["options"], topic=spec["topic"])
+    from ._protobuf import ProtobufReader
+
+    return ProtobufReader(options=spec["options"], topic=spec["topic"])
+
+
+_DECODERS: Dict[str, Any] = {}  # one per value spec and Python worker: schema ids fetched once
+
+
+def _decode(batch: pa.RecordBatch, spec: Dict[str, Any]) -> pa.RecordBatch:
+    key = json.dumps({k: spec[k] for k in ("format", "options", "topic")}, sort_keys=True)  # not "type"
+    decoder = _DECODERS.get(key)
+    if decoder is None:
+        while len(_DECODERS) >= _MAX_SESSIONS:
+            _DECODERS.pop(next(iter(_DECODERS)))
+        decoder = _DECODERS[key] = _new_decoder(spec)
+    table = decoder.decode(pa.Table.from_batches([batch]))
+    if spec["struct"]:
+        value = pa.StructArray.from_arrays([c.combine_chunks() for c in table.columns], fields=list(table.schema))
+    else:
+        value = table.column(0).combine_chunks()
+    columns = [value if n == "value" else batch.column(i) for i, n in enumerate(batch.schema.names)]
+    fields = [pa.field("value", value.type) if f.name == "value" else f for f in batch.schema]
+    return pa.RecordBatch.from_arrays(columns, schema=pa.schema(fields))
 
 
 # ---------------------------------------------------------------- executors
@@ -152,15 +254,16 @@ def _read_range(r: InputPartition) -> Iterator[pa.RecordBatch]:
         raise
     for batch in pa.RecordBatchReader.from_stream(stream):
         if batch.num_rows:
-            yield batch
+            yield _decode(batch, r.value_format) if r.value_format else batch
 
 
 # ---------------------------------------------------------------- batch
 
 
 class KwireBatchReader(DataSourceReader):
-    def __init__(self, options: Dict[str, str]):
+    def __init__(self, options: Dict[str, str], value_format: Optional[Dict[str, Any]] = None):
         self.options = options
+        self.value_format = value_format
 
     def partitions(self) -> List[KafkaRange]:
         """Spark's KafkaBatch plan: one range per partition of the
@@ -171,7 +274,7 @@ class KwireBatchReader(DataSourceReader):
 
         planner = _kwire.SourcePlanner(self.options, False)
         try:
-            return _ranges(planner.batch_ranges(), planner.reader_spec)
+            return _ranges(planner.batch_ranges(), planner.reader_spec, self.value_format)
         finally:
             planner.close()
 
@@ -217,10 +320,11 @@ class KwireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     the next run.
     """
 
-    def __init__(self, options: Dict[str, str]):
+    def __init__(self, options: Dict[str, str], value_format: Optional[Dict[str, Any]] = None):
         from . import _kwire
 
         self.options = options
+        self.value_format = value_format
         limit = options.get("maxoffsetspertrigger")
         self._max_offsets = int(limit) if limit is not None else None
         if self._max_offsets is not None and self._max_offsets <= 0:
@@ -290,7 +394,7 @@ class KwireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def partitions(self, start: Offsets, end: Offsets) -> List[KafkaRange]:
         # Warnings (failOnDataLoss=false) go to logging "kwire" from the C++ core.
         ranges, _warnings = self.planner.plan_micro_batch(_offsets_json(start), _offsets_json(end))
-        return _ranges(ranges, self.planner.reader_spec)
+        return _ranges(ranges, self.planner.reader_spec, self.value_format)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         return _read_range(partition)
@@ -317,14 +421,26 @@ class KwireDataSource(DataSource):
     def name(cls) -> str:
         return "kwire"
 
+    def _values(self) -> Optional[Dict[str, Any]]:
+        if not hasattr(self, "_value_spec"):
+            self._value_spec = _value_format(_options(self.options))
+        return self._value_spec
+
     def schema(self) -> StructType:
-        return kafka_spark_schema(_true(self.options.get("includeHeaders", "false")))
+        kafka = kafka_spark_schema(_true(self.options.get("includeHeaders", "false")))
+        spec = self._values()
+        if spec is None:
+            return kafka
+        from pyspark.sql.pandas.types import from_arrow_type
+
+        value = from_arrow_type(spec["type"])
+        return StructType([StructField("value", value) if f.name == "value" else f for f in kafka.fields])
 
     def reader(self, schema: StructType) -> KwireBatchReader:
-        return KwireBatchReader(_options(self.options))
+        return KwireBatchReader(_options(self.options), self._values())
 
     def streamReader(self, schema: StructType) -> KwireStreamReader:
-        return KwireStreamReader(_options(self.options))
+        return KwireStreamReader(_options(self.options), self._values())
 
 
 def offsets_behind_latest(source_progress: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
