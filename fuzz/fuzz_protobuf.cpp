@@ -41,7 +41,10 @@ class OneSchema : public client::SchemaRegistry {
     return schema();
   }
   client::RegisteredSchema latest(const std::string&) override { return schema(); }
-  std::int32_t register_schema(const std::string&, const std::string&, const std::string&) override { return 1; }
+  std::int32_t register_schema(const std::string&, const std::string&, const std::string&,
+                               const std::vector<client::SchemaReference>&) override {
+    return 1;
+  }
 
  private:
   client::RegisteredSchema schema() const {

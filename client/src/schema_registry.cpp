@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 #include <simdjson.h>
+
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -17,6 +18,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
+#include "kwire/client/sasl.hpp"
 
 namespace kwire::client {
 
@@ -68,25 +70,6 @@ Endpoint parse_url(std::string_view url) {
   e.host = std::string(host);
   e.port = std::string(port);
   return e;
-}
-
-std::string base64(std::string_view in) {
-  static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  std::size_t i = 0;
-  for (; i + 2 < in.size(); i += 3) {
-    const unsigned v = (static_cast<unsigned char>(in[i]) << 16) | (static_cast<unsigned char>(in[i + 1]) << 8) |
-                       static_cast<unsigned char>(in[i + 2]);
-    out += {kAlphabet[v >> 18], kAlphabet[(v >> 12) & 63], kAlphabet[(v >> 6) & 63], kAlphabet[v & 63]};
-  }
-  if (i + 1 == in.size()) {
-    const unsigned v = static_cast<unsigned char>(in[i]) << 16;
-    out += {kAlphabet[v >> 18], kAlphabet[(v >> 12) & 63], '=', '='};
-  } else if (i + 2 == in.size()) {
-    const unsigned v = (static_cast<unsigned char>(in[i]) << 16) | (static_cast<unsigned char>(in[i + 1]) << 8);
-    out += {kAlphabet[v >> 18], kAlphabet[(v >> 12) & 63], kAlphabet[(v >> 6) & 63], '='};
-  }
-  return out;
 }
 
 std::string json_string(std::string_view s) {
@@ -160,21 +143,31 @@ class HttpRegistry final : public SchemaRegistry {
     return s;
   }
 
-  std::int32_t register_schema(const std::string& subject, const std::string& schema,
-                               const std::string& schema_type) override {
-    return post_schema(fmt::format("/subjects/{}/versions", path_escape(subject)), schema, schema_type);
+  std::int32_t register_schema(const std::string& subject, const std::string& schema, const std::string& schema_type,
+                               const std::vector<SchemaReference>& references) override {
+    return post_schema(fmt::format("/subjects/{}/versions", path_escape(subject)), schema, schema_type, references);
   }
 
-  std::int32_t lookup_schema(const std::string& subject, const std::string& schema,
-                             const std::string& schema_type) override {
-    return post_schema(fmt::format("/subjects/{}", path_escape(subject)), schema, schema_type);
+  std::int32_t lookup_schema(const std::string& subject, const std::string& schema, const std::string& schema_type,
+                             const std::vector<SchemaReference>& references) override {
+    return post_schema(fmt::format("/subjects/{}", path_escape(subject)), schema, schema_type, references);
   }
 
  private:
-  std::int32_t post_schema(const std::string& path, const std::string& schema, const std::string& schema_type) {
+  std::int32_t post_schema(const std::string& path, const std::string& schema, const std::string& schema_type,
+                           const std::vector<SchemaReference>& references) {
     std::lock_guard lock(mutex_);
     std::string body = "{\"schema\":" + json_string(schema);
     if (schema_type != "AVRO") body += ",\"schemaType\":" + json_string(schema_type);
+    if (!references.empty()) {
+      body += ",\"references\":[";
+      for (std::size_t i = 0; i < references.size(); ++i) {
+        const SchemaReference& r = references[i];
+        body += fmt::format("{}{{\"name\":{},\"subject\":{},\"version\":{}}}", i ? "," : "", json_string(r.name),
+                            json_string(r.subject), r.version);
+      }
+      body += "]";
+    }
     body += "}";
     const std::string text = request(http::verb::post, path, body);
     simdjson::dom::parser parser;
@@ -252,7 +245,7 @@ class HttpRegistry final : public SchemaRegistry {
     req.set(http::field::user_agent, "kwire");
     req.set(http::field::accept, "application/vnd.schemaregistry.v1+json, application/json");
     const std::optional<std::string>& user = config_.user_info ? config_.user_info : e.url_user_info;
-    if (user) req.set(http::field::authorization, "Basic " + base64(*user));
+    if (user) req.set(http::field::authorization, "Basic " + base64_encode(*user));
     if (!body.empty()) {
       req.set(http::field::content_type, "application/vnd.schemaregistry.v1+json");
       req.body() = body;
@@ -364,7 +357,8 @@ RegisteredSchema SchemaRegistry::schema_version(const std::string& subject, std:
       fmt::format("schema registry: reading version {} of \"{}\" is not supported", version, subject), 0, 0);
 }
 
-std::int32_t SchemaRegistry::lookup_schema(const std::string& subject, const std::string&, const std::string&) {
+std::int32_t SchemaRegistry::lookup_schema(const std::string& subject, const std::string&, const std::string&,
+                                           const std::vector<SchemaReference>&) {
   throw SchemaRegistryError(fmt::format("schema registry: looking schemas up in \"{}\" is not supported", subject), 0,
                             0);
 }

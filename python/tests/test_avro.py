@@ -11,6 +11,7 @@ import urllib.request
 import uuid
 
 import pyarrow as pa
+import pyarrow.compute  # noqa: F401
 import pytest
 
 import kwire
@@ -475,3 +476,44 @@ def test_big_tables_from_the_registry_keep_one_reader_schema(schema_registry):
     out = reader.decode(big)
     assert out.column_names == ["id", "name", "age"] and out.num_rows == 200_000
     assert out.column("age").unique().to_pylist() == [30]
+
+
+def test_kafka_sink_writes_avro_values_registered_under_the_topic(bootstrap, new_topic, producer, schema_registry,
+                                                                  tmp_path):
+    url = schema_registry()
+    src, out = new_topic(), new_topic()
+    for i in range(30):
+        producer.send(src, value=json.dumps({"id": i, "name": "n%d" % i}).encode(), partition=0)
+    producer.flush()
+    sink = kwire.KafkaSink({"kafka.bootstrap.servers": bootstrap, "topic": out}, value_format="avro",
+                           value_options={"schema.registry.url": url})
+    kwire.stream({"kafka.bootstrap.servers": bootstrap, "subscribe": src, "startingOffsets": "earliest"},
+                 checkpoint=str(tmp_path / "ck"), sink=sink, value_format="json", schema="id INT, name STRING",
+                 transform=lambda t: t.drop_columns(["_corrupt_record"]))
+    # Confluent's TopicNameStrategy: the derived schema is registered under "<topic>-value".
+    with urllib.request.urlopen(url + "/subjects/%s-value/versions/latest" % out) as r:
+        registered = json.loads(json.load(r)["schema"])
+    assert registered["name"] == "topLevelRecord" and [f["name"] for f in registered["fields"]] == ["id", "name"]
+    table = kwire.read({"kafka.bootstrap.servers": bootstrap, "subscribe": out})
+    deser = ck_avro.AvroDeserializer(SchemaRegistryClient({"url": url}))
+    ctx = SerializationContext(out, MessageField.VALUE)
+    got = sorted((deser(v, ctx)["id"], deser(v, ctx)["name"]) for v in table.column("value").to_pylist())
+    assert got == [(i, "n%d" % i) for i in range(30)]
+    # A struct value column is the value; the key column stays the key.
+    out2 = new_topic()
+
+    def keyed(t):
+        value = pa.StructArray.from_arrays([t["id"].combine_chunks(), t["name"].combine_chunks()], ["id", "name"])
+        return pa.table({"key": pa.compute.cast(t["id"], pa.string()), "value": value})
+
+    kwire.stream({"kafka.bootstrap.servers": bootstrap, "subscribe": src, "startingOffsets": "earliest"},
+                 checkpoint=str(tmp_path / "ck2"), value_format="json", schema="id INT, name STRING", transform=keyed,
+                 sink=kwire.KafkaSink({"kafka.bootstrap.servers": bootstrap, "topic": out2}, value_format="avro",
+                                      value_options={"schema.registry.url": url}))
+    table = kwire.read({"kafka.bootstrap.servers": bootstrap, "subscribe": out2})
+    ctx = SerializationContext(out2, MessageField.VALUE)
+    got = sorted((k, deser(v, ctx)["name"]) for k, v in zip(table.column("key").to_pylist(),
+                                                             table.column("value").to_pylist()))
+    assert got == sorted((b"%d" % i, "n%d" % i) for i in range(30))
+    with pytest.raises(kwire.ConfigError, match="value_format"):
+        kwire.KafkaSink({"kafka.bootstrap.servers": bootstrap, "topic": out}, value_format="json")

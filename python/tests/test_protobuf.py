@@ -225,6 +225,63 @@ message Price {
     assert out.to_pylist() == [{"sku": "a1", "amount": {"value": b"\x05", "precision": 3, "scale": 1}}]
 
 
+def test_to_protobuf_round_trips_every_type(desc):
+    path, _, cls = desc
+    E = cls("kwire.test.Everything")
+    want = full(E)
+    del want.palette[:]  # 7 is no Color: from_protobuf names it UNKNOWN_ENUM_VALUE_Color_7, which has no number back
+    decoded = kwire.from_protobuf(kafka_table([want.SerializeToString(), E(s="x").SerializeToString()]), "Everything",
+                                  path)
+    values = kwire.to_protobuf(decoded, "Everything", path).to_pylist()
+    assert E.FromString(values[0]) == want
+    assert E.FromString(values[1]) == E(s="x")
+    # Ints as enum numbers, int64 into uint32 when it fits; columns of a subset of the fields.
+    t = pa.table({"color": pa.array([1], pa.int32()), "u32": pa.array([7], pa.int64()),
+                  "palette": pa.array([["GREEN", "RED"]])})
+    got = E.FromString(kwire.to_protobuf(t, "Everything", path).to_pylist()[0])
+    assert got.color == 1 and got.u32 == 7 and list(got.palette) == [1, 0] and not got.HasField("at")
+
+    with pytest.raises(kwire.ConfigError, match='column "nope" has no field of its name in message kwire.test'):
+        kwire.to_protobuf(pa.table({"nope": [1]}), "Everything", path)
+    with pytest.raises(kwire.ConfigError, match='column "s".*cannot be written into field kwire.test.Everything.s'):
+        kwire.to_protobuf(pa.table({"s": pa.array([1], pa.int32())}), "Everything", path)
+    with pytest.raises(kwire.KwireError, match='"PURPLE" is not a value of enum'):
+        kwire.to_protobuf(pa.table({"color": ["PURPLE"]}), "Everything", path)
+    with pytest.raises(kwire.KwireError, match="does not fit field kwire.test.Everything.i32"):
+        kwire.to_protobuf(pa.table({"i32": pa.array([2**40], pa.int64())}), "Everything", path)
+    with pytest.raises(kwire.KwireError, match="element 1 is null"):
+        kwire.to_protobuf(pa.table({"tags": pa.array([["a", None]])}), "Everything", path)
+
+
+def test_to_protobuf_with_the_registry_is_read_by_confluent(desc, schema_registry):
+    path, _, cls = desc
+    E = cls("kwire.test.Everything")
+    url = schema_registry()
+    want = full(E)
+    del want.palette[:]
+    decoded = kwire.from_protobuf(kafka_table([want.SerializeToString()]), "Everything", path)
+    w = kwire.ProtobufWriter("Everything", path, {"schema.registry.url": url}, topic="things")
+    values = w.encode(decoded).to_pylist()
+    assert w.schema_id >= 1 and values[0][:5] == b"\x00" + w.schema_id.to_bytes(4, "big")
+    # Everything is message 1 of its file (after Inner): indexes [1] are written as count 1, then 1.
+    assert values[0][5:7] == b"\x02\x02"
+    ctx = SerializationContext("things", MessageField.VALUE)
+    assert ck_pb.ProtobufDeserializer(E, {"use.deprecated.format": False})(values[0], ctx) == want
+    back = kwire.from_protobuf(kafka_table(values, "things"),
+                               options={"schema.registry.url": url, "messageName": "Everything"})
+    assert back.to_pylist() == decoded.to_pylist()
+    # The latest schema of the subject, without descriptors; lookup only (auto.register.schemas=false).
+    latest = kwire.to_protobuf(decoded, options={"schema.registry.url": url, "messageName": "Everything"},
+                               topic="things").to_pylist()
+    assert latest == values
+    looked_up = kwire.to_protobuf(decoded, "Everything", path, {"schema.registry.url": url,
+                                                                "auto.register.schemas": "false"}, topic="things")
+    assert looked_up.to_pylist() == values
+    with pytest.raises(kwire.SchemaRegistryError):
+        kwire.to_protobuf(decoded, "Everything", path, {"schema.registry.url": url, "auto.register.schemas": "false"},
+                          topic="elsewhere")
+
+
 def test_streaming_query_decodes_protobuf(desc, bootstrap, new_topic, producer, tmp_path):
     path, _, cls = desc
     E = cls("kwire.test.Everything")

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "arrow_cells.hpp"
 #include "arrow_detail.hpp"
 #include "avro_schema.hpp"
 #include "kwire/source/arrow_records.hpp"
@@ -23,31 +24,7 @@ namespace {
                                     arrow, spark_type(n), why.empty() ? "" : ": ", why));
 }
 
-enum class In : std::uint8_t {
-  null,
-  boolean,
-  i8,
-  i16,
-  i32,
-  i64,
-  u8,
-  u16,
-  u32,
-  u64,
-  f32,
-  f64,
-  utf8,
-  large_utf8,
-  binary,
-  large_binary,
-  decimal,
-  date32,
-  ts,
-  list,
-  large_list,
-  map,
-  strct
-};
+using arrow_cells::In;
 
 enum class Out : std::uint8_t {
   null,
@@ -84,45 +61,19 @@ struct Step {
 };
 
 In in_kind(std::string_view f, std::int64_t* unit_per_second) {
-  if (f == "n") return In::null;
-  if (f == "b") return In::boolean;
-  if (f == "c") return In::i8;
-  if (f == "s") return In::i16;
-  if (f == "i") return In::i32;
-  if (f == "l") return In::i64;
-  if (f == "C") return In::u8;
-  if (f == "S") return In::u16;
-  if (f == "I") return In::u32;
-  if (f == "L") return In::u64;
-  if (f == "f") return In::f32;
-  if (f == "g") return In::f64;
-  if (f == "u") return In::utf8;
-  if (f == "U") return In::large_utf8;
-  if (f == "z") return In::binary;
-  if (f == "Z") return In::large_binary;
-  if (f.starts_with("d:")) return In::decimal;
-  if (f == "tdD") return In::date32;
-  if (f.size() >= 4 && f.starts_with("ts") && f[3] == ':') {
-    switch (f[2]) {
-      case 's': *unit_per_second = 1; break;
-      case 'm': *unit_per_second = 1000; break;
-      case 'u': *unit_per_second = 1000000; break;
-      case 'n': *unit_per_second = 1000000000; break;
-      default: throw AvroSchemaError(fmt::format("to_avro: Arrow type '{}' is not supported", f));
-    }
-    return In::ts;
-  }
-  if (f == "+l") return In::list;
-  if (f == "+L") return In::large_list;
-  if (f == "+m") return In::map;
-  if (f == "+s") return In::strct;
-  throw AvroSchemaError(fmt::format("to_avro: Arrow type '{}' is not supported", f));
+  const In k = arrow_cells::in_kind(f, unit_per_second);
+  if (k == In::unsupported || k == In::duration)
+    throw AvroSchemaError(fmt::format("to_avro: Arrow type '{}' is not supported", f));
+  return k;
 }
 
-bool is_int(In k) { return k == In::i8 || k == In::i16 || k == In::i32 || k == In::u8 || k == In::u16; }
-bool is_long(In k) { return is_int(k) || k == In::i64 || k == In::u32 || k == In::u64; }
-bool is_text(In k) { return k == In::utf8 || k == In::large_utf8; }
-bool is_bin(In k) { return k == In::binary || k == In::large_binary; }
+using arrow_cells::at;
+using arrow_cells::is_bin;
+using arrow_cells::is_int;
+using arrow_cells::is_long;
+using arrow_cells::is_text;
+using arrow_cells::range;
+using arrow_cells::valid;
 
 Step compile(const ArrowSchema& s, const ArrowArray& a, const Node& n, const std::string& path);
 
@@ -296,32 +247,8 @@ Step compile(const ArrowSchema& s, const ArrowArray& a, const Node& n, const std
 
 // ---- writing ----
 
-bool valid(const ArrowArray& a, std::int64_t i) {
-  if (a.null_count == 0 || a.n_buffers < 1 || !a.buffers[0]) return true;
-  const auto* bits = static_cast<const std::uint8_t*>(a.buffers[0]);
-  const std::int64_t j = i + a.offset;
-  return bits[j >> 3] & (1u << (j & 7));
-}
-
-template <class T>
-T at(const ArrowArray& a, std::int64_t i) {
-  T v;
-  std::memcpy(&v,
-              static_cast<const std::uint8_t*>(a.buffers[1]) + (i + a.offset) * static_cast<std::int64_t>(sizeof(T)),
-              sizeof(T));
-  return v;
-}
-
-std::pair<std::int64_t, std::int64_t> range(const ArrowArray& a, std::int64_t i, bool large) {
-  const std::int64_t j = i + a.offset;
-  if (large) return {at<std::int64_t>(a, i), static_cast<const std::int64_t*>(a.buffers[1])[j + 1]};
-  return {at<std::int32_t>(a, i), static_cast<const std::int32_t*>(a.buffers[1])[j + 1]};
-}
-
 std::string_view bytes_at(const Step& s, std::int64_t i) {
-  const bool large = s.in == In::large_utf8 || s.in == In::large_binary;
-  auto [b, e] = range(*s.array, i, large);
-  return {static_cast<const char*>(s.array->buffers[2]) + b, static_cast<std::size_t>(e - b)};
+  return arrow_cells::bytes(*s.array, i, s.in == In::large_utf8 || s.in == In::large_binary);
 }
 
 std::int64_t int_at(const Step& s, std::int64_t i) {
@@ -407,11 +334,7 @@ void write(const Step& s, std::int64_t i, std::string& out) {
   const ArrowArray& a = *s.array;
   switch (s.out) {
     case Out::null: return;
-    case Out::boolean: {
-      const std::int64_t j = i + a.offset;
-      out.push_back((static_cast<const std::uint8_t*>(a.buffers[1])[j >> 3] >> (j & 7)) & 1);
-      return;
-    }
+    case Out::boolean: out.push_back(arrow_cells::bit(a, i) ? 1 : 0); return;
     case Out::int_:
     case Out::long_: {
       if (s.in == In::ts) {
@@ -535,6 +458,8 @@ std::string avro_type_of(const ArrowSchema& s, const std::string& record_name, c
   std::int64_t unit = 0;
   const In in = in_kind(f, &unit);
   switch (in) {
+    case In::unsupported:
+    case In::duration: return "\"null\"";  // in_kind throws for these
     case In::null: return "\"null\"";
     case In::boolean: t = "\"boolean\""; break;
     case In::i8:

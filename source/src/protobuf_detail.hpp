@@ -92,4 +92,9 @@ class Pool {
   std::vector<std::string> files_;  // in the order given (descriptor sets: theirs)
 };
 
+/// A registry's Protobuf schema and, fetched by subject and version, the
+/// files its references name (google/protobuf/ ones are built in). Throws
+/// ProtobufSchemaError, client::SchemaRegistryError.
+std::unique_ptr<Pool> registry_pool(client::SchemaRegistry& registry, const client::RegisteredSchema& s);
+
 }  // namespace kwire::source::protobuf_detail

@@ -6,6 +6,7 @@
 #include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
+#include "kwire/client/sasl.hpp"
 #include "protobuf_detail.hpp"
 
 namespace kwire::source::protobuf_detail {
@@ -317,29 +318,15 @@ class Errors : public pb::io::ErrorCollector {
 // A registry may hand out a Protobuf schema as the base64 of its
 // FileDescriptorProto (Confluent's serialized format, what confluent-kafka's
 // serializer registers) instead of .proto text.
+// The serialized FileDescriptorProto some registries hold, base64-encoded
+// (confluent-kafka's Python serializer registers that); nullopt for text.
 std::optional<std::string> from_base64(const std::string& text) {
   if (text.empty() || text.size() % 4 != 0) return std::nullopt;
-  std::string out;
-  unsigned buf = 0;
-  int bits = 0;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    int v;
-    if (c >= 'A' && c <= 'Z') v = c - 'A';
-    else if (c >= 'a' && c <= 'z') v = c - 'a' + 26;
-    else if (c >= '0' && c <= '9') v = c - '0' + 52;
-    else if (c == '+') v = 62;
-    else if (c == '/') v = 63;
-    else if (c == '=' && i + 2 >= text.size()) break;
-    else return std::nullopt;
-    buf = (buf << 6) | static_cast<unsigned>(v);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out.push_back(static_cast<char>((buf >> bits) & 0xff));
-    }
+  try {
+    return client::base64_decode(text);
+  } catch (const client::ClientError&) {
+    return std::nullopt;
   }
-  return out;
 }
 
 }  // namespace

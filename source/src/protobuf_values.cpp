@@ -41,6 +41,26 @@ std::optional<std::int64_t> read_zigzag(std::span<const std::uint8_t> b, std::si
 
 }  // namespace
 
+namespace protobuf_detail {
+
+std::unique_ptr<Pool> registry_pool(client::SchemaRegistry& registry, const client::RegisteredSchema& s) {
+  // The main file first, then its references (and theirs), fetched by subject and version.
+  std::vector<std::pair<std::string, std::string>> files{{"main.proto", s.schema}};
+  std::vector<client::SchemaReference> pending = s.references;
+  std::set<std::string> seen;
+  while (!pending.empty()) {
+    const client::SchemaReference ref = pending.back();
+    pending.pop_back();
+    if (!seen.insert(ref.name).second || ref.name.starts_with("google/protobuf/")) continue;
+    const client::RegisteredSchema r = registry.schema_version(ref.subject, ref.version);
+    files.emplace_back(ref.name, r.schema);
+    pending.insert(pending.end(), r.references.begin(), r.references.end());
+  }
+  return Pool::from_proto_texts(files);
+}
+
+}  // namespace protobuf_detail
+
 std::optional<std::pair<std::vector<std::int32_t>, std::size_t>> confluent_message_indexes(
     std::span<const std::uint8_t> bytes) {
   std::size_t at = 0;
@@ -94,13 +114,18 @@ ProtobufFormatOptions ProtobufFormatOptions::parse(const std::map<std::string, s
             "read as a struct of type_url and value)");
     } else if (key == "subject") {
       o.subject = value;
+    } else if (key == "auto.register.schemas") {
+      o.auto_register = flag(key, value);
+    } else if (key == "use.latest.version") {
+      o.use_latest_version = flag(key, value);
     } else if (registry_key(key)) {
       o.registry[key] = value;
     } else {
       throw client::ConfigError(fmt::format(
           "Protobuf option \"{}\" is not known (mode, messageName, descFilePath, emit.default.values, enums.as.ints, "
           "upcast.unsigned.ints, unwrap.primitive.wrapper.types, retain.empty.message.types, "
-          "recursive.fields.max.depth, subject, schema.registry.*, basic.auth.*)",
+          "recursive.fields.max.depth, subject, auto.register.schemas, use.latest.version, schema.registry.*, "
+          "basic.auth.*)",
           key));
     }
   }
@@ -124,21 +149,7 @@ struct ProtobufValueReader::Impl {
   std::map<std::pair<std::int32_t, std::vector<std::int32_t>>, std::string> checked;
   std::unordered_map<std::int32_t, std::unique_ptr<Pool>> writers;
 
-  std::unique_ptr<Pool> pool_of(const client::RegisteredSchema& s) {
-    // The main file first, then its references (and theirs), fetched by subject and version.
-    std::vector<std::pair<std::string, std::string>> files{{"main.proto", s.schema}};
-    std::vector<client::SchemaReference> pending = s.references;
-    std::set<std::string> seen;
-    while (!pending.empty()) {
-      const client::SchemaReference ref = pending.back();
-      pending.pop_back();
-      if (!seen.insert(ref.name).second || ref.name.starts_with("google/protobuf/")) continue;
-      const client::RegisteredSchema r = registry->schema_version(ref.subject, ref.version);
-      files.emplace_back(ref.name, r.schema);
-      pending.insert(pending.end(), r.references.begin(), r.references.end());
-    }
-    return Pool::from_proto_texts(files);
-  }
+  std::unique_ptr<Pool> pool_of(const client::RegisteredSchema& s) { return registry_pool(*registry, s); }
 
   // "" when schema `id` at `indexes` is the reader's message, else the reason.
   const std::string& check(std::int32_t id, const std::vector<std::int32_t>& indexes) {

@@ -58,7 +58,8 @@ class FakeRegistry : public kwire::client::SchemaRegistry {
     found.schema = schemas.at(it->second);
     return found;
   }
-  std::int32_t register_schema(const std::string&, const std::string&, const std::string&) override {
+  std::int32_t register_schema(const std::string&, const std::string&, const std::string&,
+                               const std::vector<kwire::client::SchemaReference>&) override {
     throw SchemaRegistryError("read-only", 405, 0);
   }
 };

@@ -50,7 +50,7 @@ from .errors import (
 from ._stream import JsonLinesSink, KafkaSink, ParquetSink, PostgresSink, StreamingQuery, stream, write
 from ._share import ShareConsumer
 from ._avro import AvroReader, AvroWriter, from_avro, to_avro
-from ._protobuf import ProtobufReader, from_protobuf
+from ._protobuf import ProtobufReader, ProtobufWriter, from_protobuf, to_protobuf
 from ._table_sinks import BatchInfo, DeltaSink, IcebergSink, TransactionalSink
 
 __version__: str = _kwire.__version__  # the project() version of the top-level CMakeLists.txt
@@ -204,7 +204,9 @@ __all__ = [
     "AvroReader",
     "AvroWriter",
     "from_protobuf",
+    "to_protobuf",
     "ProtobufReader",
+    "ProtobufWriter",
     "stream",
     "StreamingQuery",
     "ParquetSink",

@@ -231,14 +231,54 @@ class KafkaSink:
     (to the consumer group ``kwire-query-<query id>``): after any crash,
     ``isolation.level=read_committed`` readers see every row exactly once.
     A transform's Table with these columns is written without a Python loop.
+
+    ``value_format="avro"`` or ``"protobuf"`` (kwire's) encodes the value of
+    each row first, as ``to_avro`` / ``to_protobuf`` with ``value_options``
+    (their options: ``jsonFormatSchema``, ``messageName``, ``descFilePath``,
+    ``schema.registry.url``, ``subject``, ``auto.register.schemas``,
+    ``use.latest.version``...): the value is the ``value`` column when it is
+    a struct, else every column but ``key``, ``topic``, ``partition`` and
+    ``headers``. With a registry the subject is ``<topic>-value`` for the
+    ``topic`` option (Confluent's TopicNameStrategy) unless ``subject``.
     """
 
-    def __init__(self, options: Mapping[str, Any]):
+    _KAFKA = ("key", "topic", "partition", "headers")
+
+    def __init__(
+        self,
+        options: Mapping[str, Any],
+        value_format: Optional[str] = None,
+        value_options: Optional[Mapping[str, Any]] = None,
+    ):
+        if value_format not in (None, "avro", "protobuf"):
+            raise ConfigError("kwire: KafkaSink value_format must be 'avro', 'protobuf' or None, not %r" % value_format)
+        if value_options is not None and value_format is None:
+            raise ConfigError("kwire: KafkaSink value_options= needs value_format='avro' or 'protobuf'")
         self._native = _kwire.KafkaSink(dict(options))
+        self._encoder: Any = None
+        if value_format == "avro":
+            from ._avro import AvroWriter
+
+            self._encoder = AvroWriter(options=value_options, topic=options.get("topic"))
+        elif value_format == "protobuf":
+            from ._protobuf import ProtobufWriter
+
+            self._encoder = ProtobufWriter(options=value_options, topic=options.get("topic"))
+
+    def _encode(self, table: pa.Table) -> pa.Table:
+        if "value" in table.column_names and pa.types.is_struct(table.schema.field("value").type):
+            value = table.column("value").combine_chunks()
+            rows = pa.Table.from_arrays(value.flatten(), schema=pa.schema(list(value.type)))
+        else:
+            rows = table.drop_columns([c for c in table.column_names if c in self._KAFKA])
+        kept = table.select([c for c in table.column_names if c in self._KAFKA])
+        return kept.append_column("value", self._encoder.encode(rows))
 
     def write(self, table: pa.Table, batch_id: int) -> int:
         # The rows go to the producer now; the streaming query commits the
         # batch (waits for the acknowledgements, or commits the transaction).
+        if self._encoder is not None:
+            table = self._encode(table)
         return self._native.write(table)
 
     @property

@@ -74,10 +74,12 @@ class SchemaRegistry {
   virtual RegisteredSchema schema_by_id(std::int32_t id) = 0;
   /// GET /subjects/{subject}/versions/latest. Throws SchemaRegistryError.
   virtual RegisteredSchema latest(const std::string& subject) = 0;
-  /// POST /subjects/{subject}/versions: registers (or finds) a schema and
-  /// returns its id. Throws SchemaRegistryError.
+  /// POST /subjects/{subject}/versions: registers (or finds) a schema, with
+  /// the references its imports name, and returns its id. Throws
+  /// SchemaRegistryError.
   virtual std::int32_t register_schema(const std::string& subject, const std::string& schema,
-                                       const std::string& schema_type = "AVRO") = 0;
+                                       const std::string& schema_type = "AVRO",
+                                       const std::vector<SchemaReference>& references = {}) = 0;
   /// GET /subjects/{subject}/versions/{version}. The default throws
   /// SchemaRegistryError (for registries that cannot).
   virtual RegisteredSchema schema_version(const std::string& subject, std::int32_t version);
@@ -85,7 +87,8 @@ class SchemaRegistry {
   /// subject (SchemaRegistryError 404 when it is not). The default throws
   /// SchemaRegistryError (for registries that cannot look up).
   virtual std::int32_t lookup_schema(const std::string& subject, const std::string& schema,
-                                     const std::string& schema_type = "AVRO");
+                                     const std::string& schema_type = "AVRO",
+                                     const std::vector<SchemaReference>& references = {});
 };
 
 struct SchemaRegistryConfig {

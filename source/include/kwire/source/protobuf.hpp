@@ -65,10 +65,12 @@ struct ProtobufFormatOptions {
   bool retain_empty_messages = false;           // retain.empty.message.types
   int recursive_max_depth = -1;                 // recursive.fields.max.depth
   std::optional<std::string> subject;           // default "<topic>-value"
+  bool auto_register = true;                    // auto.register.schemas (writing)
+  bool use_latest_version = false;              // use.latest.version (writing)
   std::map<std::string, std::string> registry;  // schema.registry.*, basic.auth.*
 
   /// Keys: mode, messageName, descFilePath (read here), the options above,
-  /// subject and the registry's. Throws client::ConfigError for an unknown
+  /// subject, auto.register.schemas, use.latest.version and the registry's. Throws client::ConfigError for an unknown
   /// key or value, a descFilePath that cannot be read, or
   /// convert.any.fields.to.json=true (not supported).
   static ProtobufFormatOptions parse(const std::map<std::string, std::string>& options);
@@ -109,6 +111,50 @@ class ProtobufValueReader {
   std::size_t bytes() const noexcept;
   void export_schema(ArrowSchema* out) const;
   ArrowBatch finish();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// Writes Arrow rows as Protobuf messages, as Spark's to_protobuf: each
+/// column of the batch (a struct's fields, recursively) sets the message
+/// field of its name; message fields without a column stay unset, and so do
+/// null cells. Types (Spark's ProtobufSerializer): integers into any integer
+/// field that holds the value (int32 into uint32 and int64 into uint64 as
+/// the bits, as from_protobuf reads them), float, double, bool, utf8 into
+/// string, binary (or utf8) into bytes, utf8 into an enum by name or an
+/// integer by number, struct into a message, list into a repeated field,
+/// map into a map field, timestamp into google.protobuf.Timestamp, duration
+/// into google.protobuf.Duration. With a registry the values are in
+/// Confluent's wire format (magic byte 0, the schema id, the message
+/// indexes): the message's file is registered under the subject
+/// (`<topic>-value` unless `subject`) with its imports registered under
+/// their file names as references, as Confluent's serializers do; with
+/// auto.register.schemas=false it is looked up; with use.latest.version the
+/// subject's latest schema and its message `messageName` (or the first) is
+/// the writer's. Not thread-safe.
+class ProtobufValueWriter {
+ public:
+  /// Throws ProtobufSchemaError, client::ConfigError (no schema, a registry
+  /// without a subject or topic), client::SchemaRegistryError.
+  ProtobufValueWriter(const ProtobufFormatOptions& options, const std::string& topic,
+                      std::shared_ptr<client::SchemaRegistry> registry = nullptr);
+  ~ProtobufValueWriter();
+  ProtobufValueWriter(ProtobufValueWriter&&) noexcept;
+  ProtobufValueWriter& operator=(ProtobufValueWriter&&) noexcept;
+
+  /// One binary column `value`, a message per row (export_schema's shape).
+  /// Throws ProtobufSchemaError (a column with no field of its name, types
+  /// that do not match: names the column), ArrowRecordError (a value the
+  /// field cannot hold, a null list element, an unknown enum name),
+  /// client::SchemaRegistryError.
+  ArrowBatch encode(const ArrowSchema& schema, const ArrowArray& batch);
+  static void export_schema(ArrowSchema* out);
+  /// The writer message's full name.
+  const std::string& message_name() const noexcept;
+  /// The registry's id of the writer schema (-1 for plain messages).
+  std::int32_t schema_id() const noexcept;
 
  private:
   struct Impl;
