@@ -100,11 +100,26 @@ def schema_registry(tmp_path):
 
     started = []
 
-    def start(user=None):
+    def start(user=None, tls=False):
+        """tls=True: https with a certificate for 127.0.0.1 signed by a new CA,
+        whose PEM file is start.ca afterwards."""
         port_file = tmp_path / ("registry-port-%d" % len(started))
         cmd = [sys.executable, _REGISTRY_SERVER, "--port-file", str(port_file)]
         if user:
             cmd += ["--user", user]
+        if tls:
+            d = tmp_path / ("registry-tls-%d" % len(started))
+            d.mkdir()
+            run = lambda *a: subprocess.run(a, cwd=d, check=True, capture_output=True)  # noqa: E731
+            run("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj",
+                "/CN=kwire-registry-ca", "-keyout", "ca.key", "-out", "ca.pem")
+            run("openssl", "req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1", "-keyout", "server.key",
+                "-out", "server.csr")
+            (d / "san.ext").write_text("subjectAltName=IP:127.0.0.1\n")
+            run("openssl", "x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+                "-days", "2", "-extfile", "san.ext", "-out", "server.pem")
+            cmd += ["--tls", str(d / "server.pem"), str(d / "server.key")]
+            start.ca = str(d / "ca.pem")
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         started.append(proc)
         deadline = time.monotonic() + 10
@@ -112,7 +127,7 @@ def schema_registry(tmp_path):
             if proc.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError("the test schema registry did not start")
             time.sleep(0.02)
-        return "http://127.0.0.1:%s" % port_file.read_text()
+        return "%s://127.0.0.1:%s" % ("https" if tls else "http", port_file.read_text())
 
     yield start
     for proc in started:
