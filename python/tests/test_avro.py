@@ -543,3 +543,41 @@ def test_kafka_sink_writes_avro_values_registered_under_the_topic(bootstrap, new
     assert got == sorted((b"%d" % i, "n%d" % i) for i in range(30))
     with pytest.raises(kwire.ConfigError, match="value_format"):
         kwire.KafkaSink({"kafka.bootstrap.servers": bootstrap, "topic": out}, value_format="json")
+
+
+KEY = {"type": "record", "name": "UserKey", "fields": [{"name": "tenant", "type": "string"},
+                                                       {"name": "id", "type": "long"}]}
+
+
+def test_avro_keys_from_the_key_subject_in_from_avro_and_streams(bootstrap, new_topic, producer, schema_registry,
+                                                                 tmp_path):
+    url = schema_registry()
+    topic = new_topic()
+    key_ctx = SerializationContext(topic, MessageField.KEY)
+    keys = [serializer(url, KEY)({"tenant": "t%d" % (i % 2), "id": i}, key_ctx) for i in range(6)]
+    for i, k in enumerate(keys):
+        producer.send(topic, key=k, value=json.dumps({"n": i}).encode(), partition=0)
+    producer.flush()
+    # The key's subject is "<topic>-key" (Confluent's TopicNameStrategy for keys).
+    t = kwire.read({"kafka.bootstrap.servers": bootstrap, "subscribe": topic})
+    got = kwire.from_avro(t, options={"schema.registry.url": url, "column": "key"})
+    assert got.to_pylist() == [{"tenant": "t%d" % (i % 2), "id": i} for i in range(6)]
+    with pytest.raises(kwire.ConfigError, match="column"):
+        kwire.from_avro(t, options={"schema.registry.url": url, "column": "headers"})
+
+    # A stream decoding the JSON value and the Avro key: the decoded key replaces the raw one.
+    tables = []
+    kwire.stream({"kafka.bootstrap.servers": bootstrap, "subscribe": topic, "startingOffsets": "earliest"},
+                 checkpoint=str(tmp_path / "ck"), value_format="json", schema="n INT",
+                 kafka_columns=["key", "offset"], key_format="avro", key_options={"schema.registry.url": url},
+                 foreach_batch=lambda table, batch_id: tables.append(table))
+    rows = pa.concat_tables(tables).to_pylist()
+    assert [(r["n"], r["key"], r["offset"]) for r in rows] == [
+        (i, {"tenant": "t%d" % (i % 2), "id": i}, i) for i in range(6)]
+    # Raw Kafka columns (no value format): the key column is decoded in place.
+    tables.clear()
+    kwire.stream({"kafka.bootstrap.servers": bootstrap, "subscribe": topic, "startingOffsets": "earliest"},
+                 checkpoint=str(tmp_path / "ck2"), key_format="avro", key_options={"schema.registry.url": url},
+                 foreach_batch=lambda table, batch_id: tables.append(table))
+    raw = pa.concat_tables(tables)
+    assert raw.column_names[:2] == ["key", "value"] and raw.column("key").to_pylist()[5] == {"tenant": "t1", "id": 5}

@@ -42,12 +42,14 @@ AvroFormatOptions AvroFormatOptions::parse(const std::map<std::string, std::stri
       if (lower != "true" && lower != "false")
         throw client::ConfigError(fmt::format("Avro option {}: \"{}\" is not true or false", key, value));
       (key == "auto.register.schemas" ? o.auto_register : o.use_latest_version) = lower == "true";
+    } else if (key == "column") {
+      o.column = value_rows::parse_column("Avro", value);
     } else if (registry_key(key)) {
       o.registry[key] = value;
     } else {
       throw client::ConfigError(fmt::format(
-          "Avro option \"{}\" is not known (mode, jsonFormatSchema, avroSchema, subject, schema.registry.*, "
-          "basic.auth.*)",
+          "Avro option \"{}\" is not known (mode, jsonFormatSchema, avroSchema, subject, auto.register.schemas, "
+          "use.latest.version, column, schema.registry.*, basic.auth.*)",
           key));
     }
   }
@@ -64,6 +66,7 @@ struct AvroValueReader::Impl {
   std::unordered_map<std::int32_t, std::string> missing;  // ids the registry does not have
   value_rows::MalformedValues bad{false, "Avro"};
   std::string why;
+  std::string column = "value";  // the Kafka column append_batch reads
 };
 
 AvroValueReader::AvroValueReader(const AvroFormatOptions& options, const std::string& topic,
@@ -71,6 +74,7 @@ AvroValueReader::AvroValueReader(const AvroFormatOptions& options, const std::st
     : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
   m.permissive = options.permissive;
+  m.column = options.column;
   m.bad = value_rows::MalformedValues(options.permissive, "Avro");
   if (!options.json_format_schema && !options.registry.count("schema.registry.url") && !registry)
     throw client::ConfigError(
@@ -91,7 +95,7 @@ AvroValueReader::AvroValueReader(const AvroFormatOptions& options, const std::st
   if (options.avro_schema) {
     m.reader_json = *options.avro_schema;
   } else {
-    const std::string subject = options.subject.value_or(topic + "-value");
+    const std::string subject = options.subject.value_or(topic + "-" + options.column);
     const client::RegisteredSchema latest = m.registry->latest(subject);
     if (latest.schema_type != "AVRO")
       throw AvroSchemaError(fmt::format("subject \"{}\" holds a {} schema, not Avro", subject, latest.schema_type));
@@ -149,7 +153,7 @@ void AvroValueReader::append(std::optional<std::span<const std::uint8_t>> value,
 }
 
 void AvroValueReader::append_batch(const ArrowSchema& schema, const ArrowArray& batch) {
-  value_rows::for_each_value(schema, batch, "from_avro",
+  value_rows::for_each_value(schema, batch, "from_avro", impl_->column,
                              [&](auto value, std::string_view topic, std::int32_t partition, std::int64_t offset) {
                                append(value, topic, partition, offset);
                              });
@@ -187,7 +191,7 @@ AvroValueWriter::AvroValueWriter(const AvroFormatOptions& options, const std::st
   if (with_registry) {
     if (!options.subject && topic.empty())
       throw client::ConfigError("to_avro with a schema registry needs the topic or the subject option");
-    m.subject = options.subject.value_or(topic + "-value");
+    m.subject = options.subject.value_or(topic + "-" + options.column);
     m.registry = registry
                      ? std::move(registry)
                      : client::make_schema_registry(client::SchemaRegistryConfig::from_properties(options.registry));

@@ -372,7 +372,7 @@ ProtobufValueWriter::ProtobufValueWriter(const ProtobufFormatOptions& options, c
   if (registry || options.registry.count("schema.registry.url")) {
     if (!options.subject && topic.empty())
       throw client::ConfigError("to_protobuf with a schema registry needs the topic or the subject option");
-    m.subject = options.subject.value_or(topic + "-value");
+    m.subject = options.subject.value_or(topic + "-" + options.column);
     m.registry = registry
                      ? std::move(registry)
                      : client::make_schema_registry(client::SchemaRegistryConfig::from_properties(options.registry));

@@ -118,14 +118,16 @@ ProtobufFormatOptions ProtobufFormatOptions::parse(const std::map<std::string, s
       o.auto_register = flag(key, value);
     } else if (key == "use.latest.version") {
       o.use_latest_version = flag(key, value);
+    } else if (key == "column") {
+      o.column = value_rows::parse_column("Protobuf", value);
     } else if (registry_key(key)) {
       o.registry[key] = value;
     } else {
       throw client::ConfigError(fmt::format(
           "Protobuf option \"{}\" is not known (mode, messageName, descFilePath, emit.default.values, enums.as.ints, "
           "upcast.unsigned.ints, unwrap.primitive.wrapper.types, retain.empty.message.types, "
-          "recursive.fields.max.depth, subject, auto.register.schemas, use.latest.version, schema.registry.*, "
-          "basic.auth.*)",
+          "recursive.fields.max.depth, subject, auto.register.schemas, use.latest.version, column, "
+          "schema.registry.*, basic.auth.*)",
           key));
     }
   }
@@ -198,7 +200,7 @@ ProtobufValueReader::ProtobufValueReader(const ProtobufFormatOptions& options, c
     m.pool = Pool::from_descriptor_set(*options.descriptor_set);
     m.message = &m.pool->message(*options.message_name);
   } else if (m.registry) {
-    const std::string subject = options.subject.value_or(topic + "-value");
+    const std::string subject = options.subject.value_or(topic + "-" + options.column);
     if (!options.subject && topic.empty())
       throw client::ConfigError("from_protobuf with a schema registry needs the topic or the subject option");
     const client::RegisteredSchema latest = m.registry->latest(subject);
@@ -273,7 +275,7 @@ void ProtobufValueReader::append(std::optional<std::span<const std::uint8_t>> va
 }
 
 void ProtobufValueReader::append_batch(const ArrowSchema& schema, const ArrowArray& batch) {
-  value_rows::for_each_value(schema, batch, "from_protobuf",
+  value_rows::for_each_value(schema, batch, "from_protobuf", impl_->options.column,
                              [&](auto value, std::string_view topic, std::int32_t partition, std::int64_t offset) {
                                append(value, topic, partition, offset);
                              });

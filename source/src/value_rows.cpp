@@ -51,7 +51,14 @@ struct BatchColumn {
 
 }  // namespace
 
-void for_each_value(const ArrowSchema& schema, const ArrowArray& batch, const char* caller, const ValueFn& fn) {
+std::string parse_column(const std::string& format, const std::string& value) {
+  if (value != "value" && value != "key")
+    throw client::ConfigError(fmt::format("{} option column: \"{}\" is not value or key", format, value));
+  return value;
+}
+
+void for_each_value(const ArrowSchema& schema, const ArrowArray& batch, const char* caller, std::string_view column,
+                    const ValueFn& fn) {
   std::optional<BatchColumn> value, topic, partition, offset;
   for (std::int64_t i = 0; i < schema.n_children && i < batch.n_children; ++i) {
     const std::string_view name = schema.children[i]->name ? schema.children[i]->name : "";
@@ -60,13 +67,14 @@ void for_each_value(const ArrowSchema& schema, const ArrowArray& batch, const ch
     if (!col.array || col.array->length < batch.offset + batch.length)
       throw ArrowRecordSchemaError(fmt::format("{}: column '{}' is shorter than the batch", caller, name));
     const bool text = col.format == "z" || col.format == "u" || col.format == "Z" || col.format == "U";
-    if (name == "value" && text) value = col;
+    if (name == column && text) value = col;
     if (name == "topic" && (col.format == "u" || col.format == "U")) topic = col;
     if (name == "partition" && col.format == "i") partition = col;
     if (name == "offset" && col.format == "l") offset = col;
   }
   if (!value)
-    throw ArrowRecordSchemaError(fmt::format("{}: the batch has no value column of binary or string type", caller));
+    throw ArrowRecordSchemaError(
+        fmt::format("{}: the batch has no {} column of binary or string type", caller, column));
   for (std::int64_t row = 0; row < batch.length; ++row) {
     std::string_view t;
     if (topic) {

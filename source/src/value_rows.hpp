@@ -18,11 +18,16 @@ using ValueFn = std::function<void(std::optional<std::span<const std::uint8_t>> 
                                    std::int32_t partition, std::int64_t offset)>;
 
 /// Calls `fn` per row of `batch` (a struct "+s" whose children include
-/// `value`, binary or utf8, 32- or 64-bit offsets; `topic`, `partition` and
-/// `offset` when present, else "", -1 and the row number). Throws
-/// ArrowRecordSchemaError without a usable value column; `caller` names the
-/// function in the message.
-void for_each_value(const ArrowSchema& schema, const ArrowArray& batch, const char* caller, const ValueFn& fn);
+/// `column` ("value" or "key"), binary or utf8, 32- or 64-bit offsets;
+/// `topic`, `partition` and `offset` when present, else "", -1 and the row
+/// number). Throws ArrowRecordSchemaError without a usable column; `caller`
+/// names the function in the message.
+void for_each_value(const ArrowSchema& schema, const ArrowArray& batch, const char* caller, std::string_view column,
+                    const ValueFn& fn);
+
+/// The "column" option of the value formats: "value" or "key" (kwire's: the
+/// Kafka column read or written). Throws client::ConfigError.
+std::string parse_column(const std::string& format, const std::string& value);
 
 /// Spark's modes for a malformed value: FAILFAST throws AvroDecodeError
 /// (avro.hpp) with Spark's text and the record; PERMISSIVE counts it and

@@ -174,7 +174,7 @@ def test_kwire_from_avro_gives_sparks_from_avro_rows(spark, kwire_source, bootst
 
 def test_kwire_source_streams_plain_avro_and_protobuf_values(spark, kwire_source, bootstrap, registry, tmp_path):
     """format("kwire") streaming with a non-record Avro schema (the value is
-    the array itself) and a batch query of Protobuf values read with protoc's
+    the array itself; the key a string, keyFormat) and a batch query of Protobuf values read with protoc's
     descriptors; PERMISSIVE rows of nulls for a corrupt value."""
     import shutil
 
@@ -187,19 +187,21 @@ def test_kwire_source_streams_plain_avro_and_protobuf_values(spark, kwire_source
     admin.close()
     longs = json.dumps({"type": "array", "items": "long"})
     values = kwire.to_avro(pa.table({"v": pa.array([[i, i * 10] for i in range(5)], pa.list_(pa.int64()))}), longs)
-    kwire.write(pa.table({"value": values}), {"kafka.bootstrap.servers": bootstrap, "topic": avro_topic})
+    keys = kwire.to_avro(pa.table({"k": ["k%d" % i for i in range(5)]}), json.dumps("string"))
+    kwire.write(pa.table({"key": keys, "value": values}), {"kafka.bootstrap.servers": bootstrap, "topic": avro_topic})
 
     got = []
     q = (spark.readStream.format("kwire").option("kafka.bootstrap.servers", bootstrap)
          .option("subscribe", avro_topic).option("startingOffsets", "earliest")
-         .option("valueFormat", "avro").option("value.jsonFormatSchema", longs).load()
-         .writeStream.foreachBatch(lambda df, _: got.extend(df.select("offset", "value").collect()))
+         .option("valueFormat", "avro").option("value.jsonFormatSchema", longs)
+         .option("keyFormat", "avro").option("key.jsonFormatSchema", json.dumps("string")).load()
+         .writeStream.foreachBatch(lambda df, _: got.extend(df.select("offset", "key", "value").collect()))
          .option("checkpointLocation", str(tmp_path / "cp")).start())
     try:
         q.processAllAvailable()
     finally:
         q.stop()
-    assert sorted((r["offset"], r["value"]) for r in got) == [(i, [i, i * 10]) for i in range(5)]
+    assert sorted((r["offset"], r["key"], r["value"]) for r in got) == [(i, "k%d" % i, [i, i * 10]) for i in range(5)]
 
     if not shutil.which("protoc"):
         pytest.skip("protoc not installed (scripts/bootstrap installs protobuf-compiler)")

@@ -61,7 +61,8 @@ def from_avro(
     ``avroSchema`` (a reader schema; Avro's resolution rules apply),
     ``subject``, ``schema.registry.url``, ``basic.auth.user.info``,
     ``basic.auth.credentials.source``, ``schema.registry.ssl.ca.location``,
-    ``schema.registry.request.timeout.ms``.
+    ``schema.registry.request.timeout.ms``, ``column`` (kwire's: ``"key"``
+    decodes the ``key`` column instead, with subject ``"<topic>-key"``).
 
     Raises ConfigError (bad options or schema), SchemaRegistryError,
     MalformedRecordError.
@@ -129,6 +130,21 @@ class AvroReader:
                 "from_avro (PERMISSIVE): %d malformed value(s) read as rows of nulls; the first: %s", malformed, first
             )
         return table
+
+
+def decoded_column(decoder: Any, table: pa.Table) -> pa.Array:
+    """A decoder's table (AvroReader, ProtobufReader) as one column, as
+    Spark's from_avro / from_protobuf give it: a struct for an Avro record or
+    a Protobuf message, the value itself for other Avro schemas."""
+    struct = True
+    if isinstance(decoder, AvroReader):
+        import json
+
+        reader = json.loads(decoder._native.reader_schema)
+        struct = isinstance(reader, dict) and reader.get("type") == "record"
+    if not struct:
+        return table.column(0).combine_chunks()
+    return pa.StructArray.from_arrays([c.combine_chunks() for c in table.columns], fields=list(table.schema))
 
 
 _THREAD_ROWS = 1 << 17  # below this a table is decoded on one thread

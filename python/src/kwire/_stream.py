@@ -392,6 +392,8 @@ class StreamingQuery:
         sink_options: Optional[Mapping[str, Any]] = None,
         kafka_columns: Optional[Sequence[str]] = None,
         value_options: Optional[Mapping[str, Any]] = None,
+        key_format: Optional[str] = None,
+        key_options: Optional[Mapping[str, Any]] = None,
     ):
         if sink_options is not None and sink not in ("kafka", "postgres"):
             raise ConfigError("kwire: sink_options= is only used with sink='kafka' or sink='postgres'")
@@ -431,6 +433,27 @@ class StreamingQuery:
                     raise ConfigError("kwire: value_format='protobuf' takes value_options= (messageName, "
                                       "descFilePath or schema.registry.url), not schema=")
                 self._avro = ProtobufReader(options=value_options, topic=topic)
+        self._value_format = value_format
+        self._key = None  # the decoder of Avro or Protobuf keys
+        if key_format not in (None, "avro", "protobuf"):
+            raise ConfigError("kwire: key_format must be 'avro', 'protobuf' or None, not %r" % key_format)
+        if key_options is not None and key_format is None:
+            raise ConfigError("kwire: key_options= is only used with key_format='avro' or 'protobuf'")
+        if key_format is not None:
+            if isinstance(sink, PostgresSink):
+                raise ConfigError("kwire: the PostgreSQL sink takes the Kafka columns or value_format='json'; "
+                                  "use a TransactionalSink for Avro or Protobuf keys")
+            subscribed = str(options.get("subscribe", ""))
+            topic = subscribed if subscribed and "," not in subscribed else None
+            opts = dict(key_options or {}, column="key")
+            if key_format == "avro":
+                from ._avro import AvroReader
+
+                self._key = AvroReader(options=opts, topic=topic)
+            else:
+                from ._protobuf import ProtobufReader
+
+                self._key = ProtobufReader(options=opts, topic=topic)
         if value_format == "json" and not schema:
             raise ConfigError("kwire: value_format='json' needs schema= (Spark DDL)")
         if schema and value_format not in ("json", "avro", "protobuf"):
@@ -472,7 +495,7 @@ class StreamingQuery:
             schema if value_format == "json" else None,
             on_batch,
             sink._native if isinstance(sink, KafkaSink) else None,
-            self._kafka_columns is not None and value_format == "json",
+            (self._kafka_columns is not None or self._key is not None) and value_format == "json",
             row_sink,
         )
         # The checkpoint's query id (its metadata file, Spark's format), for
@@ -500,6 +523,18 @@ class StreamingQuery:
                 if name not in kafka.column_names:
                     raise ConfigError("kwire: kafka_columns: '%s' needs the source option includeHeaders=true" % name)
                 table = table.append_column(name, kafka[name])
+        if self._key is not None:
+            # The decoded key: in place of a raw key column, else added.
+            from ._avro import decoded_column
+
+            if kafka is None:
+                kafka = table if self._value_format in (None, "raw") else pa.Table.from_batches(
+                    [pa.record_batch(b) for b in kafka_batches])
+            key = decoded_column(self._key, self._key.decode(kafka))
+            if "key" in table.column_names:
+                table = table.set_column(table.column_names.index("key"), "key", key)
+            else:
+                table = table.append_column("key", key)
         if self.transform is not None:
             table = self.transform(table)
             if not isinstance(table, pa.Table):
@@ -569,6 +604,8 @@ def stream(
     sink_options: Optional[Mapping[str, Any]] = None,
     kafka_columns: Optional[Sequence[str]] = None,
     value_options: Optional[Mapping[str, Any]] = None,
+    key_format: Optional[str] = None,
+    key_options: Optional[Mapping[str, Any]] = None,
 ) -> StreamingQuery:
     """Creates a StreamingQuery, runs it (``start().awaitTermination()``)
     and closes it (the checkpoint is free again); returns it, with
@@ -584,6 +621,10 @@ def stream(
     ``value_format="protobuf"``: as ``kwire.from_protobuf``, with
     ``value_options=`` (``messageName`` and ``descFilePath``, or
     ``schema.registry.url``; Spark's from_protobuf options).
+    ``key_format="avro"`` or ``"protobuf"`` with ``key_options=`` decodes
+    the ``key`` column the same way (registry subject ``"<topic>-key"``): the
+    decoded key (a struct for a record or message) replaces the raw key, or
+    is added as ``key``.
 
     ``sink``: "parquet" or "json" (with ``path=``), "kafka" (with
     ``sink_options=``: Spark's Kafka sink options, see KafkaSink), a
@@ -605,6 +646,8 @@ def stream(
         sink_options=sink_options,
         kafka_columns=kafka_columns,
         value_options=value_options,
+        key_format=key_format,
+        key_options=key_options,
     )
     try:
         return q.run(max_batches)

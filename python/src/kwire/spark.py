@@ -25,7 +25,9 @@ maxOffsetsPerTrigger is ignored (a warning says so).
 Values in Avro or Protobuf (kwire's options, not Spark's): with
 ``valueFormat`` ``avro`` or ``protobuf`` the ``value`` column is the decoded
 value, as ``select(from_avro(col("value"), ...).alias("value"), ...)`` gives
-it (a struct for a record or message), and the other columns stay. The
+it (a struct for a record or message), and the other columns stay; so do
+``keyFormat`` and ``key.``-prefixed options for the ``key`` column (subject
+``<topic>-key``). The
 decoder's options are ``value.``-prefixed: ``value.jsonFormatSchema``,
 ``value.avroSchema``, ``value.schema.registry.url``, ``value.subject``,
 ``value.mode``, ``value.messageName``, ``value.descFilePath`` and the rest of
@@ -107,7 +109,7 @@ class KafkaRange(InputPartition):
         from_offset: int,
         until_offset: int,
         spec: Dict[str, str],
-        value_format: Optional[Dict[str, Any]] = None,
+        value_format: Optional[List[Dict[str, Any]]] = None,
     ):
         super().__init__(None)
         self.topic = topic
@@ -115,7 +117,7 @@ class KafkaRange(InputPartition):
         self.from_offset = from_offset
         self.until_offset = until_offset
         self.spec = spec
-        self.value_format = value_format  # see _value_format
+        self.value_format = value_format  # the key and value decoders: see _column_format
 
     def __repr__(self) -> str:
         return "KafkaRange(%s-%d [%d, %d))" % (self.topic, self.partition, self.from_offset, self.until_offset)
@@ -131,7 +133,7 @@ def _offsets_json(offsets: Mapping[str, Mapping[Any, int]]) -> str:
     )
 
 
-def _ranges(ranges, spec: Dict[str, str], value_format: Optional[Dict[str, Any]] = None) -> List[KafkaRange]:
+def _ranges(ranges, spec: Dict[str, str], value_format: Optional[List[Dict[str, Any]]] = None) -> List[KafkaRange]:
     return [KafkaRange(t, int(p), int(f), int(u), spec, value_format) for t, p, f, u in ranges]
 
 
@@ -151,39 +153,49 @@ _VALUE_OPTIONS = {
 }
 
 
-def _value_format(options: Dict[str, str]) -> Optional[Dict[str, Any]]:
-    """{"format", "options", "topic", "struct"} from valueFormat and the
-    value.* options, the reader schema settled here (the driver), or None."""
-    name = options.get("valueformat")
-    value_options = {_VALUE_OPTIONS.get(k[6:], k[6:]): v for k, v in options.items() if k.startswith("value.")}
+def _column_format(options: Dict[str, str], column: str) -> Optional[Dict[str, Any]]:
+    """{"format", "column", "options", "topic", "type"} from valueFormat (or
+    keyFormat) and the value.* (key.*) options, the reader schema settled
+    here (the driver), or None."""
+    flag = column + "Format"
+    prefix = column + "."
+    name = options.get(flag.lower())
+    decoder_options = {
+        _VALUE_OPTIONS.get(k[len(prefix):], k[len(prefix):]): v for k, v in options.items() if k.startswith(prefix)
+    }
     if name is None:
-        if value_options:
-            raise _kwire_error("value.* options (%s) need valueFormat avro or protobuf" % ", ".join(sorted(value_options)))
+        if decoder_options:
+            raise _kwire_error(
+                "%s* options (%s) need %s avro or protobuf" % (prefix, ", ".join(sorted(decoder_options)), flag)
+            )
         return None
     name = name.strip().lower()
     if name not in ("avro", "protobuf"):
-        raise _kwire_error("valueFormat must be avro or protobuf, not %r" % options["valueformat"])
+        raise _kwire_error("%s must be avro or protobuf, not %r" % (flag, options[flag.lower()]))
+    decoder_options["column"] = column
     subscribed = options.get("subscribe", "")
     topic = subscribed.strip() if subscribed and "," not in subscribed else None
-    spec: Dict[str, Any] = {"format": name, "options": value_options, "topic": topic}
+    spec: Dict[str, Any] = {"format": name, "column": column, "options": decoder_options, "topic": topic}
     decoder = _new_decoder(spec)
-    empty = pa.table({"value": pa.array([], pa.binary()), "topic": pa.array([], pa.string()),
+    empty = pa.table({column: pa.array([], pa.binary()), "topic": pa.array([], pa.string()),
                       "partition": pa.array([], pa.int32()), "offset": pa.array([], pa.int64())})
     decoded = decoder.decode(empty)
     if decoded.num_columns == 0:
         raise _kwire_error(
-            "valueFormat %s with value.schema.registry.url needs one subscribed topic (its subject <topic>-value), "
-            "value.subject or a reader schema (value.avroSchema, value.descFilePath)" % name
+            "%s %s with %sschema.registry.url needs one subscribed topic (its subject <topic>-%s), %ssubject or a "
+            "reader schema (%savroSchema, %sdescFilePath)" % (flag, name, prefix, column, prefix, prefix, prefix)
         )
-    if name == "protobuf":
-        spec["struct"] = True  # a message
-    else:
-        reader = json.loads(decoder._native.reader_schema)
-        spec["struct"] = isinstance(reader, dict) and reader.get("type") == "record"
-        if "jsonFormatSchema" not in value_options:
-            value_options["avroSchema"] = decoder._native.reader_schema  # one reader schema for every executor
-    spec["type"] = pa.struct(list(decoded.schema)) if spec["struct"] else decoded.schema.field(0).type
+    if name == "avro" and "jsonFormatSchema" not in decoder_options:
+        decoder_options["avroSchema"] = decoder._native.reader_schema  # one reader schema for every executor
+    from ._avro import decoded_column
+
+    spec["type"] = decoded_column(decoder, decoded).type
     return spec
+
+
+def _column_formats(options: Dict[str, str]) -> Optional[List[Dict[str, Any]]]:
+    formats = [f for f in (_column_format(options, "key"), _column_format(options, "value")) if f is not None]
+    return formats or None
 
 
 def _new_decoder(spec: Dict[str, Any]):
@@ -196,24 +208,27 @@ def _new_decoder(spec: Dict[str, Any]):
     return ProtobufReader(options=spec["options"], topic=spec["topic"])
 
 
-_DECODERS: Dict[str, Any] = {}  # one per value spec and Python worker: schema ids fetched once
+_DECODERS: Dict[str, Any] = {}  # one per column spec and Python worker: schema ids fetched once
 
 
-def _decode(batch: pa.RecordBatch, spec: Dict[str, Any]) -> pa.RecordBatch:
-    key = json.dumps({k: spec[k] for k in ("format", "options", "topic")}, sort_keys=True)  # not "type"
-    decoder = _DECODERS.get(key)
-    if decoder is None:
-        while len(_DECODERS) >= _MAX_SESSIONS:
-            _DECODERS.pop(next(iter(_DECODERS)))
-        decoder = _DECODERS[key] = _new_decoder(spec)
-    table = decoder.decode(pa.Table.from_batches([batch]))
-    if spec["struct"]:
-        value = pa.StructArray.from_arrays([c.combine_chunks() for c in table.columns], fields=list(table.schema))
-    else:
-        value = table.column(0).combine_chunks()
-    columns = [value if n == "value" else batch.column(i) for i, n in enumerate(batch.schema.names)]
-    fields = [pa.field("value", value.type) if f.name == "value" else f for f in batch.schema]
-    return pa.RecordBatch.from_arrays(columns, schema=pa.schema(fields))
+def _decode(batch: pa.RecordBatch, specs: List[Dict[str, Any]]) -> pa.RecordBatch:
+    from ._avro import decoded_column
+
+    columns = dict(zip(batch.schema.names, batch.columns))
+    fields = {f.name: f for f in batch.schema}
+    table = pa.Table.from_batches([batch])
+    for spec in specs:
+        key = json.dumps({k: spec[k] for k in ("format", "options", "topic")}, sort_keys=True)  # not "type"
+        decoder = _DECODERS.get(key)
+        if decoder is None:
+            while len(_DECODERS) >= _MAX_SESSIONS:
+                _DECODERS.pop(next(iter(_DECODERS)))
+            decoder = _DECODERS[key] = _new_decoder(spec)
+        decoded = decoded_column(decoder, decoder.decode(table))
+        columns[spec["column"]] = decoded
+        fields[spec["column"]] = pa.field(spec["column"], decoded.type)
+    names = batch.schema.names
+    return pa.RecordBatch.from_arrays([columns[n] for n in names], schema=pa.schema([fields[n] for n in names]))
 
 
 # ---------------------------------------------------------------- executors
@@ -261,7 +276,7 @@ def _read_range(r: InputPartition) -> Iterator[pa.RecordBatch]:
 
 
 class KwireBatchReader(DataSourceReader):
-    def __init__(self, options: Dict[str, str], value_format: Optional[Dict[str, Any]] = None):
+    def __init__(self, options: Dict[str, str], value_format: Optional[List[Dict[str, Any]]] = None):
         self.options = options
         self.value_format = value_format
 
@@ -320,7 +335,7 @@ class KwireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     the next run.
     """
 
-    def __init__(self, options: Dict[str, str], value_format: Optional[Dict[str, Any]] = None):
+    def __init__(self, options: Dict[str, str], value_format: Optional[List[Dict[str, Any]]] = None):
         from . import _kwire
 
         self.options = options
@@ -421,20 +436,20 @@ class KwireDataSource(DataSource):
     def name(cls) -> str:
         return "kwire"
 
-    def _values(self) -> Optional[Dict[str, Any]]:
-        if not hasattr(self, "_value_spec"):
-            self._value_spec = _value_format(_options(self.options))
-        return self._value_spec
+    def _values(self) -> Optional[List[Dict[str, Any]]]:
+        if not hasattr(self, "_value_specs"):
+            self._value_specs = _column_formats(_options(self.options))
+        return self._value_specs
 
     def schema(self) -> StructType:
         kafka = kafka_spark_schema(_true(self.options.get("includeHeaders", "false")))
-        spec = self._values()
-        if spec is None:
+        specs = self._values()
+        if specs is None:
             return kafka
         from pyspark.sql.pandas.types import from_arrow_type
 
-        value = from_arrow_type(spec["type"])
-        return StructType([StructField("value", value) if f.name == "value" else f for f in kafka.fields])
+        decoded = {s["column"]: from_arrow_type(s["type"]) for s in specs}
+        return StructType([StructField(f.name, decoded[f.name]) if f.name in decoded else f for f in kafka.fields])
 
     def reader(self, schema: StructType) -> KwireBatchReader:
         return KwireBatchReader(_options(self.options), self._values())

@@ -193,9 +193,12 @@ struct AvroFormatOptions {
   /// (default false) writes with the subject's latest schema instead.
   bool auto_register = true;
   bool use_latest_version = false;
+  /// "column" (kwire's): the Kafka column the values are in, "value" (the
+  /// default) or "key"; the subject's default is "<topic>-<column>".
+  std::string column = "value";
 
   /// From string options: mode, jsonFormatSchema, avroSchema, subject,
-  /// auto.register.schemas, use.latest.version, and the registry's keys
+  /// auto.register.schemas, use.latest.version, column, and the registry's keys
   /// (schema.registry.*, basic.auth.*). Throws client::ConfigError for an
   /// unknown mode or key or a bad boolean. (AvroValueReader's constructor
   /// refuses neither or both of jsonFormatSchema and schema.registry.url.)

@@ -67,10 +67,12 @@ struct ProtobufFormatOptions {
   std::optional<std::string> subject;           // default "<topic>-value"
   bool auto_register = true;                    // auto.register.schemas (writing)
   bool use_latest_version = false;              // use.latest.version (writing)
+  std::string column = "value";                 // column: value or key (as AvroFormatOptions)
   std::map<std::string, std::string> registry;  // schema.registry.*, basic.auth.*
 
   /// Keys: mode, messageName, descFilePath (read here), the options above,
-  /// subject, auto.register.schemas, use.latest.version and the registry's. Throws client::ConfigError for an unknown
+  /// subject, auto.register.schemas, use.latest.version, column and the
+  /// registry's. Throws client::ConfigError for an unknown
   /// key or value, a descFilePath that cannot be read, or
   /// convert.any.fields.to.json=true (not supported).
   static ProtobufFormatOptions parse(const std::map<std::string, std::string>& options);
