@@ -1,6 +1,8 @@
 // Arrow column builders for decoded Avro values (avro_columns.hpp).
 #include "avro_columns.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "kwire/source/avro.hpp"
@@ -41,7 +43,33 @@ Col leaf(Kind k, const std::string& name) {
 
 }  // namespace
 
-Col make_col(const Node& n, const std::string& name) {
+namespace {
+
+// Avro's name of a union branch, as Spark's stable identifiers use it: a
+// named type's name without its namespace, else the type's own name.
+std::string branch_name(const Node& n) {
+  if (n.type == Type::record || n.type == Type::enumeration || n.type == Type::fixed) {
+    const auto dot = n.name.rfind('.');
+    return dot == std::string::npos ? n.name : n.name.substr(dot + 1);
+  }
+  switch (n.type) {
+    case Type::null: return "null";
+    case Type::boolean: return "boolean";
+    case Type::int_: return "int";
+    case Type::long_: return "long";
+    case Type::float_: return "float";
+    case Type::double_: return "double";
+    case Type::bytes: return "bytes";
+    case Type::string: return "string";
+    case Type::array: return "array";
+    case Type::map: return "map";
+    default: return "union";
+  }
+}
+
+}  // namespace
+
+Col make_col(const Node& n, const std::string& name, const std::string* union_prefix) {
   switch (n.type) {
     case Type::null: return leaf(Kind::null, name);
     case Type::boolean: return leaf(Kind::boolean, name);
@@ -77,12 +105,12 @@ Col make_col(const Node& n, const std::string& name) {
     case Type::enumeration: return leaf(Kind::utf8, name);
     case Type::record: {
       Col c = leaf(Kind::strct, name);
-      for (const Field& f : n.fields) c.children.push_back(make_col(*f.type, f.name));
+      for (const Field& f : n.fields) c.children.push_back(make_col(*f.type, f.name, union_prefix));
       return c;
     }
     case Type::array: {
       Col c = leaf(Kind::list, name);
-      c.children.push_back(make_col(*n.items, "element"));
+      c.children.push_back(make_col(*n.items, "element", union_prefix));
       return c;
     }
     case Type::map: {
@@ -92,7 +120,7 @@ Col make_col(const Node& n, const std::string& name) {
       Col key = leaf(Kind::utf8, "key");
       key.nullable = false;
       entries.children.push_back(std::move(key));
-      entries.children.push_back(make_col(*n.items, "value"));
+      entries.children.push_back(make_col(*n.items, "value", union_prefix));
       c.children.push_back(std::move(entries));
       return c;
     }
@@ -101,7 +129,7 @@ Col make_col(const Node& n, const std::string& name) {
       for (const Node* b : n.branches)
         if (b->type != Type::null) non_null.push_back(b);
       if (non_null.empty()) return leaf(Kind::null, name);
-      if (non_null.size() == 1) return make_col(*non_null[0], name);
+      if (non_null.size() == 1) return make_col(*non_null[0], name, union_prefix);
       if (non_null.size() == 2) {
         const Type a = non_null[0]->type, b = non_null[1]->type;
         if ((a == Type::int_ && b == Type::long_) || (a == Type::long_ && b == Type::int_))
@@ -110,8 +138,21 @@ Col make_col(const Node& n, const std::string& name) {
           return leaf(Kind::float64, name);
       }
       Col c = leaf(Kind::strct, name);
-      for (std::size_t i = 0; i < non_null.size(); ++i)
-        c.children.push_back(make_col(*non_null[i], fmt::format("member{}", i)));
+      std::vector<std::string> seen;  // stable names, lower case
+      for (std::size_t i = 0; i < non_null.size(); ++i) {
+        std::string member = fmt::format("member{}", i);
+        if (union_prefix) {
+          const std::string type = branch_name(*non_null[i]);
+          std::string lower;
+          for (const char ch : type) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+          if (std::find(seen.begin(), seen.end(), lower) != seen.end())
+            throw AvroSchemaError(fmt::format(
+                "Cannot generate stable identifier for Avro union type due to name conflict of type name {}", type));
+          seen.push_back(lower);
+          member = *union_prefix + type;
+        }
+        c.children.push_back(make_col(*non_null[i], member, union_prefix));
+      }
       return c;
     }
   }

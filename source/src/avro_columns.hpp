@@ -81,8 +81,11 @@ struct Col {
 };
 
 /// The column tree of a reader node (Spark's type of it, see avro.hpp).
-/// Throws AvroSchemaError for a type Spark has none for.
-Col make_col(const Node& node, const std::string& name);
+/// Union members are member0..N, or, with `union_prefix` (Spark's
+/// enableStableIdentifiersForUnionType), <prefix><type name>. Throws
+/// AvroSchemaError for a type Spark has none for, or two members whose
+/// stable names differ only in case.
+Col make_col(const Node& node, const std::string& name, const std::string* union_prefix = nullptr);
 
 /// A column's sizes, to take a failed row back.
 struct Mark {

@@ -526,16 +526,18 @@ struct AvroDecoder::Impl {
   std::vector<Action> writers;
 };
 
-AvroDecoder::AvroDecoder(const AvroSchema& reader) : impl_(std::make_unique<Impl>()) {
+AvroDecoder::AvroDecoder(const AvroSchema& reader, std::optional<std::string> union_prefix)
+    : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
   m.schemas.push_back(reader.tree_);
   m.reader = m.schemas.back()->root;
   m.record_root = m.reader->type == Type::record;
+  const std::string* prefix = union_prefix ? &*union_prefix : nullptr;
   if (m.record_root) {
-    m.root = make_col(*m.reader, "");
+    m.root = make_col(*m.reader, "", prefix);
   } else {
     m.root.kind = Kind::strct;
-    m.root.children.push_back(make_col(*m.reader, "value"));
+    m.root.children.push_back(make_col(*m.reader, "value", prefix));
   }
   m.root.nullable = false;
   collect(m.root, m.cols);

@@ -14,6 +14,10 @@ namespace {
 
 bool registry_key(std::string_view k) { return k.starts_with("schema.registry.") || k.starts_with("basic.auth."); }
 
+std::optional<std::string> union_prefix(const AvroFormatOptions& o) {
+  return o.stable_union_ids ? std::optional<std::string>(o.union_prefix) : std::nullopt;
+}
+
 }  // namespace
 
 AvroFormatOptions AvroFormatOptions::parse(const std::map<std::string, std::string>& options) {
@@ -44,12 +48,21 @@ AvroFormatOptions AvroFormatOptions::parse(const std::map<std::string, std::stri
       (key == "auto.register.schemas" ? o.auto_register : o.use_latest_version) = lower == "true";
     } else if (key == "column") {
       o.column = value_rows::parse_column("Avro", value);
+    } else if (key == "enableStableIdentifiersForUnionType") {
+      std::string lower;
+      for (const char c : value) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      if (lower != "true" && lower != "false")
+        throw client::ConfigError(fmt::format("Avro option {}: \"{}\" is not true or false", key, value));
+      o.stable_union_ids = lower == "true";
+    } else if (key == "stableIdentifierPrefixForUnionType") {
+      o.union_prefix = value;
     } else if (registry_key(key)) {
       o.registry[key] = value;
     } else {
       throw client::ConfigError(fmt::format(
           "Avro option \"{}\" is not known (mode, jsonFormatSchema, avroSchema, subject, auto.register.schemas, "
-          "use.latest.version, column, schema.registry.*, basic.auth.*)",
+          "use.latest.version, column, enableStableIdentifiersForUnionType, stableIdentifierPrefixForUnionType, "
+          "schema.registry.*, basic.auth.*)",
           key));
     }
   }
@@ -86,7 +99,7 @@ AvroValueReader::AvroValueReader(const AvroFormatOptions& options, const std::st
     const AvroSchema writer = AvroSchema::parse(*options.json_format_schema);
     const AvroSchema reader = options.avro_schema ? AvroSchema::parse(*options.avro_schema) : writer;
     m.reader_json = reader.json();
-    m.decoder.emplace(reader);
+    m.decoder.emplace(reader, union_prefix(options));
     if (options.avro_schema) m.plain_writer = m.decoder->add_writer(writer);
     return;
   }
@@ -101,7 +114,7 @@ AvroValueReader::AvroValueReader(const AvroFormatOptions& options, const std::st
       throw AvroSchemaError(fmt::format("subject \"{}\" holds a {} schema, not Avro", subject, latest.schema_type));
     m.reader_json = latest.schema;
   }
-  m.decoder.emplace(AvroSchema::parse(m.reader_json));
+  m.decoder.emplace(AvroSchema::parse(m.reader_json), union_prefix(options));
 }
 
 AvroValueReader::~AvroValueReader() = default;

@@ -223,3 +223,34 @@ def test_kwire_source_streams_plain_avro_and_protobuf_values(spark, kwire_source
     with pytest.raises(Exception, match="valueFormat must be avro or protobuf"):
         spark.read.format("kwire").option("kafka.bootstrap.servers", bootstrap).option("subscribe", pb_topic) \
             .option("valueFormat", "json").load().collect()
+
+
+def test_stable_union_identifiers_as_spark_names_them(spark):
+    """enableStableIdentifiersForUnionType / stableIdentifierPrefixForUnionType:
+    the same member names and rows as Spark's from_avro, and the same refusal
+    of two type names that differ only in case."""
+    kwire = pytest.importorskip("kwire")
+    import pyarrow as pa
+    from pyspark.sql.avro.functions import from_avro
+
+    union = ["null", "int", "string", {"type": "record", "name": "Pt", "namespace": "a.b",
+                                       "fields": [{"name": "x", "type": "int"}]},
+             {"type": "enum", "name": "Color", "symbols": ["RED", "BLUE"]}, {"type": "array", "items": "int"}]
+    schema = json.dumps({"type": "record", "name": "R", "fields": [{"name": "u", "type": union}]})
+    # Branch index (zigzag) then the value: null, int 5, "a", Pt{x=3}, BLUE, [7].
+    values = [b"\x00", b"\x02\x0a", b"\x04\x02a", b"\x06\x06", b"\x08\x02", b"\x0a\x02\x0e\x00"]
+    df = spark.createDataFrame([(v,) for v in values], "v BINARY")
+    for opts in ({"enableStableIdentifiersForUnionType": "true"},
+                 {"enableStableIdentifiersForUnionType": "true", "stableIdentifierPrefixForUnionType": "as_"}):
+        theirs = df.select(from_avro("v", schema, opts).alias("r")).select("r.*")
+        ours = kwire.from_avro(pa.table({"value": pa.array(values, pa.binary())}), schema, opts)
+        assert ours.schema.field("u").type.num_fields == 5
+        assert [f.name for f in ours.schema.field("u").type] == theirs.schema["u"].dataType.names
+        assert [plain(r["u"]) for r in ours.to_pylist()] == [plain(r["u"]) for r in theirs.collect()]
+    clash = json.dumps({"type": "record", "name": "R", "fields": [
+        {"name": "u", "type": ["int", {"type": "record", "name": "Int", "fields": [{"name": "x", "type": "int"}]}]}]})
+    with pytest.raises(Exception, match="name conflict of type name Int"):
+        df.select(from_avro("v", clash, {"enableStableIdentifiersForUnionType": "true"})).schema
+    with pytest.raises(kwire.ConfigError, match="name conflict of type name Int"):
+        kwire.from_avro(pa.table({"value": pa.array(values, pa.binary())}), clash,
+                        {"enableStableIdentifiersForUnionType": "true"})

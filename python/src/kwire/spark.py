@@ -148,7 +148,7 @@ _VALUE_OPTIONS = {
         "basic.auth.credentials.source", "schema.registry.ssl.ca.location", "schema.registry.request.timeout.ms",
         "messageName", "descFilePath", "emit.default.values", "enums.as.ints", "upcast.unsigned.ints",
         "unwrap.primitive.wrapper.types", "retain.empty.message.types", "recursive.fields.max.depth",
-        "convert.any.fields.to.json",
+        "convert.any.fields.to.json", "enableStableIdentifiersForUnionType", "stableIdentifierPrefixForUnionType",
     )
 }
 

@@ -83,9 +83,12 @@ class AvroDecoder {
  public:
   /// `reader` is the shape of the output (Spark's jsonFormatSchema, or its
   /// avroSchema option when the data was written with another schema).
-  /// Writer 0 is the reader schema itself. Throws AvroSchemaError when the
-  /// schema has no Spark type (e.g. a decimal over 38 digits).
-  explicit AvroDecoder(const AvroSchema& reader);
+  /// Writer 0 is the reader schema itself. `union_prefix` names union
+  /// members <prefix><type name> (Spark's enableStableIdentifiersForUnionType
+  /// and stableIdentifierPrefixForUnionType) instead of member0..N. Throws
+  /// AvroSchemaError when the schema has no Spark type (e.g. a decimal over
+  /// 38 digits) or two stable member names differ only in case.
+  explicit AvroDecoder(const AvroSchema& reader, std::optional<std::string> union_prefix = std::nullopt);
   ~AvroDecoder();
   AvroDecoder(AvroDecoder&&) noexcept;
   AvroDecoder& operator=(AvroDecoder&&) noexcept;
@@ -193,12 +196,19 @@ struct AvroFormatOptions {
   /// (default false) writes with the subject's latest schema instead.
   bool auto_register = true;
   bool use_latest_version = false;
+  /// Spark's "enableStableIdentifiersForUnionType" (default false) and
+  /// "stableIdentifierPrefixForUnionType" (default "member_"): union members
+  /// named <prefix><type name> instead of member0..N.
+  bool stable_union_ids = false;
+  std::string union_prefix = "member_";
   /// "column" (kwire's): the Kafka column the values are in, "value" (the
   /// default) or "key"; the subject's default is "<topic>-<column>".
   std::string column = "value";
 
   /// From string options: mode, jsonFormatSchema, avroSchema, subject,
-  /// auto.register.schemas, use.latest.version, column, and the registry's keys
+  /// auto.register.schemas, use.latest.version, column,
+  /// enableStableIdentifiersForUnionType, stableIdentifierPrefixForUnionType,
+  /// and the registry's keys
   /// (schema.registry.*, basic.auth.*). Throws client::ConfigError for an
   /// unknown mode or key or a bad boolean. (AvroValueReader's constructor
   /// refuses neither or both of jsonFormatSchema and schema.registry.url.)
