@@ -373,4 +373,10 @@ std::optional<std::int32_t> confluent_schema_id(std::span<const std::uint8_t> va
                                    (std::uint32_t{value[3]} << 8) | std::uint32_t{value[4]});
 }
 
+std::string confluent_header(std::int32_t id) {
+  const auto u = static_cast<std::uint32_t>(id);
+  return {'\0', static_cast<char>(u >> 24), static_cast<char>(u >> 16), static_cast<char>(u >> 8),
+          static_cast<char>(u)};
+}
+
 }  // namespace kwire::client

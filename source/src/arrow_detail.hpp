@@ -121,4 +121,9 @@ class BoolColumn {
   std::int64_t length_ = 0;
 };
 
+/// The encoders' output (to_avro, to_protobuf): a batch of one binary
+/// column `value` holding `values` (`length` rows), and its schema.
+ArrowBatch value_batch(BinaryColumn&& values, std::int64_t length);
+void export_value_schema(ArrowSchema* out);
+
 }  // namespace kwire::source::arrow_detail

@@ -260,4 +260,20 @@ void export_stream(ArrowSchema* schema, std::vector<ArrowBatch> batches, ArrowAr
   out->private_data = priv.release();
 }
 
+namespace arrow_detail {
+
+ArrowBatch value_batch(BinaryColumn&& values, std::int64_t length) {
+  OwnedArray out;
+  out.length = length;
+  out.buffers.emplace_back();
+  out.children.push_back(values.take());
+  ArrowBatch result;
+  export_array(std::move(out), &result.array());
+  return result;
+}
+
+void export_value_schema(ArrowSchema* out) { export_field({"+s", "", false, {{"z", "value", true, {}}}}, out); }
+
+}  // namespace arrow_detail
+
 }  // namespace kwire::source

@@ -538,9 +538,7 @@ AvroEncoder::~AvroEncoder() = default;
 AvroEncoder::AvroEncoder(AvroEncoder&&) noexcept = default;
 AvroEncoder& AvroEncoder::operator=(AvroEncoder&&) noexcept = default;
 
-void AvroEncoder::export_schema(ArrowSchema* out) {
-  arrow_detail::export_field({"+s", "", false, {{"z", "value", true, {}}}}, out);
-}
+void AvroEncoder::export_schema(ArrowSchema* out) { arrow_detail::export_value_schema(out); }
 
 ArrowBatch AvroEncoder::encode(const ArrowSchema& schema, const ArrowArray& batch,
                                std::span<const std::uint8_t> prefix) {
@@ -573,13 +571,7 @@ ArrowBatch AvroEncoder::encode(const ArrowSchema& schema, const ArrowArray& batc
     }
     values.append(buf);
   }
-  arrow_detail::OwnedArray out;
-  out.length = batch.length;
-  out.buffers.emplace_back();
-  out.children.push_back(values.take());
-  ArrowBatch result;
-  arrow_detail::export_array(std::move(out), &result.array());
-  return result;
+  return arrow_detail::value_batch(std::move(values), batch.length);
 }
 
 }  // namespace kwire::source

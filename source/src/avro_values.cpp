@@ -239,9 +239,8 @@ ArrowBatch AvroValueWriter::encode(const ArrowSchema& schema, const ArrowArray& 
       m.id = m.options.auto_register ? m.registry->register_schema(m.subject, m.writer_json)
                                      : m.registry->lookup_schema(m.subject, m.writer_json);
     }
-    const auto id = static_cast<std::uint32_t>(m.id);
-    m.header = {0, static_cast<std::uint8_t>(id >> 24), static_cast<std::uint8_t>(id >> 16),
-                static_cast<std::uint8_t>(id >> 8), static_cast<std::uint8_t>(id)};
+    const std::string header = client::confluent_header(m.id);
+    m.header.assign(header.begin(), header.end());
   }
   if (!m.encoder) {
     m.writer_json = avro_schema_of(schema);

@@ -399,10 +399,7 @@ ProtobufValueWriter::ProtobufValueWriter(const ProtobufFormatOptions& options, c
   m.message_name = m.message->full_name();
   m.scratch.reset(m.factory.GetPrototype(m.message)->New());
   if (m.id >= 0) {
-    const auto id = static_cast<std::uint32_t>(m.id);
-    m.header = {0, static_cast<char>(id >> 24), static_cast<char>(id >> 16), static_cast<char>(id >> 8),
-                static_cast<char>(id)};
-    m.header += message_indexes(*m.message);
+    m.header = client::confluent_header(m.id) + message_indexes(*m.message);
   }
 }
 
@@ -410,9 +407,7 @@ ProtobufValueWriter::~ProtobufValueWriter() = default;
 ProtobufValueWriter::ProtobufValueWriter(ProtobufValueWriter&&) noexcept = default;
 ProtobufValueWriter& ProtobufValueWriter::operator=(ProtobufValueWriter&&) noexcept = default;
 
-void ProtobufValueWriter::export_schema(ArrowSchema* out) {
-  arrow_detail::export_field({"+s", "", false, {{"z", "value", true, {}}}}, out);
-}
+void ProtobufValueWriter::export_schema(ArrowSchema* out) { arrow_detail::export_value_schema(out); }
 
 ArrowBatch ProtobufValueWriter::encode(const ArrowSchema& schema, const ArrowArray& batch) {
   Impl& m = *impl_;
@@ -432,13 +427,7 @@ ArrowBatch ProtobufValueWriter::encode(const ArrowSchema& schema, const ArrowArr
       throw ArrowRecordError(fmt::format("to_protobuf: row {} cannot be serialized", row));
     values.append(buf);
   }
-  arrow_detail::OwnedArray out;
-  out.length = batch.length;
-  out.buffers.emplace_back();
-  out.children.push_back(values.take());
-  ArrowBatch result;
-  arrow_detail::export_array(std::move(out), &result.array());
-  return result;
+  return arrow_detail::value_batch(std::move(values), batch.length);
 }
 
 const std::string& ProtobufValueWriter::message_name() const noexcept { return impl_->message_name; }

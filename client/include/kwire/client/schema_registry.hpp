@@ -111,5 +111,8 @@ std::shared_ptr<SchemaRegistry> make_schema_registry(const SchemaRegistryConfig&
 /// The schema id of a value in Confluent's wire format; nullopt when the
 /// value is shorter than 5 bytes or its magic byte is not 0.
 std::optional<std::int32_t> confluent_schema_id(std::span<const std::uint8_t> value);
+/// The 5 bytes Confluent's wire format puts before a value: magic byte 0
+/// and `id`, big-endian.
+std::string confluent_header(std::int32_t id);
 
 }  // namespace kwire::client
