@@ -98,16 +98,21 @@ void Sender::on_partition(BatchPtr b, std::int16_t code, std::int64_t base_offse
        code == code_of(ErrorCode::out_of_order_sequence_number) || code == code_of(ErrorCode::unknown_producer_id))) {
     // The transaction cannot commit; after the abort the epoch is bumped
     // (the broker's sequence for the partition no longer matches ours).
-    if (code == code_of(ErrorCode::invalid_producer_epoch))
+    // The error is made before the batch is moved into fail(): the order in
+    // which a call's arguments are evaluated is unspecified.
+    if (code == code_of(ErrorCode::invalid_producer_epoch)) {
       // The classic protocol's answer to a fenced producer (KIP-588): the
       // abort then says whether it was fenced.
-      return fail(std::move(b), make_error<TransactionAbortableError>(
-                                    *b, code,
-                                    fmt::format("{}: the broker knows a newer epoch of transactional.id '{}' (another "
-                                                "producer of the id may have started); call abort_transaction(), "
-                                                "which raises ProducerFencedError if this producer was fenced",
-                                                name, state_.transactional_id())));
-    return fail(std::move(b), batch_error(*b, code, false));
+      auto e = make_error<TransactionAbortableError>(
+          *b, code,
+          fmt::format("{}: the broker knows a newer epoch of transactional.id '{}' (another "
+                      "producer of the id may have started); call abort_transaction(), "
+                      "which raises ProducerFencedError if this producer was fenced",
+                      name, state_.transactional_id()));
+      return fail(std::move(b), e);
+    }
+    auto e = batch_error(*b, code, false);
+    return fail(std::move(b), e);
   }
   if (state_.idempotent() &&
       (code == code_of(ErrorCode::out_of_order_sequence_number) || code == code_of(ErrorCode::unknown_producer_id))) {
@@ -120,12 +125,16 @@ void Sender::on_partition(BatchPtr b, std::int16_t code, std::int64_t base_offse
   }
   if (refresh_worthy(code) && !leader_moved) metadata_due_ = true;
   if (refresh_worthy(code) || is_retriable(code)) return retry(std::move(b), code, false);
-  fail(std::move(b), batch_error(*b, code, false));
+  auto e = batch_error(*b, code, false);
+  fail(std::move(b), e);
 }
 
 void Sender::retry(BatchPtr b, std::int16_t code, bool fate_unknown) {
   const auto now = Clock::now();
-  if (b->attempts > config_.producer_retries) return fail(std::move(b), batch_error(*b, code, true));
+  if (b->attempts > config_.producer_retries) {
+    auto e = batch_error(*b, code, true);
+    return fail(std::move(b), e);
+  }
   if (now >= b->delivery_deadline) {
     auto e = std::make_exception_ptr(DeliveryTimeoutError(
         b->tp, code, true,
