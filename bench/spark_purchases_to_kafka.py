@@ -2,9 +2,11 @@
 `purchases --output-topic` (kwire's Kafka sink): Kafka -> from_json ->
 action = 'purchase' AND amount > 0 -> Kafka (JSON value, the event's key,
 a header "source" = "<partition>:<offset>"), maxOffsetsPerTrigger 20000,
-AvailableNow. Prints the wall time of the query (session start excluded).
+AvailableNow, or a processing-time trigger given as TRIGGER (e.g. "500
+milliseconds"; the query then runs until the process is stopped). Prints
+the wall time of the query (session start excluded).
 
-Usage: python spark_purchases_to_kafka.py BOOTSTRAP IN_TOPIC OUT_TOPIC CHECKPOINT JARS_DIR
+Usage: python spark_purchases_to_kafka.py BOOTSTRAP IN_TOPIC OUT_TOPIC CHECKPOINT JARS_DIR [TRIGGER]
 (run with the PySpark of scripts/spark-env; JARS_DIR = scripts/spark-env jars)."""
 
 import glob
@@ -15,6 +17,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 bootstrap, source, out, checkpoint, jars = sys.argv[1:6]
+processing_time = sys.argv[6] if len(sys.argv) > 6 else None
 spark = (
     SparkSession.builder.master("local[2]")
     .config("spark.jars", ",".join(glob.glob(jars + "/*.jar")))
@@ -48,14 +51,18 @@ purchases = events.where("e.action = 'purchase' AND e.amount > 0").select(
     ).alias("headers"),
 )
 t0 = time.time()
-(
+writer = (
     purchases.writeStream.format("kafka")
     .option("kafka.bootstrap.servers", bootstrap)
     .option("topic", out)
     .option("checkpointLocation", checkpoint)
-    .trigger(availableNow=True)
-    .start()
-    .awaitTermination()
 )
+if processing_time:
+    writer = writer.trigger(processingTime=processing_time)
+else:
+    writer = writer.trigger(availableNow=True)
+query = writer.start()
+print("spark: query started", flush=True)
+query.awaitTermination()
 print("spark: %.2f s" % (time.time() - t0))
 spark.stop()

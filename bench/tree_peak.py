@@ -35,11 +35,16 @@ def tree_rss_kb(root):
     return total
 
 
-start = time.monotonic()
-child = subprocess.Popen(sys.argv[1:])
-peak = 0
-while child.poll() is None:
-    peak = max(peak, tree_rss_kb(child.pid))
-    time.sleep(0.05)
-wall = time.monotonic() - start
-print("wall_s=%.2f peak_tree_rss_mb=%.0f exit=%d" % (wall, peak / 1024, child.returncode), flush=True)
+def main():
+    start = time.monotonic()
+    child = subprocess.Popen(sys.argv[1:])
+    peak = 0
+    while child.poll() is None:
+        peak = max(peak, tree_rss_kb(child.pid))
+        time.sleep(0.05)
+    wall = time.monotonic() - start
+    print("wall_s=%.2f peak_tree_rss_mb=%.0f exit=%d" % (wall, peak / 1024, child.returncode), flush=True)
+
+
+if __name__ == "__main__":
+    main()

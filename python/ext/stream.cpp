@@ -2,7 +2,9 @@
 // hands each batch to Python as Arrow record batches (Kafka columns, or the
 // decoded value columns with value_format json), on a worker thread so that
 // Ctrl-C stops it cleanly.
+#include <condition_variable>
 #include <filesystem>
+#include <mutex>
 
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
@@ -175,14 +177,33 @@ class PyStreamingQuery {
     return *query_;
   }
 
-  // Releases the checkpoint (its writer lock) and the Kafka clients.
+  // Releases the checkpoint (its writer lock) and the Kafka clients. From
+  // another thread while run() is in progress: asks it to stop and waits
+  // until it returned (after the current batch), so that nothing the run
+  // uses (the query, its sink's producer) goes away under it.
   void close() {
     nb::gil_scoped_release release;
+    std::unique_lock lock(run_mu_);
+    if (running_ && query_) query_->stop();
+    run_cv_.wait(lock, [&] { return !running_; });
     query_.reset();
   }
 
   void run(std::optional<std::int64_t> max_batches, nb::object on_progress) {
-    query();
+    {
+      std::lock_guard lock(run_mu_);
+      query();
+      if (running_) throw nb::value_error("kwire: the streaming query is already running in another thread");
+      running_ = true;
+    }
+    struct Done {
+      PyStreamingQuery& q;
+      ~Done() {
+        std::lock_guard lock(q.run_mu_);
+        q.running_ = false;
+        q.run_cv_.notify_all();
+      }
+    } done{*this};
     abort_ = false;
     const std::string description = query_->description();
     auto progress = [&](const source::BatchProgress& p) {
@@ -201,6 +222,7 @@ class PyStreamingQuery {
   }
 
   void stop() {
+    std::lock_guard lock(run_mu_);
     if (query_) query_->stop();
   }
   std::int64_t next_batch_id() { return query().next_batch_id(); }
@@ -214,6 +236,9 @@ class PyStreamingQuery {
   nb::object row_sink_obj_;           // a kwire._kwire.PostgresSink, or None
   std::unique_ptr<PythonSink> sink_;  // declared before query_: outlives it
   std::unique_ptr<source::StreamingQuery> query_;
+  std::mutex run_mu_;  // running_ and the query's life against close() from another thread
+  std::condition_variable run_cv_;
+  bool running_ = false;
 };
 
 }  // namespace

@@ -101,3 +101,43 @@ def test_write_is_a_batch_write_with_sparks_checks(bootstrap, new_topic):
         kwire.write(table, {"kafka.bootstrap.servers": bootstrap, "topic": out, "exactlyOnce": "true"})
     with pytest.raises(kwire.ConfigError, match="sink_options= is only used with sink='kafka'"):
         kwire.stream({}, checkpoint="/nonexistent", sink="json", path="/tmp/x", sink_options={"a": 1})
+
+
+def test_close_from_another_thread_waits_for_the_running_batch(bootstrap, new_topic, tmp_path):
+    import threading
+
+    src, out = new_topic(1), new_topic(1)
+    fill(bootstrap, src, 0, 50)
+    batches = []
+    q = kwire.StreamingQuery(
+        {"kafka.bootstrap.servers": bootstrap, "subscribe": src, "startingOffsets": "earliest"},
+        str(tmp_path / "ck"),
+        "kafka",
+        sink_options={"kafka.bootstrap.servers": bootstrap, "topic": out, "exactlyOnce": True},
+        trigger="processing-time=100 milliseconds",
+        on_progress=lambda p: batches.append(p["batchId"]),
+    )
+    errors = []
+
+    def run():
+        try:
+            q.run()
+        except BaseException as e:  # noqa: BLE001 - the test reports whatever the run raised
+            errors.append(e)
+
+    t = threading.Thread(target=run)
+    t.start()
+    deadline = time.time() + 20
+    while not batches and time.time() < deadline:
+        time.sleep(0.05)
+    assert batches, "no batch ran"
+    fill(bootstrap, src, 50, 80)  # a batch may be running while close() is called
+    q.close()  # stops the run, waits for it, then drops the producer
+    t.join(20)
+    assert not t.is_alive()
+    assert errors == []
+    values = read_values(bootstrap, out, want=50).column("value").to_pylist()
+    ids = sorted(json.loads(v)["id"] for v in values)
+    assert ids == list(range(len(ids))) and len(ids) >= 50  # committed batches only, each row once
+    with pytest.raises(ValueError, match="closed"):
+        q.run()

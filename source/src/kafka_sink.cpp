@@ -8,10 +8,12 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "kwire/client/group_admin.hpp"
 #include "kwire/client/kafka_client.hpp"
 #include "kwire/client/producer.hpp"
+#include "kwire/protocol/errors.hpp"
 #include "kwire/source/arrow_records.hpp"
 #include "kwire/source/warnings.hpp"
 
@@ -105,8 +107,7 @@ void KafkaSink::prepare_batch(const BatchContext& context) { context_ = context;
 // committed offsets' metadata, once no transaction holds them:
 // require_stable), and the offsets committed with it.
 void KafkaSink::read_last_committed_batch() {
-  client::KafkaClient admin(options_.producer_properties);
-  client::GroupAdmin groups(admin);
+  client::GroupAdmin groups(*admin_);
   last_committed_ = -1;
   last_committed_end_.clear();
   const auto committed = groups.committed_offsets(transactional_id_, {}, true);
@@ -126,6 +127,7 @@ void KafkaSink::open_producer() {
   producer_ = std::make_unique<client::Producer>(props);
   if (!options_.exactly_once) return;
   try {
+    if (!admin_) admin_ = std::make_unique<client::KafkaClient>(options_.producer_properties);
     producer_->init_transactions();
     read_last_committed_batch();
   } catch (...) {
@@ -186,6 +188,38 @@ void KafkaSink::fail_transaction() {
   std::rethrow_exception(error);
 }
 
+// The batch's end offsets of the source partitions that still exist. A topic
+// deleted under failOnDataLoss=false stays in the end offsets of the batch
+// planned before its deletion (and of every replay of it), but the group
+// coordinator refuses offsets for it (UNKNOWN_TOPIC_OR_PARTITION) and drops
+// the offsets it held: those partitions are neither committed nor compared.
+checkpoint::PartitionOffsets KafkaSink::existing_end() {
+  std::vector<std::string> topics;
+  for (const auto& [topic, parts] : context_->end) topics.push_back(topic);
+  if (topics.empty()) return {};
+  const client::ClusterMetadata md = admin_->metadata(topics);
+  checkpoint::PartitionOffsets out;
+  std::vector<std::string> gone;
+  for (const auto& [topic, parts] : context_->end) {
+    const client::TopicMetadata* t = md.topic(topic);
+    const bool unknown =
+        !t || t->error_code == static_cast<std::int16_t>(protocol::ErrorCode::unknown_topic_or_partition);
+    for (const auto& entry : parts) {
+      const std::int32_t partition = entry.first;
+      const bool exists = !unknown && std::any_of(t->partitions.begin(), t->partitions.end(),
+                                                  [&](const auto& p) { return p.partition == partition; });
+      if (exists) out[topic][partition] = entry.second;
+      else gone.push_back(fmt::format("{}-{}", topic, partition));
+    }
+  }
+  if (!gone.empty())
+    log_warning(
+        fmt::format("Kafka sink: batch {} leaves the source partitions that no longer exist ({}) out of "
+                    "the offsets committed to group {}",
+                    context_->batch_id, fmt::join(gone, ", "), transactional_id_));
+  return out;
+}
+
 void KafkaSink::begin_batch(std::int64_t batch_id) {
   if (options_.exactly_once && !context_)
     throw SinkOptionError(
@@ -216,7 +250,7 @@ void KafkaSink::begin_batch(std::int64_t batch_id) {
     // offsets, was committed before a crash. Anything else means the
     // checkpoint is behind what this query id wrote to Kafka (a stale copy of
     // it, or offsets/ and commits/ removed): writing would double rows.
-    if (!context_->replay || batch_id != last_committed_ || context_->end != last_committed_end_)
+    if (!context_->replay || batch_id != last_committed_ || existing_end() != last_committed_end_)
       throw KafkaSinkError(fmt::format(
           "Kafka sink: the checkpoint's batch {} ({}) is not the last batch this query committed to Kafka "
           "(batch {} in group {}): the checkpoint is behind its output, e.g. an older copy of it; refusing to "
@@ -315,10 +349,12 @@ std::int64_t KafkaSink::commit_batch(std::int64_t batch_id) {
     if (first_error_) std::rethrow_exception(first_error_);
     return rows_;
   }
+  checkpoint::PartitionOffsets end;
   try {
+    end = existing_end();
     std::map<client::TopicPartition, client::OffsetAndMetadata> offsets;
     const std::string metadata = batch_metadata(context_->query_id, batch_id);
-    for (const auto& [topic, parts] : context_->end)
+    for (const auto& [topic, parts] : end)
       for (const auto& [partition, offset] : parts) offsets[{topic, partition}] = {offset, -1, metadata};
     if (!offsets.empty()) producer_->send_offsets_to_transaction(offsets, {transactional_id_, "", -1, std::nullopt});
     producer_->commit_transaction();
@@ -330,7 +366,7 @@ std::int64_t KafkaSink::commit_batch(std::int64_t batch_id) {
   in_txn_ = false;
   batch_open_ = false;
   last_committed_ = batch_id;
-  last_committed_end_ = context_->end;
+  last_committed_end_ = std::move(end);
   context_.reset();
   return rows_;
 }

@@ -266,6 +266,80 @@ TEST_F(KafkaSinkTest, ExactlyOnceCheckpointBehindItsOutputIsRefused) {
 
 namespace {
 
+// Deletes `topic` (and waits until the broker no longer lists it) before
+// batch 0's commit.
+class DeleteBeforeCommit : public source::Sink {
+ public:
+  DeleteBeforeCommit(source::Sink& inner, std::string topic) : inner_(inner), topic_(std::move(topic)) {}
+  void prepare_batch(const source::BatchContext& c) override { inner_.prepare_batch(c); }
+  void begin_batch(std::int64_t id) override { inner_.begin_batch(id); }
+  void write(std::span<const source::Row> rows) override { inner_.write(rows); }
+  std::int64_t commit_batch(std::int64_t id) override {
+    if (id == 0) {
+      client::KafkaClient admin({{"bootstrap.servers", bootstrap()}});
+      admin.delete_topics({topic_});
+      for (int i = 0; i < 200; ++i) {
+        auto md = admin.metadata(std::vector<std::string>{topic_});
+        auto* t = md.topic(topic_);
+        if (!t || t->error_code != 0) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
+    }
+    return inner_.commit_batch(id);
+  }
+
+ private:
+  source::Sink& inner_;
+  std::string topic_;
+};
+
+}  // namespace
+
+TEST_F(KafkaSinkTest, ExactlyOnceSourceTopicDeletedUnderFailOnDataLossFalseIsLeftOutOfTheCommit) {
+  // One prefix for both topics: subscribePattern (a deleted topic named by
+  // `subscribe` fails the listing, as with Spark's admin-based reader).
+  const auto prefix = unique_topic("sink-del");
+  const auto keep = prefix + "-keep", gone = prefix + "-gone", out = unique_topic("sink-del-out");
+  create_topic(keep, 2);
+  create_topic(gone, 2);
+  create_topic(out, 2);
+  produce_with_headers(keep, 0, 50);
+  produce_with_headers(gone, 50, 100);
+  TempDir dir;
+  auto opts = source_opts(keep, {{"failOnDataLoss", "false"}, {"subscribePattern", "^" + prefix + "-(keep|gone)$"}});
+  opts.erase("subscribe");
+  // Batch 0 reads both topics; `gone` is deleted before its commit, which
+  // then commits the offsets of `keep` only (the group coordinator refuses
+  // offsets of a deleted topic). Batch 1 goes on without `gone`.
+  source::KafkaSink inner(sink_opts(out, true));
+  DeleteBeforeCommit sink(inner, gone);
+  source::StreamingQuery q(opts, dir / "ck", sink, source::Trigger::parse("processing-time=0"));
+  auto b0 = q.run_once_batch();
+  ASSERT_TRUE(b0.has_value());
+  EXPECT_EQ(b0->num_output_rows, 100);
+  EXPECT_EQ(inner.last_committed_batch(), 0);
+  produce_with_headers(keep, 100, 120);
+  auto b1 = q.run_once_batch();
+  ASSERT_TRUE(b1.has_value());
+  EXPECT_EQ(b1->num_output_rows, 20);
+  EXPECT_EQ(inner.last_committed_batch(), 1);
+  const std::string query_id = checkpoint::Checkpoint::open_read_only(dir / "ck").id();
+  client::KafkaClient admin({{"bootstrap.servers", bootstrap()}});
+  client::GroupAdmin groups(admin);
+  std::int64_t total = 0;
+  for (auto& [tp, o] : groups.committed_offsets("kwire-query-" + query_id)) {
+    EXPECT_EQ(tp.topic, keep);
+    EXPECT_EQ(o.metadata, query_id + ":1");
+    total += o.offset;
+  }
+  EXPECT_EQ(total, 70);
+  auto dst = read_committed_until(out, 120);
+  EXPECT_EQ(dst.size(), 120u);
+  for (auto& [v, n] : value_counts(dst)) EXPECT_EQ(n, 1) << v;
+}
+
+namespace {
+
 // SIGKILL at random points of `kwire stream --sink kafka` (exactlyOnce as
 // given), then a last run that drains the input; returns the output's value
 // counts as a read_committed reader sees them, and the input row count.

@@ -43,7 +43,11 @@
 //   2. the rows are sent in the transaction;
 //   3. commit_batch adds the batch's source end offsets to the transaction
 //      (TxnOffsetCommit to the group, metadata "<query id>:<batch id>") and
-//      commits.
+//      commits. Partitions of a source topic deleted since the batch was
+//      planned (failOnDataLoss=false) are left out, with a warning: the group
+//      coordinator refuses offsets for them (UNKNOWN_TOPIC_OR_PARTITION) and
+//      drops those it held, so the replay check of step 1 leaves them out
+//      too (one Metadata request for the source topics per batch).
 // The query then writes commits/N. A crash before step 3 completes leaves
 // an open transaction that the next init_transactions aborts: the batch is
 // replayed in a new one. A crash after it leaves commits/N unwritten: the
@@ -70,6 +74,7 @@
 #include "kwire/source/sink.hpp"
 
 namespace kwire::client {
+class KafkaClient;
 class Producer;
 struct ProducerRecordView;
 }  // namespace kwire::client
@@ -146,11 +151,13 @@ class KafkaSink : public Sink {
   void drop_producer(bool abort) noexcept;
   [[noreturn]] void fail_transaction();
   void read_last_committed_batch();
+  checkpoint::PartitionOffsets existing_end();
 
   KafkaSinkOptions options_;
   Mapper mapper_;
   std::unique_ptr<client::Producer> producer_;
-  std::optional<BatchContext> context_;  // exactly-once: the batch the query prepared
+  std::unique_ptr<client::KafkaClient> admin_;  // exactly-once: the group's offsets, the source topics' metadata
+  std::optional<BatchContext> context_;         // exactly-once: the batch the query prepared
   std::string transactional_id_;
   std::int64_t last_committed_ = -1;
   checkpoint::PartitionOffsets last_committed_end_;  // the offsets committed with last_committed_
