@@ -168,7 +168,7 @@ class DeltaSink(_TableSink):
         return "Delta table %s" % self.path
 
     def _append(self, table: pa.Table, query_id: str, batch_id: int) -> None:
-        from deltalake import CommitProperties, Transaction, write_deltalake
+        from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 
         write_deltalake(
             self._table if self._table is not None else self.path,
@@ -178,6 +178,11 @@ class DeltaSink(_TableSink):
             storage_options=self.storage_options,
             commit_properties=CommitProperties(app_transactions=[Transaction(query_id, batch_id)]),
         )
+        if self._table is None:
+            # The first write created the table: open it once, so that the
+            # next writes (which keep it up to date) do not read the whole log
+            # again each time.
+            self._table = DeltaTable(self.path, storage_options=self.storage_options)
 
     def description(self) -> str:
         return "DeltaSink[%s]" % self.path
