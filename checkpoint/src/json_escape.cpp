@@ -1,6 +1,10 @@
 #include "kwire/checkpoint/json_escape.hpp"
 
-#include <fmt/format.h>
+#include <cstring>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 namespace kwire::checkpoint {
 
@@ -8,7 +12,7 @@ namespace {
 // Length of a valid UTF-8 sequence starting at s[i], or 0.
 std::size_t utf8_len(std::string_view s, std::size_t i) {
   auto c = static_cast<unsigned char>(s[i]);
-  std::size_t n = c >= 0xf0 && c <= 0xf4 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 && c < 0xe0 ? 2 : 0;
+  std::size_t n = c >= 0xf0 && c <= 0xf4 ? 4 : c >= 0xe0 && c < 0xf0 ? 3 : c >= 0xc2 && c < 0xe0 ? 2 : 0;
   if (n == 0 || i + n > s.size()) return 0;
   for (std::size_t k = 1; k < n; ++k)
     if ((static_cast<unsigned char>(s[i + k]) & 0xc0) != 0x80) return 0;
@@ -19,40 +23,98 @@ std::size_t utf8_len(std::string_view s, std::size_t i) {
 namespace {
 // Bytes written as they are: printable ASCII other than " and \.
 constexpr bool plain(unsigned char c) { return c >= 0x20 && c < 0x80 && c != '"' && c != '\\'; }
+
+// The first byte at or after `p` that is not plain, or `end`. With SSE2
+// (every x86-64), 16 bytes per step: a signed compare below 0x20 catches the
+// control bytes and the bytes >= 0x80 at once.
+const char* next_special(const char* p, const char* end) {
+#if defined(__SSE2__)
+  const __m128i quote = _mm_set1_epi8('"');
+  const __m128i backslash = _mm_set1_epi8('\\');
+  const __m128i space = _mm_set1_epi8(0x20);
+  while (end - p >= 16) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    const __m128i hit =
+        _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)), _mm_cmplt_epi8(v, space));
+    if (const int mask = _mm_movemask_epi8(hit); mask != 0) return p + __builtin_ctz(static_cast<unsigned>(mask));
+    p += 16;
+  }
+#endif
+  while (p < end && plain(static_cast<unsigned char>(*p))) ++p;
+  return p;
+}
+
 }  // namespace
 
 void append_json_string(std::string& out, std::string_view s) {
-  out.push_back('"');
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    // Runs of plain bytes (most of most keys and values) go in one append.
-    std::size_t run = i;
-    while (run < s.size() && plain(static_cast<unsigned char>(s[run]))) ++run;
-    if (run > i) {
-      out.append(s.data() + i, run - i);
-      i = run;
-      if (i == s.size()) break;
-    }
-    auto c = static_cast<unsigned char>(s[i]);
+  // Written in place: room for every byte escaped as two is made first (and
+  // more only when a \u00XX escape needs it); the string is cut to what was
+  // written at the end.
+  std::size_t at = out.size();
+  out.resize(at + 2 * s.size() + 2);
+  char* w = out.data() + at;
+  char* limit = out.data() + out.size();
+  // Room for `n` more bytes plus the closing quote.
+  auto room = [&](std::size_t n) {
+    if (static_cast<std::size_t>(limit - w) >= n + 1) return;
+    const auto used = static_cast<std::size_t>(w - out.data());
+    out.resize(out.size() + n + 1 + 4 * s.size());
+    w = out.data() + used;
+    limit = out.data() + out.size();
+  };
+  *w++ = '"';
+  const char* p = s.data();
+  const char* const end = p + s.size();
+  static constexpr char hex[] = "0123456789abcdef";
+  while (true) {
+    // Runs of plain bytes (most of most keys and values) are copied whole.
+    const char* special = next_special(p, end);
+    const auto run = static_cast<std::size_t>(special - p);
+    room(run);
+    std::memcpy(w, p, run);
+    w += run;
+    if (special == end) break;
+    p = special;
+    const auto c = static_cast<unsigned char>(*p);
+    char second = 0;
     switch (c) {
-      case '"': out += "\\\""; continue;
-      case '\\': out += "\\\\"; continue;
-      case '\n': out += "\\n"; continue;
-      case '\r': out += "\\r"; continue;
-      case '\t': out += "\\t"; continue;
+      case '"': second = '"'; break;
+      case '\\': second = '\\'; break;
+      case '\n': second = 'n'; break;
+      case '\r': second = 'r'; break;
+      case '\t': second = 't'; break;
       default: break;
     }
-    if (c < 0x20) {
-      out += fmt::format("\\u{:04x}", c);
-    } else if (c < 0x80) {
-      out.push_back(static_cast<char>(c));
-    } else if (auto n = utf8_len(s, i); n > 0) {
-      out.append(s.substr(i, n));
-      i += n - 1;
-    } else {
-      out += fmt::format("\\u{:04x}", c);
+    if (second != 0) {
+      room(2);
+      w[0] = '\\';
+      w[1] = second;
+      w += 2;
+      ++p;
+      continue;
     }
+    if (c >= 0x80) {
+      if (auto n = utf8_len(s, static_cast<std::size_t>(p - s.data())); n > 0) {
+        room(n);
+        std::memcpy(w, p, n);
+        w += n;
+        p += n;
+        continue;
+      }
+    }
+    // A control byte, or a byte that is not valid UTF-8.
+    room(6);
+    w[0] = '\\';
+    w[1] = 'u';
+    w[2] = '0';
+    w[3] = '0';
+    w[4] = hex[c >> 4];
+    w[5] = hex[c & 0xf];
+    w += 6;
+    ++p;
   }
-  out.push_back('"');
+  *w++ = '"';
+  out.resize(static_cast<std::size_t>(w - out.data()));
 }
 
 std::string json_string(std::string_view s) {
