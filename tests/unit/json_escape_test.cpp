@@ -59,8 +59,8 @@ TEST(JsonEscape, FixedCases) {
   EXPECT_EQ(json_string("{\"a\":\"b\\c\"}"), "\"{\\\"a\\\":\\\"b\\\\c\\\"}\"");
   EXPECT_EQ(json_string("a\nb\rc\td"), "\"a\\nb\\rc\\td\"");
   EXPECT_EQ(json_string(std::string("\0\x01\x1f\x7f", 4)), "\"\\u0000\\u0001\\u001f\x7f\"");
-  EXPECT_EQ(json_string("caf\xc3\xa9"), "\"caf\xc3\xa9\"");        // valid UTF-8 kept
-  EXPECT_EQ(json_string("\xff\xc3"), "\"\\u00ff\\u00c3\"");         // invalid and cut short
+  EXPECT_EQ(json_string("caf\xc3\xa9"), "\"caf\xc3\xa9\"");            // valid UTF-8 kept
+  EXPECT_EQ(json_string("\xff\xc3"), "\"\\u00ff\\u00c3\"");            // invalid and cut short
   EXPECT_EQ(json_string("\xe2\x82\xac\"x"), "\"\xe2\x82\xac\\\"x\"");  // UTF-8 then an escape
   std::string out = "prefix:";
   append_json_string(out, "q\"");
@@ -75,10 +75,8 @@ TEST(JsonEscape, RandomStringsMatchTheReference) {
     for (auto& ch : s) {
       const unsigned r = rng();
       // Mostly printable text, with quotes, backslashes and control bytes.
-      if (r % 4 == 0)
-        ch = "\"\\\n\t\x01\x1f"[r % 6];
-      else
-        ch = static_cast<char>(ascii ? 0x20 + r % 0x60 : r % 256);
+      if (r % 4 == 0) ch = "\"\\\n\t\x01\x1f"[r % 6];
+      else ch = static_cast<char>(ascii ? 0x20 + r % 0x60 : r % 256);
     }
     std::string out = "x";
     append_json_string(out, s);
