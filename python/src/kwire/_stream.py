@@ -576,7 +576,9 @@ class StreamingQuery:
 
     def close(self) -> None:
         """Releases the checkpoint (another query may then use it) and the
-        Kafka connections; ``recent_progress`` stays readable."""
+        Kafka connections; ``recent_progress`` stays readable. Called from
+        another thread while ``run`` is in progress, it asks the run to stop
+        and waits until it has returned (after the current batch) first."""
         self._q.close()
         if isinstance(self.sink, (KafkaSink, PostgresSink)):
             self.sink.close()  # its producer or connection; a later batch would open a new one
