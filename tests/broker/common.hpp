@@ -30,12 +30,14 @@
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
 #include "../temp_dir.hpp"
+#include "kwire/client/kafka_client.hpp"
 #include "kwire/client/producer.hpp"
 #include "kwire/source/value_format.hpp"
 
@@ -232,6 +234,20 @@ inline std::vector<JsonRecord> parse_json_records(const std::string& text) {
     out.push_back(std::move(r));
   }
   return out;
+}
+
+/// Deletes `topic` and waits (10 s at most) until the broker no longer lists
+/// it; false when it is still listed.
+inline bool delete_topic_and_wait(const std::string& topic) {
+  kwire::client::KafkaClient admin({{"bootstrap.servers", bootstrap()}});
+  admin.delete_topics({topic});
+  for (int i = 0; i < 200; ++i) {
+    auto md = admin.metadata(std::vector<std::string>{topic});
+    auto* t = md.topic(topic);
+    if (!t || t->error_code != 0) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
 }
 
 /// Base fixture: fails the test when no broker answers at bootstrap().

@@ -20,6 +20,7 @@
 #include <fmt/format.h>
 #include <simdjson.h>
 
+#include "common.hpp"
 #include "kwire/client/consumer.hpp"
 #include "kwire/client/errors.hpp"
 #include "kwire/client/producer.hpp"
@@ -32,10 +33,7 @@ using source::DataLossKind;
 
 namespace {
 
-std::string bootstrap() {
-  const char* b = std::getenv("KWIRE_BOOTSTRAP");
-  return b ? b : "127.0.0.1:19092";
-}
+using kwire_test::bootstrap;
 
 std::string unique_name(const std::string& base) {
   static int n = 0;
@@ -80,15 +78,7 @@ std::int64_t delete_records(const std::string& topic, int partition, std::int64_
 
 // Delete a topic and wait until the broker no longer lists it.
 void delete_topic(const std::string& topic) {
-  auto c = admin();
-  c.delete_topics({topic});
-  for (int i = 0; i < 200; ++i) {
-    auto md = c.metadata(std::vector<std::string>{topic});
-    auto* t = md.topic(topic);
-    if (!t || t->error_code != 0) return;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  FAIL() << "topic " << topic << " still listed after deletion";
+  if (!kwire_test::delete_topic_and_wait(topic)) FAIL() << "topic " << topic << " still listed after deletion";
 }
 
 // Create a topic again under a name that was just deleted (the broker may

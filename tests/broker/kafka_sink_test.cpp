@@ -276,14 +276,7 @@ class DeleteBeforeCommit : public source::Sink {
   void write(std::span<const source::Row> rows) override { inner_.write(rows); }
   std::int64_t commit_batch(std::int64_t id) override {
     if (id == 0) {
-      client::KafkaClient admin({{"bootstrap.servers", bootstrap()}});
-      admin.delete_topics({topic_});
-      for (int i = 0; i < 200; ++i) {
-        auto md = admin.metadata(std::vector<std::string>{topic_});
-        auto* t = md.topic(topic_);
-        if (!t || t->error_code != 0) break;
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      }
+      EXPECT_TRUE(delete_topic_and_wait(topic_)) << topic_;
     }
     return inner_.commit_batch(id);
   }
