@@ -359,7 +359,7 @@ ConsumerRecords Fetcher::poll_until(Deadline deadline, std::size_t max_records) 
 ConsumerRecords Fetcher::collect(std::size_t max_records) {
   auto round = std::make_shared<ConsumerRecords::Round>();
   // One allocation instead of a doubling series while records are appended.
-  if (!ready_.empty()) round->records.reserve(std::min<std::size_t>(max_records, 4096));
+  if (!ready_.empty()) round->records.reserve(std::min(max_records, std::max<std::size_t>(last_round_size_, 4096)));
   // ready_[0, held) are partitions whose error waits for the next poll (this
   // one already has records to return); they stay first in line.
   std::size_t held = 0;
@@ -472,7 +472,10 @@ ConsumerRecords Fetcher::collect(std::size_t max_records) {
     done_with(tp, s);
   }
   ConsumerRecords out;
-  if (!round->records.empty()) out.round_ = std::move(round);
+  if (!round->records.empty()) {
+    last_round_size_ = round->records.size();
+    out.round_ = std::move(round);
+  }
   return out;
 }
 

@@ -3,6 +3,8 @@
 // helpers shared by the module's functions.
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <thread>
 
 #include <nanobind/stl/string.h>
@@ -150,7 +152,11 @@ std::map<std::string, std::string> to_options(const nb::dict& options) {
 void run_interruptible(const std::function<void()>& work, std::atomic<bool>& abort, PendingError& pending,
                        const std::function<void()>& on_abort) {
   std::exception_ptr failure;
-  std::atomic<bool> done{false};
+  // The waiting thread wakes when the work is done (not at the next tick of
+  // its signal check), so a call returns as soon as its result is ready.
+  std::mutex mutex;
+  std::condition_variable finished;
+  bool done = false;
   {
     nb::gil_scoped_release release;
     std::thread worker([&] {
@@ -159,10 +165,15 @@ void run_interruptible(const std::function<void()>& work, std::atomic<bool>& abo
       } catch (...) {
         failure = std::current_exception();
       }
+      std::lock_guard<std::mutex> lock(mutex);
       done = true;
+      finished.notify_one();
     });
-    while (!done) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    for (;;) {
+      {
+        std::unique_lock<std::mutex> lock(mutex);
+        if (finished.wait_for(lock, std::chrono::milliseconds(50), [&] { return done; })) break;
+      }
       if (abort) continue;
       nb::gil_scoped_acquire acquire;
       if (PyErr_CheckSignals() != 0) {

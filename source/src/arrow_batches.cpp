@@ -1,5 +1,8 @@
 // Record batches with Spark's Kafka schema and with decoded value columns,
 // the Arrow sink and the batch query's stream export (arrow.hpp).
+#include <algorithm>
+#include <memory>
+#include <thread>
 #include <variant>
 
 #include "arrow_detail.hpp"
@@ -56,6 +59,15 @@ struct KafkaBatchBuilder::Columns {
   std::int64_t rows = 0;
 
   Columns() { arrow_detail::push_value<std::int32_t>(header_offsets, 0); }
+
+  /// After the columns were taken: the headers' list starts over (the other
+  /// columns start over in take(), keeping their sizes as the next room).
+  void restart() {
+    header_offsets = {};
+    arrow_detail::push_value<std::int32_t>(header_offsets, 0);
+    header_entries = 0;
+    rows = 0;
+  }
 
   void append(std::optional<std::span<const std::uint8_t>> k, std::optional<std::span<const std::uint8_t>> v,
               std::string_view t, std::int32_t p, std::int64_t o, std::int64_t ts, std::int8_t tst,
@@ -138,7 +150,7 @@ ArrowBatch KafkaBatchBuilder::finish() {
     list.children.push_back(std::move(entries));
     batch.children.push_back(std::move(list));
   }
-  columns_ = std::make_unique<Columns>();
+  c.restart();
   ArrowBatch out;
   arrow_detail::export_array(std::move(batch), &out.array());
   return out;
@@ -292,7 +304,11 @@ void ArrowSink::write(std::span<const Row> rows) {
   if (interrupt_ && interrupt_()) throw ReadInterrupted();
   for (const Row& row : rows) {
     builder_.append(row);
-    if (builder_.rows() >= max_rows_ || builder_.bytes() >= max_bytes_) batches_.push_back(builder_.finish());
+    // The byte budget is summed every 64 rows, or after a row of 64 KiB or more.
+    const bool check_bytes = (builder_.rows() & 63) == 0 || (row.value && row.value->size() >= (64u << 10)) ||
+                             (row.key && row.key->size() >= (64u << 10));
+    if (builder_.rows() >= max_rows_ || (check_bytes && builder_.bytes() >= max_bytes_))
+      batches_.push_back(builder_.finish());
   }
   rows_ += static_cast<std::int64_t>(rows.size());
 }
@@ -307,12 +323,31 @@ std::vector<ArrowBatch> ArrowSink::take_batches() { return std::exchange(batches
 void export_batch_query(BatchQuery& query, const BatchQueryPlan& plan, ArrowArrayStream* out, BatchReadResult* result,
                         const InterruptCheck& interrupt) {
   const bool headers = query.options().include_headers;
-  ArrowSink sink(headers, ArrowSink::kDefaultMaxRows, ArrowSink::kDefaultMaxBytes, interrupt);
-  BatchReadResult r = query.read(plan, sink);
+  std::int64_t offsets = 0;
+  for (const OffsetRange& r : plan.ranges) offsets += r.size();
+  // Decoding and building the columns is the bound of a large read, not the
+  // broker: more readers use more cores.
+  constexpr std::int64_t kOffsetsPerReader = 100'000;
+  constexpr std::int64_t kMaxReaders = 4;
+  const std::int64_t readers =
+      std::clamp<std::int64_t>(std::min<std::int64_t>(offsets / kOffsetsPerReader,
+                                                      static_cast<std::int64_t>(std::thread::hardware_concurrency())),
+                               1, kMaxReaders);
+  std::vector<std::unique_ptr<ArrowSink>> sinks;
+  std::vector<Sink*> sink_ptrs;
+  for (std::int64_t j = 0; j < readers; ++j) {
+    sinks.push_back(
+        std::make_unique<ArrowSink>(headers, ArrowSink::kDefaultMaxRows, ArrowSink::kDefaultMaxBytes, interrupt));
+    sink_ptrs.push_back(sinks.back().get());
+  }
+  BatchReadResult r = query.read(plan, std::span<Sink* const>(sink_ptrs));
   if (result != nullptr) *result = r;
+  std::vector<ArrowBatch> batches;
+  for (auto& sink : sinks)
+    for (ArrowBatch& b : sink->take_batches()) batches.push_back(std::move(b));
   ArrowSchema schema;
   export_kafka_schema(headers, &schema);
-  export_stream(&schema, sink.take_batches(), out);
+  export_stream(&schema, std::move(batches), out);
 }
 
 }  // namespace kwire::source

@@ -47,16 +47,34 @@ void export_field(const OwnedField& field, ArrowSchema* out);
 /// metadata and dictionaries are not kept).
 OwnedField field_of(const ArrowSchema& schema);
 
-/// A validity bitmap being built.
+/// A validity bitmap being built. No bitmap is written until the first
+/// null: a column without nulls costs one counter per row, and is exported
+/// without a bitmap (allowed when null_count is 0).
 class Validity {
  public:
-  void append(bool valid);
+  void append(bool valid) {
+    if (valid && nulls_ == 0) {
+      ++length_;
+      return;
+    }
+    if (nulls_ == 0) materialize();
+    if ((length_ & 7) == 0) bits_.push_back(0);
+    if (valid) {
+      bits_.back() = static_cast<std::uint8_t>(bits_.back() | (1u << (length_ & 7)));
+    } else {
+      ++nulls_;
+    }
+    ++length_;
+  }
   std::int64_t null_count() const noexcept { return nulls_; }
-  std::size_t bytes() const noexcept { return bits_.size(); }
+  std::size_t bytes() const noexcept { return static_cast<std::size_t>((length_ + 7) / 8); }
   /// The bitmap, empty when there was no null; the builder starts over.
   Buffer take();
 
  private:
+  /// The bitmap of the length_ valid rows so far, before the first null.
+  void materialize();
+
   Buffer bits_;
   std::int64_t length_ = 0;
   std::int64_t nulls_ = 0;
@@ -66,7 +84,15 @@ class Validity {
 class BinaryColumn {
  public:
   BinaryColumn() { push_value<std::int32_t>(offsets_, 0); }
-  void append(std::optional<std::span<const std::uint8_t>> value);
+  void append(std::optional<std::span<const std::uint8_t>> value) {
+    validity_.append(value.has_value());
+    if (value && !value->empty()) {
+      if (data_.size() + value->size() > static_cast<std::size_t>(INT32_MAX)) too_large();
+      data_.insert(data_.end(), value->begin(), value->end());
+    }
+    push_value<std::int32_t>(offsets_, static_cast<std::int32_t>(data_.size()));
+    ++length_;
+  }
   void append(std::string_view value) {
     append(std::span<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(value.data()), value.size()));
   }
@@ -75,6 +101,8 @@ class BinaryColumn {
   OwnedArray take();
 
  private:
+  [[noreturn]] static void too_large();
+
   Validity validity_;
   Buffer offsets_;
   Buffer data_;
@@ -96,8 +124,10 @@ class FixedColumn {
     a.length = length_;
     a.null_count = validity_.null_count();
     a.buffers.push_back(validity_.take());
+    const std::size_t size = data_.size();
     a.buffers.push_back(std::move(data_));
     data_ = {};
+    data_.reserve(size);  // the next batch is sized like this one
     length_ = 0;
     return a;
   }

@@ -108,14 +108,11 @@ OwnedField field_of(const ArrowSchema& schema) {
   return f;
 }
 
-void Validity::append(bool valid) {
-  if ((length_ & 7) == 0) bits_.push_back(0);
-  if (valid) {
-    bits_.back() = static_cast<std::uint8_t>(bits_.back() | (1u << (length_ & 7)));
-  } else {
-    ++nulls_;
-  }
-  ++length_;
+void Validity::materialize() {
+  bits_.reserve(static_cast<std::size_t>(length_ / 4 + 64));
+  bits_.assign(static_cast<std::size_t>(length_ / 8), 0xFF);
+  // A partial last byte: its valid rows set, the bits past them clear.
+  if ((length_ & 7) != 0) bits_.push_back(static_cast<std::uint8_t>((1u << (length_ & 7)) - 1));
 }
 
 Buffer Validity::take() {
@@ -127,27 +124,23 @@ Buffer Validity::take() {
   return out;
 }
 
-void BinaryColumn::append(std::optional<std::span<const std::uint8_t>> value) {
-  validity_.append(value.has_value());
-  if (value && !value->empty()) {
-    if (data_.size() + value->size() > static_cast<std::size_t>(INT32_MAX)) {
-      throw ArrowError("Arrow export: a binary column of one record batch passed 2 GiB");
-    }
-    data_.insert(data_.end(), value->begin(), value->end());
-  }
-  push_value<std::int32_t>(offsets_, static_cast<std::int32_t>(data_.size()));
-  ++length_;
-}
+void BinaryColumn::too_large() { throw ArrowError("Arrow export: a binary column of one record batch passed 2 GiB"); }
 
 OwnedArray BinaryColumn::take() {
   OwnedArray a;
   a.length = length_;
   a.null_count = validity_.null_count();
   a.buffers.push_back(validity_.take());
+  const std::size_t offsets_size = offsets_.size();
+  const std::size_t data_size = data_.size();
   a.buffers.push_back(std::move(offsets_));
   a.buffers.push_back(std::move(data_));
+  // The next batch is sized like this one: room made once, not grown by
+  // doubling (each step a copy). Untouched room costs no resident memory.
   offsets_ = {};
   data_ = {};
+  offsets_.reserve(offsets_size);
+  data_.reserve(data_size);
   push_value<std::int32_t>(offsets_, 0);
   length_ = 0;
   return a;

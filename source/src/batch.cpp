@@ -1,6 +1,10 @@
 #include "kwire/source/batch.hpp"
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <exception>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -79,6 +83,79 @@ BatchReadResult BatchQuery::read(const BatchQueryPlan& plan, Sink& sink) {
   out.data_loss = read.data_loss;
   out.offset_out_of_range = read.offset_out_of_range;
   out.warnings = std::move(read.warnings);
+  out.duration_ms = detail::elapsed_ms(started);
+  return out;
+}
+
+namespace {
+
+/// Forwards to a reader's sink, and stops that reader (ReaderStopped) once
+/// another reader has failed.
+struct ReaderStopped {};
+class StoppableSink : public Sink {
+ public:
+  StoppableSink(Sink& inner, const std::atomic<bool>& stop) : inner_(inner), stop_(stop) {}
+  void prepare_batch(const BatchContext& context) override { inner_.prepare_batch(context); }
+  void begin_batch(std::int64_t batch_id) override { inner_.begin_batch(batch_id); }
+  void write(std::span<const Row> rows) override {
+    if (stop_.load(std::memory_order_relaxed)) throw ReaderStopped{};
+    inner_.write(rows);
+  }
+  std::int64_t commit_batch(std::int64_t batch_id) override { return inner_.commit_batch(batch_id); }
+  std::string description() const override { return inner_.description(); }
+
+ private:
+  Sink& inner_;
+  const std::atomic<bool>& stop_;
+};
+
+}  // namespace
+
+BatchReadResult BatchQuery::read(const BatchQueryPlan& plan, std::span<Sink* const> sinks) {
+  if (sinks.size() <= 1) return sinks.empty() ? BatchReadResult{} : read(plan, *sinks[0]);
+  const auto started = std::chrono::steady_clock::now();
+  const std::size_t readers = sinks.size();
+  std::vector<BatchQueryPlan> parts(readers);
+  for (const OffsetRange& r : plan.ranges) {
+    for (std::size_t j = 0; j < readers; ++j) {
+      // Part j starts j * (size / readers) offsets in, plus one for each of
+      // the first j parts that take one of the remainder's offsets.
+      const auto n = static_cast<std::int64_t>(readers);
+      auto start = [&](std::int64_t k) { return r.from_offset + r.size() / n * k + std::min(k, r.size() % n); };
+      OffsetRange part = r;
+      part.from_offset = start(static_cast<std::int64_t>(j));
+      part.until_offset = start(static_cast<std::int64_t>(j) + 1);
+      if (part.size() > 0) parts[j].ranges.push_back(std::move(part));
+    }
+  }
+  std::atomic<bool> stop{false};
+  std::vector<BatchReadResult> results(readers);
+  std::vector<std::exception_ptr> errors(readers);
+  std::vector<std::thread> threads;
+  threads.reserve(readers);
+  for (std::size_t j = 0; j < readers; ++j) {
+    threads.emplace_back([&, j] {
+      try {
+        StoppableSink sink(*sinks[j], stop);
+        results[j] = read(parts[j], sink);
+      } catch (const ReaderStopped&) {
+      } catch (...) {
+        errors[j] = std::current_exception();
+        stop = true;
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (const std::exception_ptr& e : errors)
+    if (e) std::rethrow_exception(e);
+  BatchReadResult out;
+  for (BatchReadResult& r : results) {
+    out.rows += r.rows;
+    out.output_rows += r.output_rows;
+    out.data_loss += r.data_loss;
+    out.offset_out_of_range += r.offset_out_of_range;
+    for (std::string& w : r.warnings) out.warnings.push_back(std::move(w));
+  }
   out.duration_ms = detail::elapsed_ms(started);
   return out;
 }

@@ -3,10 +3,16 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <map>
+#include <set>
+#include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common.hpp"
+#include "kwire/source/batch.hpp"
+#include "kwire/source/sink.hpp"
 
 using namespace kwire_test;
 
@@ -25,7 +31,92 @@ class BatchRead : public BrokerTest {
   }
 };
 
+// Keeps (partition, offset, value) of every row written; `fail_at_write`
+// makes the n-th write throw.
+class CollectingSink : public kwire::source::Sink {
+ public:
+  struct Item {
+    std::int32_t partition;
+    std::int64_t offset;
+    std::string value;
+  };
+  explicit CollectingSink(int fail_at_write = -1) : fail_at_write_(fail_at_write) {}
+  void begin_batch(std::int64_t) override {}
+  void write(std::span<const kwire::source::Row> rows) override {
+    if (writes_++ == fail_at_write_) throw std::runtime_error("this sink fails");
+    for (const auto& r : rows) items.push_back({r.partition, r.offset, std::string(r.value_string())});
+  }
+  std::int64_t commit_batch(std::int64_t) override { return static_cast<std::int64_t>(items.size()); }
+  std::vector<Item> items;
+
+ private:
+  int fail_at_write_;
+  int writes_ = 0;
+};
+
 }  // namespace
+
+// Several readers at once (BatchQuery::read with sinks): reader j reads the
+// j-th contiguous part of every range, each offset once.
+TEST_F(BatchRead, ReadersAtOnceReadEachPartOfEveryRangeOnce) {
+  const auto topic = unique_topic("batch-read-parts");
+  create_topic(topic, 2);
+  produce_to(topic, 0, 101, "a-");
+  produce_to(topic, 1, 50, "b-");
+  kwire::source::BatchQuery query({{"kafka.bootstrap.servers", bootstrap()},
+                                   {"subscribe", topic},
+                                   {"startingOffsets", "earliest"},
+                                   {"endingOffsets", "latest"}});
+  const auto plan = query.plan();
+  CollectingSink s0, s1, s2;
+  kwire::source::Sink* sinks[] = {&s0, &s1, &s2};
+  const auto result = query.read(plan, std::span<kwire::source::Sink* const>(sinks));
+  EXPECT_EQ(result.rows, 151);
+  EXPECT_EQ(result.output_rows, 151);
+  EXPECT_EQ(result.data_loss, 0);
+  // 101 offsets in parts of 34, 34, 33; 50 in 17, 17, 16.
+  const std::map<std::int32_t, std::vector<std::pair<std::int64_t, std::int64_t>>> parts = {
+      {0, {{0, 34}, {34, 68}, {68, 101}}}, {1, {{0, 17}, {17, 34}, {34, 50}}}};
+  const CollectingSink* all[] = {&s0, &s1, &s2};
+  for (int j = 0; j < 3; ++j) {
+    std::map<std::int32_t, std::vector<std::int64_t>> seen;
+    for (const auto& item : all[j]->items) {
+      seen[item.partition].push_back(item.offset);
+      EXPECT_EQ(item.value, (item.partition == 0 ? "a-" : "b-") + std::to_string(item.offset));
+    }
+    for (const auto& [partition, ranges] : parts) {
+      std::vector<std::int64_t> expected;
+      for (std::int64_t o = ranges[j].first; o < ranges[j].second; ++o) expected.push_back(o);
+      EXPECT_EQ(seen[partition], expected) << "reader " << j << " partition " << partition;
+    }
+  }
+}
+
+// A reader whose sink fails: its error is the read's, after every reader
+// stopped; the error of a later reader does not hide an earlier one's.
+TEST_F(BatchRead, ReadersAtOnceStopOnTheFirstReadersError) {
+  const auto topic = unique_topic("batch-read-parts-fail");
+  create_topic(topic, 1);
+  produce_to(topic, 0, 40, "a-");
+  kwire::source::BatchQuery query({{"kafka.bootstrap.servers", bootstrap()},
+                                   {"subscribe", topic},
+                                   {"startingOffsets", "earliest"},
+                                   {"endingOffsets", "latest"}});
+  const auto plan = query.plan();
+  CollectingSink ok, failing(0);
+  kwire::source::Sink* sinks[] = {&ok, &failing};
+  EXPECT_THROW(
+      {
+        try {
+          query.read(plan, std::span<kwire::source::Sink* const>(sinks));
+        } catch (const std::runtime_error& e) {
+          EXPECT_STREQ(e.what(), "this sink fails");
+          throw;
+        }
+      },
+      std::runtime_error);
+  EXPECT_LE(ok.items.size(), 20u);
+}
 
 TEST_F(BatchRead, JsonOffsetsThroughTheCli) {
   const auto topic = unique_topic("batch-read");

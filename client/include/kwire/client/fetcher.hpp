@@ -263,6 +263,9 @@ class Fetcher {
   // Partitions with answers to hand out, in the order they arrived.
   std::deque<TopicPartition> ready_;
   std::vector<std::shared_ptr<protocol::DecodedRecords>> decoded_pool_;
+  // How many records the last non-empty poll handed out: the next poll's
+  // room is made for as many at once.
+  std::size_t last_round_size_ = 0;
 };
 
 }  // namespace kwire::client

@@ -245,6 +245,9 @@ void export_stream(ArrowSchema* schema, std::vector<ArrowBatch> batches, ArrowAr
 /// (includeHeaders as in the query's options). The whole result is read
 /// before this returns. `result`, when given, receives the read's counters;
 /// `interrupt` as for ArrowSink (ReadInterrupted, nothing exported).
+/// A plan of 200,000 offsets or more is read by up to 4 readers at once (one
+/// per core, one per 100,000 offsets; BatchQuery::read with sinks), each
+/// range's lower part first in the stream; smaller plans by one reader.
 void export_batch_query(BatchQuery& query, const BatchQueryPlan& plan, ArrowArrayStream* out,
                         BatchReadResult* result = nullptr, const InterruptCheck& interrupt = {});
 

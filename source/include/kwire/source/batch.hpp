@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -104,6 +105,15 @@ class BatchQuery {
   /// the sink throws; with failOnDataLoss=false lost offsets are skipped and
   /// counted, with a warning each.
   BatchReadResult read(const BatchQueryPlan& plan, Sink& sink);
+
+  /// Reads `plan.ranges` with sinks.size() readers at once, each on its own
+  /// thread with its own consumer (so its own connections): reader j reads
+  /// the j-th of sinks.size() contiguous parts of every range (equal offset
+  /// counts) into sinks[j] as batch 0, so sinks[0] holds the lowest offsets
+  /// of each range. Counts and warnings are summed over the readers. The
+  /// first reader's error (in reader order) is thrown once every reader has
+  /// stopped; the others stop at their next write. Same errors as read().
+  BatchReadResult read(const BatchQueryPlan& plan, std::span<Sink* const> sinks);
 
   const SourceOptions& options() const noexcept { return options_; }
   std::string description() const { return options_.description(); }
