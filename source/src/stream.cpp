@@ -127,11 +127,33 @@ StreamingQuery::StreamingQuery(const std::map<std::string, std::string>& options
 
 StreamingQuery::~StreamingQuery() = default;
 
+namespace {
+
+class SystemQueryClock : public QueryClock {
+ public:
+  std::int64_t now_ms() override { return detail::now_ms(); }
+  void sleep_until_ms(std::int64_t until_ms, const std::atomic<bool>& stop) override {
+    for (std::int64_t now = now_ms(); !stop && now < until_ms; now = now_ms())
+      std::this_thread::sleep_for(std::chrono::milliseconds(std::min<std::int64_t>(until_ms - now, 100)));
+  }
+};
+
+}  // namespace
+
+std::shared_ptr<QueryClock> system_query_clock() {
+  static const auto clock = std::make_shared<SystemQueryClock>();
+  return clock;
+}
+
+void StreamingQuery::set_clock(std::shared_ptr<QueryClock> clock) {
+  clock_ = clock ? std::move(clock) : system_query_clock();
+}
+
 std::optional<BatchProgress> StreamingQuery::run_once_batch() { return next_batch(); }
 
 std::optional<BatchProgress> StreamingQuery::next_batch() {
   trigger_started_ = std::chrono::steady_clock::now();
-  trigger_wall_ms_ = now_ms();
+  trigger_wall_ms_ = clock_->now_ms();
   latest_offset_ms_ = 0;
   planning_started_ms_ = 0;
   auto resume = checkpoint_.resume();
@@ -228,7 +250,7 @@ std::optional<BatchProgress> StreamingQuery::next_batch() {
     // classifies the loss, so the failure comes after the write-ahead log
     // and a restart replays exactly this range (failing again, or skipping
     // the loss with failOnDataLoss=false).
-    if (!dry_run_) checkpoint_.write_offsets(resume.next_batch_id, end, now_ms());
+    if (!dry_run_) checkpoint_.write_offsets(resume.next_batch_id, end, clock_->now_ms());
     throw;
   }
   for (auto& w : plan.warnings) warn(w);
@@ -259,7 +281,7 @@ BatchProgress StreamingQuery::execute(std::int64_t batch_id, const PartitionOffs
   progress.durations_ms["queryPlanning"] =
       planned_at - (planning_started_ms_ ? planning_started_ms_ : latest_offset_ms_);
   auto t = std::chrono::steady_clock::now();
-  if (!replay) checkpoint_.write_offsets(batch_id, end, now_ms());
+  if (!replay) checkpoint_.write_offsets(batch_id, end, clock_->now_ms());
   progress.durations_ms["walCommit"] = elapsed_ms(t);
   t = std::chrono::steady_clock::now();
   sink_.prepare_batch(BatchContext{checkpoint_.id(), batch_id, end, replay});
@@ -321,7 +343,7 @@ QueryConnectionStats StreamingQuery::connection_stats() const {
 
 void StreamingQuery::finish_progress(BatchProgress& progress) {
   // Record sizes seen in this batch feed the bytes-behind estimate.
-  const std::int64_t now = now_ms();
+  const std::int64_t now = clock_->now_ms();
   for (auto& [tp, seen] : meter_->take())
     if (seen.first > 0) bytes_samples_[tp].push_back({now, seen.first, seen.second});
   std::optional<std::int64_t> bytes_behind;
@@ -397,7 +419,7 @@ std::optional<BatchProgress> StreamingQuery::plan_next_batch() {
 
 BatchProgress StreamingQuery::read_offset_ranges(const std::vector<OffsetRange>& ranges, std::int64_t batch_id) {
   trigger_started_ = std::chrono::steady_clock::now();
-  trigger_wall_ms_ = now_ms();
+  trigger_wall_ms_ = clock_->now_ms();
   BatchProgress progress;
   progress.batch_id = batch_id;
   progress.ranges = ranges;
@@ -426,7 +448,7 @@ bool StreamingQuery::delay_batch(const PartitionOffsets& start, const PartitionO
   // trigger that fired (the first trigger always fires), else only when at
   // least minOffsetsPerTrigger new offsets exist; a partition absent from
   // `start` counts its whole latest offset.
-  const std::int64_t now = now_ms();
+  const std::int64_t now = clock_->now_ms();
   if (now - planner_.last_trigger_ms >= options_.max_trigger_delay_ms) {
     planner_.last_trigger_ms = now;
     return false;
@@ -489,7 +511,7 @@ void StreamingQuery::run(const std::function<void(const BatchProgress&)>& on_pro
     throw std::invalid_argument(fmt::format("max_batches must be positive, got {}", *max_batches));
   std::int64_t batches = 0;
   while (!stop_requested_) {
-    const std::int64_t started_ms = now_ms();
+    const std::int64_t started_ms = clock_->now_ms();
     auto progress = next_batch();
     if (progress) {
       ++batches;
@@ -504,13 +526,12 @@ void StreamingQuery::run(const std::function<void(const BatchProgress&)>& on_pro
     } else if (trigger_.interval_ms < Trigger::kNoDataPollingDelayMs) {
       // Nothing new: as Spark's pollingDelay, wait a little before asking the
       // brokers again rather than spinning on ListOffsets.
-      std::this_thread::sleep_for(std::chrono::milliseconds(Trigger::kNoDataPollingDelayMs));
+      clock_->sleep_until_ms(clock_->now_ms() + Trigger::kNoDataPollingDelayMs, stop_requested_);
       continue;
     }
     // processing-time: wait for the next interval boundary.
     const std::int64_t next_ms = trigger_.next_trigger_ms(started_ms);
-    for (std::int64_t now = now_ms(); !stop_requested_ && now < next_ms; now = now_ms())
-      std::this_thread::sleep_for(std::chrono::milliseconds(std::min<std::int64_t>(next_ms - now, 100)));
+    clock_->sleep_until_ms(next_ms, stop_requested_);
   }
 }
 

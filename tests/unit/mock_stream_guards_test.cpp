@@ -2,18 +2,25 @@
 // assigned partition or topic that does not exist, --plan-only's read-only checkpoint (nothing
 // created, an existing checkpoint byte-for-byte unchanged, the query's
 // planning state untouched), the checkpoint lock between two queries, and the
-// polling delay of a processing-time trigger that finds no data.
+// polling delay of a processing-time trigger that finds no data, and the
+// trigger times (interval boundaries, maxTriggerDelay) on a manual clock.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <map>
+#include <memory>
 #include <span>
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "../temp_dir.hpp"
 #include "kwire/checkpoint/checkpoint.hpp"
@@ -24,7 +31,6 @@
 using kwire::checkpoint::Access;
 using kwire::checkpoint::CheckpointError;
 using kwire::mock::MockCluster;
-using kwire::protocol::ApiKey;
 using kwire::source::Row;
 using kwire::source::SourceOptionError;
 using kwire::source::StreamingQuery;
@@ -57,6 +63,26 @@ std::map<std::string, std::string> options(const MockCluster& c, std::map<std::s
   for (auto& [k, v] : extra) o[k] = v;
   return o;
 }
+
+// A clock that moves only when the query sleeps: each sleep jumps to its
+// end, is recorded as (from, until), then calls on_sleep with the number of
+// sleeps so far (which may add records or stop the query).
+class ManualClock : public kwire::source::QueryClock {
+ public:
+  explicit ManualClock(std::int64_t start_ms) : now_(start_ms) {}
+  std::int64_t now_ms() override { return now_; }
+  void sleep_until_ms(std::int64_t until_ms, const std::atomic<bool>& stop) override {
+    if (stop) return;
+    sleeps.emplace_back(now_, until_ms);
+    now_ = std::max(now_, until_ms);
+    if (on_sleep) on_sleep(sleeps.size());
+  }
+  std::vector<std::pair<std::int64_t, std::int64_t>> sleeps;
+  std::function<void(std::size_t)> on_sleep;
+
+ private:
+  std::int64_t now_;
+};
 
 Trigger every_call() {
   Trigger t;
@@ -251,18 +277,88 @@ TEST(MockStreamGuards, ProcessingTimeZeroWaitsThePollingDelayWhenThereIsNoData) 
   TempDir dir;
   CountSink sink;
   StreamingQuery q(options(c, {{"subscribe", "t"}}), dir / "ck", sink, every_call());
-  c.clear_requests();
-  std::thread runner([&] { q.run(); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  q.stop();
-  runner.join();
-  // With a 10 ms polling delay 300 ms hold at most ~30 empty triggers (one
-  // ListOffsets each); a loop without the delay sends thousands.
-  const auto list_offsets = c.requests(ApiKey::list_offsets).size();
-  EXPECT_GT(list_offsets, 0u);
-  EXPECT_LT(list_offsets, 100u) << "ListOffsets requests in 300 ms: " << list_offsets;
-  std::printf("ListOffsets requests in 300 ms without data: %zu\n", list_offsets);
+  auto clock = std::make_shared<ManualClock>(1'800'000'000'000);
+  clock->on_sleep = [&](std::size_t n) {
+    if (n == 30) q.stop();
+  };
+  q.set_clock(clock);
+  q.run();  // batch 0 (empty, at the start), then triggers that find nothing
+  // After batch 0 the interval of 0 is already over (no wait); after every
+  // trigger without data, the polling delay.
+  ASSERT_EQ(clock->sleeps.size(), 30u);
+  EXPECT_EQ(clock->sleeps[0].second - clock->sleeps[0].first, 0);
+  for (std::size_t i = 1; i < clock->sleeps.size(); ++i)
+    EXPECT_EQ(clock->sleeps[i].second - clock->sleeps[i].first, Trigger::kNoDataPollingDelayMs) << "sleep " << i;
   EXPECT_EQ(sink.rows, 0);
+}
+
+// The processing-time trigger fires at wall-clock multiples of its interval
+// (Spark's ProcessingTimeExecutor), and the batch's timestamp (progress and
+// the offsets file's batchTimestampMs) is the trigger's time.
+TEST(MockStreamGuards, ProcessingTimeFiresAtIntervalBoundaries) {
+  MockCluster c;
+  c.create_topic("t", 1);
+  c.append_values("t", 0, 5);
+  TempDir dir;
+  CountSink sink;
+  Trigger every_minute;
+  every_minute.kind = Trigger::Kind::processing_time;
+  every_minute.interval_ms = 60'000;
+  StreamingQuery q(options(c, {{"subscribe", "t"}}), dir / "ck", sink, every_minute);
+  const std::int64_t t0 = 1'800'000'012'345;
+  const std::int64_t b1 = (t0 / 60'000 + 1) * 60'000;
+  auto clock = std::make_shared<ManualClock>(t0);
+  clock->on_sleep = [&](std::size_t n) {
+    if (n == 1) c.append_values("t", 0, 3);
+    if (n == 2) q.stop();
+  };
+  q.set_clock(clock);
+  std::vector<std::pair<std::int64_t, std::int64_t>> batches;  // (timestamp, rows)
+  q.run([&](const kwire::source::BatchProgress& p) { batches.emplace_back(p.timestamp_ms, p.num_input_rows); });
+  ASSERT_EQ(clock->sleeps.size(), 2u);
+  EXPECT_EQ(clock->sleeps[0], std::make_pair(t0, b1));
+  EXPECT_EQ(clock->sleeps[1], std::make_pair(b1, b1 + 60'000));
+  ASSERT_EQ(batches.size(), 2u);
+  EXPECT_EQ(batches[0], std::make_pair(t0, std::int64_t{5}));
+  EXPECT_EQ(batches[1], std::make_pair(b1, std::int64_t{3}));
+  std::ifstream in(dir / "ck" / "offsets" / "1");
+  const std::string offsets1((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(offsets1.find("\"batchTimestampMs\":" + std::to_string(b1)), std::string::npos) << offsets1;
+}
+
+// minOffsetsPerTrigger holds a small backlog back until maxTriggerDelay has
+// passed since the last batch (Spark's delayBatch): the held batch fires at
+// the first trigger 15 minutes or more after batch 0, with no real waiting.
+TEST(MockStreamGuards, MaxTriggerDelayFiresTheHeldBatchAtItsFirstTrigger) {
+  MockCluster c;
+  c.create_topic("t", 1);
+  c.append_values("t", 0, 7);
+  TempDir dir;
+  CountSink sink;
+  Trigger every_minute;
+  every_minute.kind = Trigger::Kind::processing_time;
+  every_minute.interval_ms = 60'000;
+  StreamingQuery q(options(c, {{"subscribe", "t"}, {"minOffsetsPerTrigger", "100"}, {"maxTriggerDelay", "15m"}}),
+                   dir / "ck", sink, every_minute);
+  const std::int64_t t0 = 1'800'000'012'345;
+  auto clock = std::make_shared<ManualClock>(t0);
+  clock->on_sleep = [&](std::size_t n) {
+    if (n == 1) c.append_values("t", 0, 2);
+    if (n > 100) q.stop();  // a guard: the held batch fires long before
+  };
+  q.set_clock(clock);
+  std::vector<std::pair<std::int64_t, std::int64_t>> batches;  // (timestamp, rows)
+  q.run([&](const kwire::source::BatchProgress& p) { batches.emplace_back(p.timestamp_ms, p.num_input_rows); }, 2);
+  ASSERT_EQ(batches.size(), 2u);
+  EXPECT_EQ(batches[0], std::make_pair(t0, std::int64_t{7}));
+  // The first minute boundary at or after t0 + 15 min.
+  const std::int64_t due = t0 + 15 * 60'000;
+  const std::int64_t fired = (due + 60'000 - 1) / 60'000 * 60'000;
+  EXPECT_EQ(batches[1], std::make_pair(fired, std::int64_t{2}));
+  // One wait per minute boundary, from the first after t0 to the one it fired at.
+  const std::int64_t b1 = (t0 / 60'000 + 1) * 60'000;
+  EXPECT_EQ(static_cast<std::int64_t>(clock->sleeps.size()), (fired - b1) / 60'000 + 1);
+  EXPECT_EQ(clock->sleeps.back().second, fired);
 }
 
 TEST(MockStreamGuards, MaxBatchesMustBePositive) {

@@ -72,6 +72,25 @@ struct QueryConnectionStats {
   std::uint64_t consumers_created = 0;
 };
 
+/// The time a streaming query reads and waits on: trigger times (the
+/// processing-time interval's boundaries, maxTriggerDelay, the polling delay
+/// of a trigger without data), the timestamps of progress lines and offsets
+/// files, and the bytes-behind window. Durations of the work itself
+/// (durationMs) are measured with the steady clock. system_query_clock() by
+/// default; tests give a manual clock, so that no test waits in real time.
+class QueryClock {
+ public:
+  virtual ~QueryClock() = default;
+  /// Milliseconds since the Unix epoch.
+  virtual std::int64_t now_ms() = 0;
+  /// Returns once now_ms() >= `until_ms`, or sooner once `stop` is set
+  /// (looked at least every 100 ms).
+  virtual void sleep_until_ms(std::int64_t until_ms, const std::atomic<bool>& stop) = 0;
+};
+
+/// The system clock (std::chrono::system_clock) and real sleeps.
+std::shared_ptr<QueryClock> system_query_clock();
+
 namespace detail {
 class MeteringSink;
 }
@@ -97,6 +116,10 @@ class StreamingQuery {
            std::optional<std::int64_t> max_batches = std::nullopt);
   /// Ask run() to return after the current batch (safe from another thread or a signal handler).
   void stop() noexcept { stop_requested_ = true; }
+
+  /// The clock the query's triggers read and wait on (QueryClock); set before
+  /// run(). A null pointer puts the system clock back.
+  void set_clock(std::shared_ptr<QueryClock> clock);
 
   /// Plan and run one batch now; nullopt when there is nothing new.
   std::optional<BatchProgress> run_once_batch();
@@ -158,6 +181,7 @@ class StreamingQuery {
   void commit_to_group(const PartitionOffsets& end, BatchProgress& progress);
   QueryConnectionStats retired_consumer_stats_;
   std::atomic<bool> stop_requested_{false};
+  std::shared_ptr<QueryClock> clock_ = system_query_clock();
 
   // What planning carries from one trigger to the next; plan_next_batch()
   // puts it back as it was.
