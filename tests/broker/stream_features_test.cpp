@@ -8,6 +8,7 @@
 #include <chrono>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -15,6 +16,7 @@
 #include <fmt/format.h>
 #include <simdjson.h>
 
+#include "../manual_clock.hpp"
 #include "common.hpp"
 #include "kwire/client/kafka_client.hpp"
 #include "kwire/client/producer.hpp"
@@ -85,8 +87,10 @@ TEST_F(StreamFeatures, MinOffsetsPerTriggerHoldsBatchesUntilEnoughOrDelayPassed)
   source::JsonLinesSink sink(dir / "out");
   auto o = opts(topic);
   o["minOffsetsPerTrigger"] = "50";
-  o["maxTriggerDelay"] = "1500ms";
+  o["maxTriggerDelay"] = "15m";
   source::StreamingQuery q(o, dir / "ck", sink, source::Trigger::parse("processing-time=100ms"));
+  auto clock = std::make_shared<kwire_test::ManualQueryClock>(1'800'000'000'000);
+  q.set_clock(clock);
   // The first trigger always fires, whatever the backlog.
   auto b0 = q.run_once_batch();
   ASSERT_TRUE(b0);
@@ -102,7 +106,9 @@ TEST_F(StreamFeatures, MinOffsetsPerTriggerHoldsBatchesUntilEnoughOrDelayPassed)
   // 5 new: held back until maxTriggerDelay has passed since the last batch.
   send(topic, 1, numbered(65, 70));
   EXPECT_FALSE(q.run_once_batch());
-  std::this_thread::sleep_for(std::chrono::milliseconds(1600));
+  clock->advance(15 * 60'000 - 1);  // 1 ms short of the delay since b1
+  EXPECT_FALSE(q.run_once_batch());
+  clock->advance(1);
   auto b2 = q.run_once_batch();
   ASSERT_TRUE(b2);
   EXPECT_EQ(b2->num_input_rows, 5);
@@ -154,28 +160,33 @@ TEST_F(StreamFeatures, ProcessingTimeWaitsForIntervalBoundariesAndSkipsEmptyTrig
   source::JsonLinesSink sink(dir / "out");
   std::vector<source::BatchProgress> seen;
   source::StreamingQuery q(opts(topic), dir / "ck", sink, source::Trigger::parse("processing-time=500ms"));
+  // The query's clock moves only when it waits: to the next 500 ms boundary.
+  const std::int64_t t0 = 1'800'000'000'123;
+  auto clock = std::make_shared<kwire_test::ManualQueryClock>(t0);
+  clock->on_sleep = [&](std::size_t n) {
+    if (n == 4) send(topic, 0, numbered(5, 8));  // after three empty triggers
+  };
+  q.set_clock(clock);
   std::atomic<bool> finished{false};
-  std::thread producer([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1700));  // several empty triggers first
-    send(topic, 0, numbered(5, 8));
-  });
   std::thread watchdog([&] {
     for (int i = 0; i < 150 && !finished; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
     q.stop();
   });
-  auto t0 = std::chrono::steady_clock::now();
   q.run([&](const source::BatchProgress& p) { seen.push_back(p); }, 2);
-  auto took = std::chrono::steady_clock::now() - t0;
   finished = true;
-  producer.join();
   watchdog.join();
   ASSERT_EQ(seen.size(), 2u);  // no batch for the empty triggers in between
   EXPECT_EQ(seen[0].num_input_rows, 5);
+  EXPECT_EQ(seen[0].timestamp_ms, t0);
   EXPECT_EQ(seen[1].num_input_rows, 3);
   EXPECT_EQ(seen[1].batch_id, 1);
-  EXPECT_GE(took, std::chrono::milliseconds(1700));
-  // The second batch's trigger started on a 500 ms boundary of the wall clock.
-  EXPECT_LT(seen[1].timestamp_ms % 500, 150) << seen[1].timestamp_ms;
+  // Every wait ends on a 500 ms boundary of the clock, the first after t0;
+  // the second batch ran at the fourth.
+  const std::int64_t b1 = (t0 / 500 + 1) * 500;
+  ASSERT_EQ(clock->sleeps.size(), 4u);
+  for (std::size_t i = 0; i < clock->sleeps.size(); ++i)
+    EXPECT_EQ(clock->sleeps[i].second, b1 + 500 * static_cast<std::int64_t>(i)) << "wait " << i;
+  EXPECT_EQ(seen[1].timestamp_ms, b1 + 3 * 500);
 }
 
 TEST_F(StreamFeatures, SubscribePatternPicksUpNewTopicsFromEarliest) {

@@ -6,12 +6,9 @@
 // trigger times (interval boundaries, maxTriggerDelay) on a manual clock.
 #include <gtest/gtest.h>
 
-#include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
-#include <functional>
 #include <iterator>
 #include <map>
 #include <memory>
@@ -22,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "../manual_clock.hpp"
 #include "../temp_dir.hpp"
 #include "kwire/checkpoint/checkpoint.hpp"
 #include "kwire/client/errors.hpp"
@@ -35,6 +33,7 @@ using kwire::source::Row;
 using kwire::source::SourceOptionError;
 using kwire::source::StreamingQuery;
 using kwire::source::Trigger;
+using kwire_test::ManualQueryClock;
 using kwire_test::TempDir;
 namespace fs = std::filesystem;
 
@@ -63,26 +62,6 @@ std::map<std::string, std::string> options(const MockCluster& c, std::map<std::s
   for (auto& [k, v] : extra) o[k] = v;
   return o;
 }
-
-// A clock that moves only when the query sleeps: each sleep jumps to its
-// end, is recorded as (from, until), then calls on_sleep with the number of
-// sleeps so far (which may add records or stop the query).
-class ManualClock : public kwire::source::QueryClock {
- public:
-  explicit ManualClock(std::int64_t start_ms) : now_(start_ms) {}
-  std::int64_t now_ms() override { return now_; }
-  void sleep_until_ms(std::int64_t until_ms, const std::atomic<bool>& stop) override {
-    if (stop) return;
-    sleeps.emplace_back(now_, until_ms);
-    now_ = std::max(now_, until_ms);
-    if (on_sleep) on_sleep(sleeps.size());
-  }
-  std::vector<std::pair<std::int64_t, std::int64_t>> sleeps;
-  std::function<void(std::size_t)> on_sleep;
-
- private:
-  std::int64_t now_;
-};
 
 Trigger every_call() {
   Trigger t;
@@ -277,7 +256,7 @@ TEST(MockStreamGuards, ProcessingTimeZeroWaitsThePollingDelayWhenThereIsNoData) 
   TempDir dir;
   CountSink sink;
   StreamingQuery q(options(c, {{"subscribe", "t"}}), dir / "ck", sink, every_call());
-  auto clock = std::make_shared<ManualClock>(1'800'000'000'000);
+  auto clock = std::make_shared<ManualQueryClock>(1'800'000'000'000);
   clock->on_sleep = [&](std::size_t n) {
     if (n == 30) q.stop();
   };
@@ -307,7 +286,7 @@ TEST(MockStreamGuards, ProcessingTimeFiresAtIntervalBoundaries) {
   StreamingQuery q(options(c, {{"subscribe", "t"}}), dir / "ck", sink, every_minute);
   const std::int64_t t0 = 1'800'000'012'345;
   const std::int64_t b1 = (t0 / 60'000 + 1) * 60'000;
-  auto clock = std::make_shared<ManualClock>(t0);
+  auto clock = std::make_shared<ManualQueryClock>(t0);
   clock->on_sleep = [&](std::size_t n) {
     if (n == 1) c.append_values("t", 0, 3);
     if (n == 2) q.stop();
@@ -341,7 +320,7 @@ TEST(MockStreamGuards, MaxTriggerDelayFiresTheHeldBatchAtItsFirstTrigger) {
   StreamingQuery q(options(c, {{"subscribe", "t"}, {"minOffsetsPerTrigger", "100"}, {"maxTriggerDelay", "15m"}}),
                    dir / "ck", sink, every_minute);
   const std::int64_t t0 = 1'800'000'012'345;
-  auto clock = std::make_shared<ManualClock>(t0);
+  auto clock = std::make_shared<ManualQueryClock>(t0);
   clock->on_sleep = [&](std::size_t n) {
     if (n == 1) c.append_values("t", 0, 2);
     if (n > 100) q.stop();  // a guard: the held batch fires long before

@@ -1,0 +1,52 @@
+// Shared by the unit and broker tests. A streaming query's clock that moves
+// only when told: advance() from the test, or a sleep of the query, which
+// jumps to its end. Lets tests check trigger times without waiting.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include "kwire/source/stream.hpp"
+
+namespace kwire_test {
+
+class ManualQueryClock : public kwire::source::QueryClock {
+ public:
+  explicit ManualQueryClock(std::int64_t start_ms) : now_(start_ms) {}
+
+  std::int64_t now_ms() override {
+    std::lock_guard lock(mu_);
+    return now_;
+  }
+  void advance(std::int64_t ms) {
+    std::lock_guard lock(mu_);
+    now_ += ms;
+  }
+  /// Recorded as (from, until), then on_sleep runs with the number of sleeps
+  /// so far (it may add records or stop the query). Nothing when `stop` is set.
+  void sleep_until_ms(std::int64_t until_ms, const std::atomic<bool>& stop) override {
+    if (stop) return;
+    std::size_t n = 0;
+    {
+      std::lock_guard lock(mu_);
+      sleeps.emplace_back(now_, until_ms);
+      now_ = std::max(now_, until_ms);
+      n = sleeps.size();
+    }
+    if (on_sleep) on_sleep(n);
+  }
+
+  std::vector<std::pair<std::int64_t, std::int64_t>> sleeps;
+  std::function<void(std::size_t)> on_sleep;
+
+ private:
+  std::mutex mu_;
+  std::int64_t now_;
+};
+
+}  // namespace kwire_test
