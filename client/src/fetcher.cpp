@@ -473,7 +473,7 @@ ConsumerRecords Fetcher::collect(std::size_t max_records) {
   }
   ConsumerRecords out;
   if (!round->records.empty()) {
-    last_round_size_ = round->records.size();
+    last_round_size_ = std::max(last_round_size_, round->records.size());
     out.round_ = std::move(round);
   }
   return out;

@@ -263,8 +263,8 @@ class Fetcher {
   // Partitions with answers to hand out, in the order they arrived.
   std::deque<TopicPartition> ready_;
   std::vector<std::shared_ptr<protocol::DecodedRecords>> decoded_pool_;
-  // How many records the last non-empty poll handed out: the next poll's
-  // room is made for as many at once.
+  // The most records one poll has handed out: a poll's room is made for as
+  // many at once (no doubling series while records are appended).
   std::size_t last_round_size_ = 0;
 };
 
