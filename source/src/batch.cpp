@@ -115,8 +115,21 @@ BatchReadResult BatchQuery::read(const BatchQueryPlan& plan, std::span<Sink* con
   if (sinks.size() <= 1) return sinks.empty() ? BatchReadResult{} : read(plan, *sinks[0]);
   const auto started = std::chrono::steady_clock::now();
   const std::size_t readers = sinks.size();
-  std::vector<BatchQueryPlan> parts(readers);
+  // Each partition's ranges are contiguous (split_ranges), and a reader
+  // reads a partition's [lowest from, highest until) in one pass: the parts
+  // are cut from those spans, not from the ranges.
+  std::vector<OffsetRange> spans;
   for (const OffsetRange& r : plan.ranges) {
+    auto it = std::find_if(spans.begin(), spans.end(), [&](const OffsetRange& s) { return s.tp == r.tp; });
+    if (it == spans.end()) {
+      spans.push_back(r);
+      continue;
+    }
+    it->from_offset = std::min(it->from_offset, r.from_offset);
+    it->until_offset = std::max(it->until_offset, r.until_offset);
+  }
+  std::vector<BatchQueryPlan> parts(readers);
+  for (const OffsetRange& r : spans) {
     for (std::size_t j = 0; j < readers; ++j) {
       // Part j starts j * (size / readers) offsets in, plus one for each of
       // the first j parts that take one of the remainder's offsets.

@@ -92,6 +92,32 @@ TEST_F(BatchRead, ReadersAtOnceReadEachPartOfEveryRangeOnce) {
   }
 }
 
+// Ranges split by minPartitions: the parts are cut from each partition's
+// ranges taken together, so no offset is read by two readers.
+TEST_F(BatchRead, ReadersAtOnceOverSplitRangesReadEachOffsetOnce) {
+  const auto topic = unique_topic("batch-read-parts-split");
+  create_topic(topic, 1);
+  produce_to(topic, 0, 100, "a-");
+  kwire::source::BatchQuery query({{"kafka.bootstrap.servers", bootstrap()},
+                                   {"subscribe", topic},
+                                   {"minPartitions", "4"},
+                                   {"startingOffsets", "earliest"},
+                                   {"endingOffsets", "latest"}});
+  const auto plan = query.plan();
+  ASSERT_EQ(plan.ranges.size(), 4u);
+  CollectingSink s0, s1;
+  kwire::source::Sink* sinks[] = {&s0, &s1};
+  const auto result = query.read(plan, std::span<kwire::source::Sink* const>(sinks));
+  EXPECT_EQ(result.rows, 100);
+  std::vector<std::int64_t> got0, got1, want0, want1;
+  for (const auto& item : s0.items) got0.push_back(item.offset);
+  for (const auto& item : s1.items) got1.push_back(item.offset);
+  for (std::int64_t o = 0; o < 50; ++o) want0.push_back(o);
+  for (std::int64_t o = 50; o < 100; ++o) want1.push_back(o);
+  EXPECT_EQ(got0, want0);
+  EXPECT_EQ(got1, want1);
+}
+
 // A reader whose sink fails: its error is the read's, after every reader
 // stopped; the error of a later reader does not hide an earlier one's.
 TEST_F(BatchRead, ReadersAtOnceStopOnTheFirstReadersError) {

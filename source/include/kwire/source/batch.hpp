@@ -108,9 +108,9 @@ class BatchQuery {
 
   /// Reads `plan.ranges` with sinks.size() readers at once, each on its own
   /// thread with its own consumer (so its own connections): reader j reads
-  /// the j-th of sinks.size() contiguous parts of every range (equal offset
-  /// counts) into sinks[j] as batch 0, so sinks[0] holds the lowest offsets
-  /// of each range. Counts and warnings are summed over the readers. The
+  /// the j-th of sinks.size() contiguous parts (equal offset counts) of every
+  /// partition's ranges, taken together, into sinks[j] as batch 0, so
+  /// sinks[0] holds each partition's lowest offsets. Counts and warnings are summed over the readers. The
   /// first reader's error (in reader order) is thrown once every reader has
   /// stopped; the others stop at their next write. Same errors as read().
   BatchReadResult read(const BatchQueryPlan& plan, std::span<Sink* const> sinks);
