@@ -1,16 +1,20 @@
-// Shared by the unit and broker tests. A streaming query's clock that moves
-// only when told: advance() from the test, or a sleep of the query, which
-// jumps to its end. Lets tests check trigger times without waiting.
+// Shared by the unit and broker tests. Clocks that move only when told, so
+// that tests check timers without waiting them out: a streaming query's
+// (advance() from the test, or a sleep of the query, which jumps to its end)
+// and a group member's timers (advance() from the test).
 #pragma once
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <utility>
 #include <vector>
 
+#include "kwire/client/timer_clock.hpp"
 #include "kwire/source/stream.hpp"
 
 namespace kwire_test {
@@ -47,6 +51,26 @@ class ManualQueryClock : public kwire::source::QueryClock {
  private:
   std::mutex mu_;
   std::int64_t now_;
+};
+
+/// A group member's timers' clock (Consumer::set_group_timer_clock): starts
+/// at an arbitrary steady time and moves only by advance(); the member's
+/// background thread reads it again every 2 ms of real time.
+class ManualTimerClock : public kwire::client::TimerClock {
+ public:
+  std::chrono::steady_clock::time_point now() override {
+    std::lock_guard lock(mu_);
+    return now_;
+  }
+  void advance(std::chrono::steady_clock::duration d) {
+    std::lock_guard lock(mu_);
+    now_ += d;
+  }
+  std::optional<std::chrono::milliseconds> recheck_after() const override { return std::chrono::milliseconds(2); }
+
+ private:
+  std::mutex mu_;
+  std::chrono::steady_clock::time_point now_{std::chrono::hours(1000)};
 };
 
 }  // namespace kwire_test

@@ -62,6 +62,11 @@ Consumer::~Consumer() {
   }
 }
 
+void Consumer::set_group_timer_clock(std::shared_ptr<TimerClock> clock) {
+  if (group_) throw ClientError("set_group_timer_clock() must come before subscribe() and the group calls");
+  group_config_.timer_clock = std::move(clock);
+}
+
 GroupCoordinator& Consumer::group() {
   if (!group_) group_ = std::make_unique<GroupCoordinator>(*client_, group_config_, *group_host_);
   return *group_;

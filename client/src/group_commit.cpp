@@ -96,7 +96,7 @@ void GroupCoordinator::commit_sync(const std::map<TopicPartition, OffsetAndMetad
       if (is(code, ErrorCode::stale_member_epoch)) {
         // KIP-848, and the member is no longer in the group (fenced, or
         // leaving): the commit cannot be retried.
-        next_heartbeat_ = Clock::now();
+        next_heartbeat_ = timer_now();
         throw CommitFailedError(code, what + " (the member is no longer in the group)");
       }
       if (is(code, ErrorCode::illegal_generation) || is(code, ErrorCode::unknown_member_id) ||
@@ -172,7 +172,7 @@ void GroupCoordinator::complete_async(bool wait) {
 
 void GroupCoordinator::maybe_auto_commit(bool force, Deadline deadline) {
   if (!config_.enable_auto_commit || generation_ < 0) return;
-  const auto now = Clock::now();
+  const auto now = timer_now();
   if (!force && now < next_auto_commit_) return;
   next_auto_commit_ = now + std::chrono::milliseconds(config_.auto_commit_interval_ms);
   std::map<TopicPartition, OffsetAndMetadata> offsets;

@@ -87,7 +87,7 @@ void GroupCoordinator::consumer_heartbeat_answered(const ConsumerGroupHeartbeatR
     pending_assignment_.reset();
     generation_ = -1;
     if (v == 0) member_id_.clear();
-    next_heartbeat_ = Clock::now();
+    next_heartbeat_ = timer_now();
     return;
   }
   if (is(code, ErrorCode::not_coordinator) || is(code, ErrorCode::coordinator_not_available)) {
@@ -109,9 +109,9 @@ void GroupCoordinator::consumer_heartbeat_answered(const ConsumerGroupHeartbeatR
   if (r.member_id && !r.member_id->empty()) member_id_ = *r.member_id;
   generation_ = r.member_epoch;
   need_join_ = false;
-  next_heartbeat_ = Clock::now() + std::chrono::milliseconds(std::max(r.heartbeat_interval_ms, 100));
+  next_heartbeat_ = timer_now() + std::chrono::milliseconds(std::max(r.heartbeat_interval_ms, 100));
   if (next_auto_commit_ == Clock::time_point{})
-    next_auto_commit_ = Clock::now() + std::chrono::milliseconds(config_.auto_commit_interval_ms);
+    next_auto_commit_ = timer_now() + std::chrono::milliseconds(config_.auto_commit_interval_ms);
   if (r.assignment) pending_assignment_ = *r.assignment;
 }
 
@@ -135,7 +135,7 @@ void GroupCoordinator::take_pending_assignment() {
   }
   std::sort(target.begin(), target.end());
   reconcile(target);
-  if (unresolved) next_heartbeat_ = std::min(next_heartbeat_, Clock::now() + std::chrono::milliseconds(500));
+  if (unresolved) next_heartbeat_ = std::min(next_heartbeat_, timer_now() + std::chrono::milliseconds(500));
 }
 
 void GroupCoordinator::reconcile(const std::vector<TopicPartition>& target) {
@@ -158,7 +158,7 @@ void GroupCoordinator::reconcile(const std::vector<TopicPartition>& target) {
   }
   if (!revoked.empty() || !added.empty()) {
     ++rebalances_;
-    next_heartbeat_ = Clock::now();  // acknowledge at once
+    next_heartbeat_ = timer_now();  // acknowledge at once
   }
 }
 

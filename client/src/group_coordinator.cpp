@@ -63,8 +63,18 @@ std::vector<TopicPartition> flatten(const std::vector<ConsumerProtocolTopicParti
 }
 
 GroupCoordinator::GroupCoordinator(KafkaClient& client, GroupConfig config, Host& host)
-    : client_(client), config_(std::move(config)), host_(host) {
+    : client_(client),
+      config_(std::move(config)),
+      host_(host),
+      timers_(config_.timer_clock ? config_.timer_clock : steady_timer_clock()) {
   if (config_.group_id.empty()) throw ConfigError("group.id is required to subscribe or commit");
+}
+
+Clock::duration GroupCoordinator::real_wait(Clock::time_point timer_time) const {
+  Clock::duration wait = timer_time - timers_->now();
+  if (wait < Clock::duration::zero()) wait = Clock::duration::zero();
+  if (const auto cap = timers_->recheck_after()) wait = std::min<Clock::duration>(wait, *cap);
+  return wait;
 }
 
 GroupCoordinator::~GroupCoordinator() { stop_background(); }
@@ -98,7 +108,7 @@ void GroupCoordinator::subscribe_pattern(const std::string& pattern, RebalanceLi
   listener_ = listener;
   subscribed_ = true;
   topics_ = current_topics();
-  pattern_checked_ = Clock::now();
+  pattern_checked_ = timer_now();
   need_join_ = true;
 }
 
@@ -327,7 +337,7 @@ void GroupCoordinator::take_assignment(const std::vector<TopicPartition>& assign
   host_.assign(owned_, start);
   need_join_ = cooperative() && !revoked.empty();
   ++rebalances_;
-  const auto now = Clock::now();
+  const auto now = timer_now();
   next_heartbeat_ = now + std::chrono::milliseconds(config_.heartbeat_interval_ms);
   if (next_auto_commit_ == Clock::time_point{})
     next_auto_commit_ = now + std::chrono::milliseconds(config_.auto_commit_interval_ms);
@@ -376,9 +386,9 @@ void GroupCoordinator::leave(const char* reason, Deadline deadline) {
 
 Clock::time_point GroupCoordinator::poll() {
   std::unique_lock lock(mu_);
-  auto now = Clock::now();
+  auto now = timer_now();
   complete_async(false);
-  if (!subscribed_) return now + std::chrono::hours(1);
+  if (!subscribed_) return Clock::now() + std::chrono::hours(1);
   if (background_error_) std::rethrow_exception(std::exchange(background_error_, nullptr));
   handle_lost();
   if (!background_.joinable()) start_background();
@@ -404,12 +414,12 @@ Clock::time_point GroupCoordinator::poll() {
     wake_.notify_all();
     auto due = next_heartbeat_;
     if (config_.enable_auto_commit) due = std::min(due, next_auto_commit_);
-    return due;
+    return Clock::now() + real_wait(due);
   }
   if (need_join_ || generation_ < 0) {
-    join(now + std::chrono::milliseconds(config_.max_poll_interval_ms) +
+    join(Clock::now() + std::chrono::milliseconds(config_.max_poll_interval_ms) +
          std::chrono::milliseconds(client_.config().default_api_timeout_ms));
-    now = Clock::now();
+    now = timer_now();
     last_poll_ = now;  // the rebalance was part of this poll
   }
   // Heartbeats are the background thread's; poll() acts on what they
@@ -419,7 +429,7 @@ Clock::time_point GroupCoordinator::poll() {
   wake_.notify_all();  // the background thread's timers may have moved
   auto due = next_heartbeat_;
   if (config_.enable_auto_commit) due = std::min(due, next_auto_commit_);
-  return due;
+  return Clock::now() + real_wait(due);
 }
 
 void GroupCoordinator::close(Deadline deadline) {

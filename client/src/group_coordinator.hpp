@@ -199,12 +199,19 @@ class GroupCoordinator {
   /// After a fencing or a poll timeout noticed by the background thread.
   void handle_lost();
 
+  /// Now on the timers' clock (GroupConfig::timer_clock).
+  Clock::time_point timer_now() const { return timers_->now(); }
+  /// How long in real time until `timer_time` of the timers' clock (0 when
+  /// past), at most the clock's recheck_after().
+  Clock::duration real_wait(Clock::time_point timer_time) const;
+
   std::map<TopicPartition, std::int16_t> send_commit(const std::map<TopicPartition, OffsetAndMetadata>& offsets,
                                                      Deadline deadline);
 
   KafkaClient& client_;
   GroupConfig config_;
   Host& host_;
+  std::shared_ptr<TimerClock> timers_;  // next_heartbeat_, next_auto_commit_, last_poll_, pattern_checked_
   RebalanceListener* listener_ = nullptr;
   bool subscribed_ = false;
   std::vector<std::string> topics_;  // as subscribed, or the pattern's current matches

@@ -48,7 +48,7 @@ void GroupCoordinator::stop_background() {
 void GroupCoordinator::background_loop() {
   std::unique_lock lock(mu_);
   while (!stopping_) {
-    const auto now = Clock::now();
+    const auto now = timer_now();
     auto wake = now + std::chrono::seconds(1);
     if (subscribed_ && generation_ >= 0 && !background_error_ && last_poll_ != Clock::time_point{}) {
       const auto poll_expiry = last_poll_ + std::chrono::milliseconds(config_.max_poll_interval_ms);
@@ -62,7 +62,7 @@ void GroupCoordinator::background_loop() {
       }
       wake = std::min({wake, next_heartbeat_, poll_expiry});
     }
-    wake_.wait_until(lock, wake);
+    wake_.wait_for(lock, real_wait(wake));
   }
 }
 
@@ -80,8 +80,8 @@ bool GroupCoordinator::heartbeat_once(KafkaClient& via, std::unique_lock<std::re
   a.kip848 = consumer_protocol();
   // Claimed: no other heartbeat is sent before this one is answered or given
   // up (the answer may move it).
-  next_heartbeat_ = Clock::now() + std::chrono::milliseconds(a.kip848 ? client_.config().retry_backoff_ms
-                                                                      : config_.heartbeat_interval_ms);
+  next_heartbeat_ = timer_now() + std::chrono::milliseconds(a.kip848 ? client_.config().retry_backoff_ms
+                                                                     : config_.heartbeat_interval_ms);
   std::string member = member_id_;
   const std::int32_t generation = generation_;
   const auto owned = owned_;
@@ -143,7 +143,7 @@ bool GroupCoordinator::heartbeat_once(KafkaClient& via, std::unique_lock<std::re
 void GroupCoordinator::heartbeat_answered(const HeartbeatAnswer& a) {
   const auto back_off = [&] {
     coordinator_lost();
-    next_heartbeat_ = Clock::now() + std::chrono::milliseconds(client_.config().retry_backoff_ms);
+    next_heartbeat_ = timer_now() + std::chrono::milliseconds(client_.config().retry_backoff_ms);
   };
   if (!a.reached) return back_off();
   if (a.kip848) return consumer_heartbeat_answered(a.answer, a.version);

@@ -6,10 +6,12 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <deque>
 #include <map>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "kwire/client/group.hpp"
@@ -190,6 +192,19 @@ class MockGroup : public ::testing::Test {
   void fail_next(ApiKey api, std::vector<ErrorCode> codes) {
     std::lock_guard lock(coord.mu);
     for (auto c : codes) coord.errors[api].push_back(static_cast<std::int16_t>(c));
+  }
+  /// Waits (at most 5 s) until `pred` holds, looked at under coord.mu.
+  template <class Pred>
+  bool wait_for_coord(Pred pred) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    for (;;) {
+      {
+        std::lock_guard lock(coord.mu);
+        if (pred()) return true;
+      }
+      if (std::chrono::steady_clock::now() >= until) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
   }
   mock::MockCluster cluster{1};
   Coordinator coord;

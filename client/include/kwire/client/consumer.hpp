@@ -133,6 +133,10 @@ class Consumer {
   void unsubscribe();
   /// Topics subscribed (a pattern's current matches); empty when not subscribed.
   std::vector<std::string> subscription() const;
+  /// The clock the group member's timers read (TimerClock: heartbeat.interval.ms,
+  /// max.poll.interval.ms, auto.commit.interval.ms), for tests that move time
+  /// by hand. Before the first subscribe() or group call; ClientError after.
+  void set_group_timer_clock(std::shared_ptr<TimerClock> clock);
 
   using CommitCallback =
       std::function<void(const std::map<TopicPartition, OffsetAndMetadata>&, std::exception_ptr error)>;

@@ -35,11 +35,13 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "kwire/client/errors.hpp"
+#include "kwire/client/timer_clock.hpp"
 #include "kwire/client/types.hpp"
 
 namespace kwire::client {
@@ -87,6 +89,9 @@ struct GroupConfig {
   std::int32_t max_poll_interval_ms = 300000;
   bool enable_auto_commit = true;
   std::int32_t auto_commit_interval_ms = 5000;
+  /// The clock the timers above read (TimerClock); null: the steady clock.
+  /// Not a property: set with Consumer::set_group_timer_clock.
+  std::shared_ptr<TimerClock> timer_clock;
 
   /// Reads the keys above from Java-style properties (others are ignored).
   /// Throws ConfigError naming the key for a bad value, an unknown assignor
