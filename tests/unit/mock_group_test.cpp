@@ -172,12 +172,12 @@ TEST_F(MockGroup, AFencingSeenByTheBackgroundThreadIsHandledAtTheNextPoll) {
   c.subscribe({"t"}, &l);
   EXPECT_EQ(poll_until(c, 20).size(), 20u);
   fail_next(ApiKey::heartbeat, {ErrorCode::unknown_member_id});
-  for (int i = 0; i < 100; ++i) {
-    std::this_thread::sleep_for(20ms);
-    std::lock_guard lock(coord.mu);
-    if (coord.errors[ApiKey::heartbeat].empty()) break;
-  }
-  std::this_thread::sleep_for(100ms);
+  // The background thread has applied the answer once the member is out of
+  // its generation; the listener waits for the next poll.
+  const auto until = std::chrono::steady_clock::now() + 5s;
+  while (c.group_metadata().generation != -1 && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(2ms);
+  ASSERT_EQ(c.group_metadata().generation, -1) << "the heartbeat's UNKNOWN_MEMBER_ID was not applied";
   EXPECT_EQ(l.calls, std::vector<std::string>{"assigned t-0,t-1"});  // nothing called off the poll thread
   for (int i = 0; i < 20 && c.rebalance_count() < 2; ++i) c.poll(50ms);
   EXPECT_EQ(l.calls, (std::vector<std::string>{"assigned t-0,t-1", "lost t-0,t-1", "assigned t-0,t-1"}));
