@@ -115,30 +115,19 @@ BatchReadResult BatchQuery::read(const BatchQueryPlan& plan, std::span<Sink* con
   if (sinks.size() <= 1) return sinks.empty() ? BatchReadResult{} : read(plan, *sinks[0]);
   const auto started = std::chrono::steady_clock::now();
   const std::size_t readers = sinks.size();
-  // Each partition's ranges are contiguous (split_ranges), and a reader
-  // reads a partition's [lowest from, highest until) in one pass: the parts
-  // are cut from those spans, not from the ranges.
-  std::vector<OffsetRange> spans;
-  for (const OffsetRange& r : plan.ranges) {
-    auto it = std::find_if(spans.begin(), spans.end(), [&](const OffsetRange& s) { return s.tp == r.tp; });
-    if (it == spans.end()) {
-      spans.push_back(r);
-      continue;
-    }
-    it->from_offset = std::min(it->from_offset, r.from_offset);
-    it->until_offset = std::max(it->until_offset, r.until_offset);
-  }
+  // A reader reads each partition in one pass over its span: the parts are
+  // cut from the spans, not from the ranges.
   std::vector<BatchQueryPlan> parts(readers);
-  for (const OffsetRange& r : spans) {
-    for (std::size_t j = 0; j < readers; ++j) {
-      // Part j starts j * (size / readers) offsets in, plus one for each of
-      // the first j parts that take one of the remainder's offsets.
-      const auto n = static_cast<std::int64_t>(readers);
-      auto start = [&](std::int64_t k) { return r.from_offset + r.size() / n * k + std::min(k, r.size() % n); };
+  const auto n = static_cast<std::int64_t>(readers);
+  for (const OffsetRange& r : partition_spans(plan.ranges)) {
+    // Part k starts k * (size / n) offsets in, plus one for each of the
+    // first k parts that take one of the remainder's offsets.
+    auto start = [&](std::int64_t k) { return r.from_offset + r.size() / n * k + std::min(k, r.size() % n); };
+    for (std::int64_t k = 0; k < n; ++k) {
       OffsetRange part = r;
-      part.from_offset = start(static_cast<std::int64_t>(j));
-      part.until_offset = start(static_cast<std::int64_t>(j) + 1);
-      if (part.size() > 0) parts[j].ranges.push_back(std::move(part));
+      part.from_offset = start(k);
+      part.until_offset = start(k + 1);
+      if (part.size() > 0) parts[static_cast<std::size_t>(k)].ranges.push_back(std::move(part));
     }
   }
   std::atomic<bool> stop{false};

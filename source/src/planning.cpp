@@ -159,6 +159,20 @@ PartitionOffsets rate_limit(std::int64_t limit, const PartitionOffsets& from, co
 
 // ---- split_ranges ----
 
+std::vector<OffsetRange> partition_spans(const std::vector<OffsetRange>& ranges) {
+  std::map<TopicPartition, OffsetRange> spans;
+  for (const OffsetRange& r : ranges) {
+    auto [it, added] = spans.try_emplace(r.tp, r);
+    if (added) continue;
+    it->second.from_offset = std::min(it->second.from_offset, r.from_offset);
+    it->second.until_offset = std::max(it->second.until_offset, r.until_offset);
+  }
+  std::vector<OffsetRange> out;
+  out.reserve(spans.size());
+  for (auto& [tp, span] : spans) out.push_back(std::move(span));
+  return out;
+}
+
 std::vector<OffsetRange> split_ranges(std::vector<OffsetRange> ranges, std::optional<std::int32_t> min_partitions,
                                       std::optional<std::int64_t> max_records_per_partition) {
   if (min_partitions && *min_partitions <= 0) {

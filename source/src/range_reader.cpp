@@ -107,20 +107,10 @@ struct Cursor {
 RangeReadResult RangeReader::read(const std::vector<OffsetRange>& ranges, Sink& sink) {
   RangeReadResult result;
   if (ranges.empty()) return result;
-  // Ranges of one partition are contiguous after splitting; read each
-  // partition's [min from, max until) in one pass.
+  // Each partition is read in one pass over its span.
   std::vector<Cursor> cursors;
-  {
-    std::map<client::TopicPartition, std::pair<std::int64_t, std::int64_t>> spans;
-    for (auto& r : ranges) {
-      auto [it, added] = spans.try_emplace(r.tp, r.from_offset, r.until_offset);
-      if (!added) {
-        it->second.first = std::min(it->second.first, r.from_offset);
-        it->second.second = std::max(it->second.second, r.until_offset);
-      }
-    }
-    for (auto& [tp, span] : spans) cursors.push_back(Cursor{tp, span.first, span.second, span.first, false, {-1, -1}});
-  }
+  for (const OffsetRange& s : partition_spans(ranges))
+    cursors.push_back(Cursor{s.tp, s.from_offset, s.until_offset, s.from_offset, false, {-1, -1}});
   std::vector<client::TopicPartition> tps;
   for (auto& c : cursors) tps.push_back(c.tp);
 

@@ -20,6 +20,14 @@ namespace {
 
 class BatchRead : public BrokerTest {
  protected:
+  // The batch query over `topic` from earliest to latest, `extra` options added.
+  kwire::source::BatchQuery whole_topic(const std::string& topic, std::map<std::string, std::string> extra = {}) {
+    extra.insert({{"kafka.bootstrap.servers", bootstrap()},
+                  {"subscribe", topic},
+                  {"startingOffsets", "earliest"},
+                  {"endingOffsets", "latest"}});
+    return kwire::source::BatchQuery(extra);
+  }
   // Values "<prefix><i>" for i in [0, count) into one partition, each with the
   // header src=cli, with `kwire produce -p`.
   void produce_to(const std::string& topic, int partition, int count, const std::string& prefix) {
@@ -63,10 +71,7 @@ TEST_F(BatchRead, ReadersAtOnceReadEachPartOfEveryRangeOnce) {
   create_topic(topic, 2);
   produce_to(topic, 0, 101, "a-");
   produce_to(topic, 1, 50, "b-");
-  kwire::source::BatchQuery query({{"kafka.bootstrap.servers", bootstrap()},
-                                   {"subscribe", topic},
-                                   {"startingOffsets", "earliest"},
-                                   {"endingOffsets", "latest"}});
+  auto query = whole_topic(topic);
   const auto plan = query.plan();
   CollectingSink s0, s1, s2;
   kwire::source::Sink* sinks[] = {&s0, &s1, &s2};
@@ -98,11 +103,7 @@ TEST_F(BatchRead, ReadersAtOnceOverSplitRangesReadEachOffsetOnce) {
   const auto topic = unique_topic("batch-read-parts-split");
   create_topic(topic, 1);
   produce_to(topic, 0, 100, "a-");
-  kwire::source::BatchQuery query({{"kafka.bootstrap.servers", bootstrap()},
-                                   {"subscribe", topic},
-                                   {"minPartitions", "4"},
-                                   {"startingOffsets", "earliest"},
-                                   {"endingOffsets", "latest"}});
+  auto query = whole_topic(topic, {{"minPartitions", "4"}});
   const auto plan = query.plan();
   ASSERT_EQ(plan.ranges.size(), 4u);
   CollectingSink s0, s1;
@@ -124,10 +125,7 @@ TEST_F(BatchRead, ReadersAtOnceStopOnTheFirstReadersError) {
   const auto topic = unique_topic("batch-read-parts-fail");
   create_topic(topic, 1);
   produce_to(topic, 0, 40, "a-");
-  kwire::source::BatchQuery query({{"kafka.bootstrap.servers", bootstrap()},
-                                   {"subscribe", topic},
-                                   {"startingOffsets", "earliest"},
-                                   {"endingOffsets", "latest"}});
+  auto query = whole_topic(topic);
   const auto plan = query.plan();
   CollectingSink ok, failing(0);
   kwire::source::Sink* sinks[] = {&ok, &failing};

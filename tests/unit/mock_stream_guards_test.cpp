@@ -63,12 +63,14 @@ std::map<std::string, std::string> options(const MockCluster& c, std::map<std::s
   return o;
 }
 
-Trigger every_call() {
+Trigger every(std::int64_t interval_ms) {
   Trigger t;
   t.kind = Trigger::Kind::processing_time;
-  t.interval_ms = 0;
+  t.interval_ms = interval_ms;
   return t;
 }
+
+Trigger every_call() { return every(0); }
 
 // Fails (like a crash) while committing one chosen batch.
 class FailAtCommitSink : public CountSink {
@@ -280,10 +282,7 @@ TEST(MockStreamGuards, ProcessingTimeFiresAtIntervalBoundaries) {
   c.append_values("t", 0, 5);
   TempDir dir;
   CountSink sink;
-  Trigger every_minute;
-  every_minute.kind = Trigger::Kind::processing_time;
-  every_minute.interval_ms = 60'000;
-  StreamingQuery q(options(c, {{"subscribe", "t"}}), dir / "ck", sink, every_minute);
+  StreamingQuery q(options(c, {{"subscribe", "t"}}), dir / "ck", sink, every(60'000));
   const std::int64_t t0 = 1'800'000'012'345;
   const std::int64_t b1 = (t0 / 60'000 + 1) * 60'000;
   auto clock = std::make_shared<ManualQueryClock>(t0);
@@ -314,11 +313,8 @@ TEST(MockStreamGuards, MaxTriggerDelayFiresTheHeldBatchAtItsFirstTrigger) {
   c.append_values("t", 0, 7);
   TempDir dir;
   CountSink sink;
-  Trigger every_minute;
-  every_minute.kind = Trigger::Kind::processing_time;
-  every_minute.interval_ms = 60'000;
   StreamingQuery q(options(c, {{"subscribe", "t"}, {"minOffsetsPerTrigger", "100"}, {"maxTriggerDelay", "15m"}}),
-                   dir / "ck", sink, every_minute);
+                   dir / "ck", sink, every(60'000));
   const std::int64_t t0 = 1'800'000'012'345;
   auto clock = std::make_shared<ManualQueryClock>(t0);
   clock->on_sleep = [&](std::size_t n) {

@@ -247,7 +247,7 @@ void export_stream(ArrowSchema* schema, std::vector<ArrowBatch> batches, ArrowAr
 /// `interrupt` as for ArrowSink (ReadInterrupted, nothing exported).
 /// A plan of 200,000 offsets or more is read by up to 4 readers at once (one
 /// per core, one per 100,000 offsets; BatchQuery::read with sinks), each
-/// range's lower part first in the stream; smaller plans by one reader.
+/// partition's lower part first in the stream; smaller plans by one reader.
 void export_batch_query(BatchQuery& query, const BatchQueryPlan& plan, ArrowArrayStream* out,
                         BatchReadResult* result = nullptr, const InterruptCheck& interrupt = {});
 

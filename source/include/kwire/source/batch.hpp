@@ -109,10 +109,11 @@ class BatchQuery {
   /// Reads `plan.ranges` with sinks.size() readers at once, each on its own
   /// thread with its own consumer (so its own connections): reader j reads
   /// the j-th of sinks.size() contiguous parts (equal offset counts) of every
-  /// partition's ranges, taken together, into sinks[j] as batch 0, so
-  /// sinks[0] holds each partition's lowest offsets. Counts and warnings are summed over the readers. The
-  /// first reader's error (in reader order) is thrown once every reader has
-  /// stopped; the others stop at their next write. Same errors as read().
+  /// partition's span (partition_spans) into sinks[j] as batch 0, so
+  /// sinks[0] holds each partition's lowest offsets. Counts and warnings are
+  /// summed over the readers. The first reader's error (in reader order) is
+  /// thrown once every reader has stopped; the others stop at their next
+  /// write. Same errors as read().
   BatchReadResult read(const BatchQueryPlan& plan, std::span<Sink* const> sinks);
 
   const SourceOptions& options() const noexcept { return options_; }

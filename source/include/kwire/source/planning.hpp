@@ -61,6 +61,11 @@ PartitionOffsets rate_limit(std::int64_t limit, const PartitionOffsets& from, co
 std::vector<OffsetRange> split_ranges(std::vector<OffsetRange> ranges, std::optional<std::int32_t> min_partitions,
                                       std::optional<std::int64_t> max_records_per_partition);
 
+/// One range per partition, sorted by topic-partition: [lowest from, highest
+/// until) of its ranges, which split_ranges leaves contiguous. A reader reads
+/// each partition in one pass over its span.
+std::vector<OffsetRange> partition_spans(const std::vector<OffsetRange>& ranges);
+
 // ---- Data loss ----
 
 enum class DataLossKind {
