@@ -1,5 +1,6 @@
 // Cluster and configuration admin messages: DescribeCluster, DescribeConfigs,
-// IncrementalAlterConfigs, ListConfigResources and DeleteGroups.
+// IncrementalAlterConfigs, ListConfigResources, DeleteGroups, the ACL APIs
+// (DescribeAcls, CreateAcls, DeleteAcls), ElectLeaders and DescribeLogDirs.
 //
 // Input: int16 selecting the API (modulo the number of APIs below), int16
 // selecting the version (modulo the declared range), then the bytes decoded
@@ -24,7 +25,12 @@ using Apis = std::tuple<Api<DescribeClusterRequest, DescribeClusterResponse>,   
                         Api<DescribeConfigsRequest, DescribeConfigsResponse>,                  //
                         Api<IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse>,  //
                         Api<ListConfigResourcesRequest, ListConfigResourcesResponse>,          //
-                        Api<DeleteGroupsRequest, DeleteGroupsResponse>>;
+                        Api<DeleteGroupsRequest, DeleteGroupsResponse>,                        //
+                        Api<DescribeAclsRequest, DescribeAclsResponse>,                        //
+                        Api<CreateAclsRequest, CreateAclsResponse>,                            //
+                        Api<DeleteAclsRequest, DeleteAclsResponse>,                            //
+                        Api<ElectLeadersRequest, ElectLeadersResponse>,                        //
+                        Api<DescribeLogDirsRequest, DescribeLogDirsResponse>>;
 
 }  // namespace
 

@@ -174,8 +174,11 @@ void admin_seeds() {
                std::pair<DescribeConfigsRequest, DescribeConfigsResponse>,
                std::pair<IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse>,
                std::pair<ListConfigResourcesRequest, ListConfigResourcesResponse>,
-               std::pair<DeleteGroupsRequest, DeleteGroupsResponse>>(std::make_index_sequence<5>{},
-                                                                     "fuzz_admin_messages");
+               std::pair<DeleteGroupsRequest, DeleteGroupsResponse>,
+               std::pair<DescribeAclsRequest, DescribeAclsResponse>, std::pair<CreateAclsRequest, CreateAclsResponse>,
+               std::pair<DeleteAclsRequest, DeleteAclsResponse>, std::pair<ElectLeadersRequest, ElectLeadersResponse>,
+               std::pair<DescribeLogDirsRequest, DescribeLogDirsResponse>>(std::make_index_sequence<10>{},
+                                                                           "fuzz_admin_messages");
 }
 
 // fuzz_share_messages: its API list.

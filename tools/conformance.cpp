@@ -429,6 +429,9 @@ std::vector<ConformanceRow> run_conformance(const std::map<std::string, std::str
   run_admin_conformance(groups, [&](ConformanceRow row, const std::function<std::string(std::int16_t)>& check) {
     run_api(std::move(row), check);
   });
+  run_acl_conformance(groups, [&](ConformanceRow row, const std::function<std::string(std::int16_t)>& check) {
+    run_api(std::move(row), check);
+  });
   // Share groups: only where the cluster finalized share.version >= 1 (the
   // default from Kafka 4.2; 4.1 offers the APIs with the feature off).
   auto share = std::find_if(features.begin(), features.end(), [](auto& f) { return f.name == "share.version"; });

@@ -44,6 +44,12 @@ void run_group_conformance(const GroupChecks& g, const RunApi& run_api);
 /// retention.ms is changed.
 void run_admin_conformance(const GroupChecks& g, const RunApi& run_api);
 
+/// Adds the rows of CreateAcls, DescribeAcls, DeleteAcls, ElectLeaders and
+/// DescribeLogDirs (conformance_acls.cpp). Bindings are made on topic
+/// resources named after `prefix` and deleted; without an authorizer the ACL
+/// rows check SECURITY_DISABLED and note "authorizer off".
+void run_acl_conformance(const GroupChecks& g, const RunApi& run_api);
+
 /// Adds the share-group rows (KIP-932: ShareGroupHeartbeat, ShareGroupDescribe,
 /// ShareFetch, ShareAcknowledge, Alter/Describe/DeleteShareGroupOffsets,
 /// conformance_share.cpp); call it only where share.version is finalized >= 1.

@@ -36,6 +36,7 @@ struct Producer {
 struct Checker {
   const TxnChecks& t;
   std::string topic;
+  Uuid topic_id;     // the topic's id (TxnOffsetCommit v6 names topics by id only)
   bool tv2 = false;  // the cluster finalized transaction.version >= 2
 
   Connection& coordinator(std::int8_t key_type, const std::string& key) {
@@ -279,6 +280,7 @@ struct Checker {
     part.committed_offset = 2;
     part.committed_metadata = std::string("kwire");
     req.topics = {{topic, {part}, {}}};
+    if (v >= 6) req.topics[0].topic_id = topic_id;
     Connection& gc = coordinator(0, group);
     std::string err;
     auto r = call_settled<TxnOffsetCommitResponse>(gc, req, v, err, [](const TxnOffsetCommitResponse& x) {
@@ -287,6 +289,7 @@ struct Checker {
     });
     if (!err.empty()) return err;
     if (r.topics.size() != 1 || r.topics[0].partitions.size() != 1) return "wrong shape";
+    if (v >= 6 && r.topics[0].topic_id != topic_id) return "the answer names another topic id";
     if (auto code = r.topics[0].partitions[0].error_code) return fmt::format("partition returned {}", error_name(code));
     const std::int16_t end_v = v2_flow ? coord.version_for<EndTxnRequest>() : classic_max<EndTxnRequest>(coord, 4);
     if (auto e = end(p, end_v, true); !e.empty()) return e;
@@ -430,8 +433,12 @@ ConformanceRow row_of() {
 }  // namespace
 
 void run_txn_conformance(const TxnChecks& t, const RunApi& run_api) {
-  Checker c{t, t.prefix + "-txn"};
+  Checker c{t, t.prefix + "-txn", {}};
   t.client->create_topics({{c.topic, 1, 1, {}}});
+  {
+    const auto md = t.client->metadata(std::vector<std::string>{c.topic});
+    if (const auto* tm = md.topic(c.topic)) c.topic_id = tm->topic_id;
+  }
   {
     Connection& any = t.client->any_connection();
     auto it = any.finalized_features().find("transaction.version");

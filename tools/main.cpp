@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include "acl_cmd.hpp"
 #include "admin_cmd.hpp"
 #include "commands.hpp"
 #include "conformance.hpp"
@@ -293,6 +294,10 @@ int main(int argc, char** argv) {
   cf->add_flag("--all", cfg.all, "--describe: also the keys at their defaults");
   cf->add_flag("--json", cfg.json, "Print JSON");
 
+  // acls, leader-election, log-dirs
+  AclCommands acl_commands;
+  acl_commands.add_to(app, add_common);
+
   // stream
   StreamArgs st;
   auto* s = app.add_subcommand("stream", "Run the streaming source (Spark's kafka source options) into a sink");
@@ -401,6 +406,7 @@ int main(int argc, char** argv) {
     if (*sgd) return cmd_share_groups_describe(common, sga);
     if (*sgr) return cmd_share_groups_reset_offsets(common, sga);
     if (*cf) return cmd_configs(common, cfg);
+    if (auto rc = acl_commands.run(common)) return *rc;
     if (*s) return cmd_stream(common, st);
     if (*l) return cmd_lag(common, lg);
     if (*rq) return cmd_read(common, rd);

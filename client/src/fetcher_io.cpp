@@ -42,6 +42,16 @@ void Fetcher::send_fetches() {
     auto offset = fetch_offset(s);
     if (!offset) continue;
     const auto leader = cluster_.leader(tp);
+    if (leader.node < 0 && leader.error_code == static_cast<std::int16_t>(ErrorCode::topic_authorization_failed)) {
+      // Metadata will not name a leader of a topic the client may not
+      // describe, however often asked: poll() raises it, as Java's consumer
+      // does (TopicAuthorizationException), and asks again on the next one.
+      push_error(
+          tp, s,
+          std::make_exception_ptr(KafkaError(leader.error_code, fmt::format("fetch from {} failed: {}", to_string(tp),
+                                                                            error_name(leader.error_code)))));
+      continue;
+    }
     if (leader.node < 0) {
       // No leader known: waited out like a leadership error.
       back_off(tp, s,

@@ -181,8 +181,9 @@ std::map<TopicPartition, OffsetAndMetadata> GroupAdmin::committed_offsets(const 
         req.topics = topics;
         req.groups.push_back({group, std::nullopt, -1, topics, {}});
         req.require_stable = require_stable;
+        // Topics go by name: v10 (Kafka 4.2+) would name them by id only.
         const std::int16_t v = c.pick_version(static_cast<std::int16_t>(ApiKey::offset_fetch), require_stable ? 7 : 2,
-                                              OffsetFetchRequest::max_version);
+                                              OffsetFetchRequest::default_max_version);
         auto o = c.receive<OffsetFetchResponse>(c.send(req, v), v, deadline).body;
         const std::int16_t code = v >= 8 ? (o.groups.empty() ? 0 : o.groups[0].error_code) : o.error_code;
         if (coordinator_retriable(code)) return code;

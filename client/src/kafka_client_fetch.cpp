@@ -29,7 +29,10 @@ class KafkaClient::FetchAdapter : public FetchCluster {
       auto it = c_.leaders_.find(tp);
       return Leader{node, it != c_.leaders_.end() ? it->second.epoch : -1, 0};
     } catch (const KafkaError& e) {
-      return Leader{-1, -1, e.code()};
+      // The topic's own error when Metadata answered one for it
+      // (TOPIC_AUTHORIZATION_FAILED...), else the partition's.
+      const TopicMetadata* t = c_.metadata_.topic(tp.topic);
+      return Leader{-1, -1, t && t->error_code ? t->error_code : e.code()};
     } catch (const ConnectionError&) {
       return Leader{-1, -1, static_cast<std::int16_t>(ErrorCode::network_exception)};
     }

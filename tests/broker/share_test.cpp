@@ -1,9 +1,10 @@
 // Share groups (KIP-932) against a real broker that has them (Kafka 4.2+,
-// share.version finalized): scripts/test's share phase starts one and names
-// it in KWIRE_SHARE_BOOTSTRAP (and its release in KWIRE_SHARE_VERSION), with the lock duration's lower bound brought
-// down (group.share.min.record.lock.duration.ms=1000) so that a lock can end
-// within a test. Without that variable these tests skip: the main broker of
-// the other phases is older.
+// share.version finalized): scripts/test names its main broker (Kafka 4.4) in
+// KWIRE_SHARE_BOOTSTRAP (and its release in KWIRE_SHARE_VERSION), started with
+// the lock duration's lower bound brought down
+// (group.share.min.record.lock.duration.ms=1000) so that a lock can end within
+// a test. Without that variable these tests skip (e.g. a main broker older
+// than 4.2).
 //
 // Each test uses its own topic (one partition) and group; the group's start
 // offset is the earliest (group config share.auto.offset.reset).
@@ -45,7 +46,8 @@ class Share : public ::testing::Test {
  protected:
   void SetUp() override {
     servers_ = share_bootstrap();
-    if (servers_.empty()) GTEST_SKIP() << "KWIRE_SHARE_BOOTSTRAP is not set (scripts/test's share phase sets it)";
+    if (servers_.empty())
+      GTEST_SKIP() << "KWIRE_SHARE_BOOTSTRAP is not set (scripts/test sets it for a Kafka 4.2+ main broker)";
     topic_ = unique_topic("share");
     group_ = unique_topic("share-group");
     auto r = run_kwire({"create-topic", "-b", servers_, "-t", topic_, "--partitions", "1"});
@@ -195,6 +197,52 @@ TEST_F(Share, AcknowledgementAfterTheLockIsInvalidRecordState) {
   ASSERT_EQ(again.size(), 1u);
   EXPECT_EQ(again[0].offset, got[0].offset);
   EXPECT_EQ(again[0].delivery_count, 2);
+}
+
+// The offsets callback gets, once per partition and request, the offsets the
+// request acknowledged (every type, ascending) and its outcome, on the thread
+// that called commit_sync or poll: first a ShareAcknowledge, then
+// acknowledgements carried by the next ShareFetch.
+TEST_F(Share, OffsetsCallbackGetsEachRequestsOffsetsOnTheCallersThread) {
+  produce_numbered(servers_, topic_, 0, 10);
+  ShareConsumer c(props());
+  std::vector<kwire::client::AcknowledgementCommit> commits;
+  std::vector<kwire::client::AcknowledgementResults> results_seen;
+  bool other_thread = false;
+  const auto caller = std::this_thread::get_id();
+  c.set_acknowledgement_offsets_callback([&](const kwire::client::AcknowledgementCommit& commit) {
+    other_thread = other_thread || std::this_thread::get_id() != caller;
+    commits.push_back(commit);
+  });
+  c.set_acknowledgement_commit_callback(
+      [&](const kwire::client::AcknowledgementResults& results) { results_seen.push_back(results); });
+  c.subscribe({topic_});
+  auto got = poll_for(c, 10, 20s);
+  ASSERT_EQ(got.size(), 10u);
+  for (auto& r : got) c.acknowledge(r, r.offset < 5 ? AcknowledgeType::accept : AcknowledgeType::reject);
+  EXPECT_TRUE(commits.empty());
+  auto results = c.commit_sync(10s);
+  const kwire::client::TopicPartition tp{topic_, 0};
+  EXPECT_EQ(results, (kwire::client::AcknowledgementResults{{tp, 0}}));
+  ASSERT_EQ(commits.size(), 1u);
+  EXPECT_EQ(commits[0].partition, tp);
+  EXPECT_EQ(commits[0].offsets, (std::vector<std::int64_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}));
+  EXPECT_EQ(commits[0].error_code, 0);
+  ASSERT_EQ(results_seen.size(), 1u);
+  EXPECT_EQ(results_seen[0], results);
+
+  produce_numbered(servers_, topic_, 10, 13);
+  auto more = poll_for(c, 3, 20s);
+  ASSERT_EQ(more.size(), 3u);
+  for (auto& r : more) c.acknowledge(r, AcknowledgeType::accept);
+  c.poll(500ms);  // carries them
+  ASSERT_EQ(commits.size(), 2u);
+  EXPECT_EQ(commits[1].partition, tp);
+  EXPECT_EQ(commits[1].offsets, (std::vector<std::int64_t>{10, 11, 12}));
+  EXPECT_EQ(commits[1].error_code, 0);
+  EXPECT_FALSE(other_thread);
+  c.close(5s);
+  EXPECT_EQ(commits.size(), 2u);  // nothing was left to acknowledge
 }
 
 // A member killed (SIGKILL) while it holds records: they come back to the

@@ -4,6 +4,7 @@
 // ranges, round trips at every version, and hand-checked bytes where a
 // version changes the layout.
 #include <gtest/gtest.h>
+#include <algorithm>
 
 #include <cstdint>
 #include <optional>
@@ -116,6 +117,12 @@ EndTxnResponse end_txn_response(std::int16_t v) {
   return m;
 }
 
+Uuid orders_id() {
+  Uuid id;
+  for (std::size_t i = 0; i < id.bytes.size(); ++i) id.bytes[i] = static_cast<std::uint8_t>(0x40 + i);
+  return id;
+}
+
 TxnOffsetCommitRequest txn_offset_commit_request(std::int16_t v) {
   using M = TxnOffsetCommitRequest;
   M m;
@@ -139,6 +146,7 @@ TxnOffsetCommitRequest txn_offset_commit_request(std::int16_t v) {
   p1.committed_metadata = std::nullopt;
   p1.unknown_tagged_fields = tags_if_flexible<M>(v, 3);
   m.topics = {{"orders", {p0, p1}, {}}};
+  if (v >= 6) m.topics[0] = {"", {p0, p1}, {}, orders_id()};  // v6 names the topic by id only
   m.unknown_tagged_fields = tags_if_flexible<M>(v, 8);
   return m;
 }
@@ -148,6 +156,10 @@ TxnOffsetCommitResponse txn_offset_commit_response(std::int16_t v) {
   M m;
   m.throttle_time_ms = 3;
   m.topics = {{"orders", {{0, 0, {}}, {2, 120, tags_if_flexible<M>(v, 1)}}, {}}};  // TRANSACTION_ABORTABLE
+  if (v >= 6) {
+    m.topics[0].name.clear();  // v6 names the topic by id only
+    m.topics[0].topic_id = orders_id();
+  }
   m.unknown_tagged_fields = tags_if_flexible<M>(v, 5);
   return m;
 }
@@ -245,7 +257,8 @@ TEST(TransactionMessages, DeclaredVersionRanges) {
   EXPECT_EQ(static_cast<int>(EndTxnRequest::api_key), 26);
   EXPECT_EQ(EndTxnRequest::max_version, 5);
   EXPECT_EQ(static_cast<int>(TxnOffsetCommitRequest::api_key), 28);
-  EXPECT_EQ(TxnOffsetCommitRequest::max_version, 5);
+  EXPECT_EQ(TxnOffsetCommitRequest::max_version, 6);
+  EXPECT_EQ(TxnOffsetCommitRequest::default_max_version, 5);  // v6 needs topic ids
   EXPECT_EQ(static_cast<int>(DescribeProducersRequest::api_key), 61);
   EXPECT_EQ(static_cast<int>(DescribeTransactionsRequest::api_key), 65);
   EXPECT_EQ(static_cast<int>(ListTransactionsRequest::api_key), 66);
@@ -270,10 +283,10 @@ TEST(TransactionMessages, RoundTripEveryVersion) {
   EXPECT_EQ(every_version<EndTxnRequest>(end_txn_request, request_round_trip<EndTxnRequest>), 6);
   EXPECT_EQ(every_version<EndTxnResponse>(end_txn_response, response_round_trip<EndTxnResponse>), 6);
   EXPECT_EQ(
-      every_version<TxnOffsetCommitRequest>(txn_offset_commit_request, request_round_trip<TxnOffsetCommitRequest>), 6);
+      every_version<TxnOffsetCommitRequest>(txn_offset_commit_request, request_round_trip<TxnOffsetCommitRequest>), 7);
   EXPECT_EQ(
       every_version<TxnOffsetCommitResponse>(txn_offset_commit_response, response_round_trip<TxnOffsetCommitResponse>),
-      6);
+      7);
   EXPECT_EQ(
       every_version<DescribeProducersRequest>(describe_producers_request, request_round_trip<DescribeProducersRequest>),
       1);
@@ -292,6 +305,22 @@ TEST(TransactionMessages, RoundTripEveryVersion) {
   EXPECT_EQ(every_version<ListTransactionsResponse>(list_transactions_response,
                                                     response_round_trip<ListTransactionsResponse>),
             3);
+}
+
+// v6 (Kafka 4.4) carries the topic's 16-byte id where v5 carried its name:
+// the compact string "orders" (1 + 6 bytes) is replaced by the id.
+TEST(TransactionMessages, TxnOffsetCommitV6NamesTheTopicById) {
+  auto v5 = txn_offset_commit_request(5);
+  auto v6 = txn_offset_commit_request(6);
+  v6.unknown_tagged_fields = v5.unknown_tagged_fields;
+  const Bytes b5 = encode(v5, 5);
+  const Bytes b6 = encode(v6, 6);
+  EXPECT_EQ(b6.size(), b5.size() - 7 + 16);
+  const auto id = orders_id();
+  EXPECT_NE(std::search(b6.begin(), b6.end(), id.bytes.begin(), id.bytes.end()), b6.end());
+  const std::string name = "orders";
+  EXPECT_EQ(std::search(b6.begin(), b6.end(), name.begin(), name.end()), b6.end());
+  EXPECT_NE(std::search(b5.begin(), b5.end(), name.begin(), name.end()), b5.end());
 }
 
 TEST(TransactionMessages, InitProducerIdV0AndV3Bytes) {

@@ -11,6 +11,12 @@
 // client's one coordinator lookup; moves and loads are retried with the
 // client's back-off, KIP-580, until default.api.timeout.ms).
 //
+// Access control, leader election and log directories, as kafka-acls,
+// kafka-leader-election and kafka-log-dirs do it (acl_admin.cpp):
+// DescribeAcls, CreateAcls and DeleteAcls (any broker; KRaft brokers forward
+// changes to the controller), ElectLeaders (any broker, which forwards it to
+// the controller; KIP-460) and DescribeLogDirs (every broker, KIP-113).
+//
 // Transactions, as kafka-transactions does: ListTransactions (every
 // broker), DescribeTransactions (the id's coordinator), DescribeProducers
 // (the partition's leader).
@@ -32,6 +38,7 @@
 #include <vector>
 
 #include "kwire/client/types.hpp"
+#include "kwire/protocol/admin_types.hpp"
 
 namespace kwire::client {
 
@@ -167,6 +174,80 @@ struct ProducerStateDescription {
   std::int64_t current_txn_start_offset = -1;  // first offset of its open transaction; -1: none
 };
 
+using protocol::AclOperation;
+using protocol::AclPatternType;
+using protocol::AclPermissionType;
+using protocol::AclResourceType;
+using protocol::ElectionType;
+
+/// One ACL binding (KIP-140, KIP-290): a resource pattern and an access
+/// entry. Every code must be a concrete one (not UNKNOWN, ANY or MATCH).
+struct AclBinding {
+  AclResourceType resource_type = AclResourceType::topic;
+  std::string resource_name;  // "*" with a literal pattern: every resource of the type
+  AclPatternType pattern_type = AclPatternType::literal;
+  std::string principal;  // "User:alice", "User:*"
+  std::string host = "*";
+  AclOperation operation = AclOperation::read;
+  AclPermissionType permission = AclPermissionType::allow;
+  friend bool operator==(const AclBinding&, const AclBinding&) = default;
+};
+
+/// What DescribeAcls and DeleteAcls match: ANY and nullopt match every value;
+/// pattern type MATCH matches every pattern that applies to resource_name
+/// (literal, prefixed and the "*" wildcard).
+struct AclBindingFilter {
+  AclResourceType resource_type = AclResourceType::any;
+  std::optional<std::string> resource_name;
+  AclPatternType pattern_type = AclPatternType::any;
+  std::optional<std::string> principal;
+  std::optional<std::string> host;
+  AclOperation operation = AclOperation::any;
+  AclPermissionType permission = AclPermissionType::any;
+  friend bool operator==(const AclBindingFilter&, const AclBindingFilter&) = default;
+};
+
+/// A binding together with how the broker answered for it.
+struct AclBindingResult {
+  AclBinding binding;
+  std::int16_t error_code = 0;  // SECURITY_DISABLED (no authorizer), CLUSTER_AUTHORIZATION_FAILED, ...
+  std::string error_message;    // the broker's, else the code's name ("" when none)
+};
+
+/// The bindings one DeleteAcls filter removed.
+struct AclDeletion {
+  AclBindingFilter filter;
+  std::int16_t error_code = 0;  // for the filter as a whole
+  std::string error_message;
+  std::vector<AclBindingResult> deleted;  // each with its own error code (0: removed)
+};
+
+/// One partition's answer to ElectLeaders.
+struct ElectionResult {
+  TopicPartition partition;
+  std::int16_t error_code = 0;  // ELECTION_NOT_NEEDED, PREFERRED_LEADER_NOT_AVAILABLE, ...
+  std::string error_message;
+};
+
+/// A replica stored in a log directory.
+struct ReplicaLogInfo {
+  std::int64_t size_bytes = 0;
+  std::int64_t offset_lag = 0;  // of a future replica (being moved here); else 0
+  bool is_future = false;
+};
+
+/// One log directory of one broker (DescribeLogDirs).
+struct LogDirDescription {
+  std::int32_t broker = -1;
+  std::string path;
+  std::int16_t error_code = 0;  // KAFKA_STORAGE_ERROR: the directory is offline
+  std::string error_message;
+  std::int64_t total_bytes = -1;   // v4+ (Kafka 3.3+, KIP-827); -1: not reported
+  std::int64_t usable_bytes = -1;  // idem
+  bool cordoned = false;           // v5+ (Kafka 4.4+, KIP-1066)
+  std::map<TopicPartition, ReplicaLogInfo> replicas;
+};
+
 class Admin {
  public:
   explicit Admin(KafkaClient& client);
@@ -187,6 +268,34 @@ class Admin {
   std::vector<ConfigResourceRef> list_config_resources(const std::vector<ConfigResourceKind>& kinds = {});
   /// DeleteGroups, one request per coordinator.
   std::vector<GroupDeletion> delete_groups(const std::vector<std::string>& groups);
+
+  /// DescribeAcls: the bindings matching `filter`, sorted by resource, then
+  /// principal, host, operation and permission. Throws KafkaError for the
+  /// broker's error (SECURITY_DISABLED when it has no authorizer,
+  /// CLUSTER_AUTHORIZATION_FAILED...), UnsupportedVersionError when the
+  /// filter needs a newer version than the broker speaks (a pattern type other
+  /// than LITERAL or ANY before v1, the USER resource type before v3).
+  std::vector<AclBinding> describe_acls(const AclBindingFilter& filter = {});
+  /// CreateAcls: one result per binding, in order (error_code 0: created or
+  /// already there). Throws ConfigError for a binding with an UNKNOWN, ANY or
+  /// MATCH code, an empty principal or resource name.
+  std::vector<AclBindingResult> create_acls(const std::vector<AclBinding>& bindings);
+  /// DeleteAcls: one result per filter, in order, with the bindings it removed.
+  std::vector<AclDeletion> delete_acls(const std::vector<AclBindingFilter>& filters);
+
+  /// ElectLeaders of `partitions` (nullopt: every partition of the cluster),
+  /// one result per partition the controller answered for, sorted. A
+  /// preferred election on a partition its preferred replica already leads
+  /// answers ELECTION_NOT_NEEDED. Throws KafkaError for a top-level error,
+  /// UnsupportedVersionError for an unclean election on a broker that speaks
+  /// v0 only (Kafka 2.2).
+  std::vector<ElectionResult> elect_leaders(ElectionType type,
+                                            const std::optional<std::vector<TopicPartition>>& partitions);
+  /// DescribeLogDirs on every broker: each log directory, with the replicas
+  /// of `topics` it holds (nullopt: of every topic), sorted by broker then
+  /// path. Throws KafkaError UNKNOWN_TOPIC_OR_PARTITION naming a topic that
+  /// does not exist, KafkaError for a broker's top-level error (v3+).
+  std::vector<LogDirDescription> describe_log_dirs(const std::optional<std::vector<std::string>>& topics);
 
   /// ShareGroupDescribe and DescribeShareGroupOffsets at the group's
   /// coordinator (share_admin.cpp). Throws KafkaError for a group-level error

@@ -5,6 +5,7 @@
 #include "kwire/protocol/errors.hpp"
 #include "kwire/protocol/header.hpp"
 #include "kwire/protocol/message.hpp"
+#include "kwire/protocol/messages/acls.hpp"
 #include "kwire/protocol/messages/admin.hpp"
 #include "kwire/protocol/messages/api_versions.hpp"
 #include "kwire/protocol/messages/classic_group.hpp"

@@ -1,10 +1,12 @@
 // Cluster and configuration administration: DescribeCluster (key 60, v0-2,
 // always flexible), DescribeConfigs (key 32, v0-4, flexible from v4),
 // IncrementalAlterConfigs (key 44, v0-1, flexible from v1), ListConfigResources
-// (key 74, v0-1, always flexible) and DeleteGroups (key 42, v0-3, flexible
-// from v2). Source: Kafka's DescribeCluster*, DescribeConfigs*,
-// IncrementalAlterConfigs*, ListConfigResources*, DeleteGroups* .json specs
-// (4.4.0, and 3.9.1 for the versions 4.0 removed).
+// (key 74, v0-1, always flexible), DeleteGroups (key 42, v0-3, flexible
+// from v2), ElectLeaders (key 43, v0-2, flexible from v2) and DescribeLogDirs
+// (key 35, v0-5, flexible from v2). Source: Kafka's DescribeCluster*,
+// DescribeConfigs*, IncrementalAlterConfigs*, ListConfigResources*,
+// DeleteGroups*, ElectLeaders*, DescribeLogDirs* .json specs (4.4.0, and 3.9.1
+// for the versions 4.0 removed).
 //
 // Resource types (ConfigResource.Type): 2 topic, 4 broker, 8 broker logger,
 // 16 client metrics, 32 group; a broker resource is named by its node id ("1"),
@@ -19,6 +21,20 @@
 // v2 may include fenced brokers (KIP-1073). DeleteGroups goes to each group's
 // coordinator; a group with members is refused with NON_EMPTY_GROUP; v3 adds
 // an error message per group.
+//
+// ElectLeaders (KIP-460) asks the controller to elect leaders of the
+// partitions named (a null list: every partition); v0 elects the preferred
+// replica only, v1 adds the election type (ElectionType: 0 PREFERRED,
+// 1 UNCLEAN) and a top-level error code, v2 is flexible. Each partition
+// answers on its own: ELECTION_NOT_NEEDED when the preferred replica already
+// leads, PREFERRED_LEADER_NOT_AVAILABLE, ELIGIBLE_LEADERS_NOT_AVAILABLE...
+// DescribeLogDirs (KIP-113) asks one broker for its log directories and the
+// size (bytes) and lag (offsets behind the log end, for a future replica) of
+// the partitions named in each (a null list: every partition); v0 was
+// removed by Kafka 4.0, v1 is v0 under KIP-219 throttling, v2 is flexible,
+// v3 adds a top-level error code, v4 each directory's total and usable bytes
+// (KIP-827; -1 when unknown), v5 whether it is cordoned (KIP-1066: it takes no
+// new partitions).
 #pragma once
 
 #include <climits>
@@ -379,6 +395,172 @@ struct DeleteGroupsResponse {
     v(results);
   }
   friend bool operator==(const DeleteGroupsResponse&, const DeleteGroupsResponse&) = default;
+};
+
+struct ElectLeadersRequest {
+  static constexpr ApiKey api_key = ApiKey::elect_leaders;
+  static constexpr std::int16_t min_version = 0, max_version = 2, flexible_since = 2;
+
+  struct TopicPartitions {
+    std::string topic;
+    std::vector<std::int32_t> partitions;
+    TaggedFields unknown_tagged_fields;
+    template <class V>
+    void fields(V& v) {
+      v(topic);
+      v(partitions);
+    }
+    friend bool operator==(const TopicPartitions&, const TopicPartitions&) = default;
+  };
+
+  std::int8_t election_type = 0;                                 // v1+: ElectionType (v0: preferred)
+  std::optional<std::vector<TopicPartitions>> topic_partitions;  // null: every partition
+  std::int32_t timeout_ms = 60000;
+  TaggedFields unknown_tagged_fields;
+
+  template <class V>
+  void fields(V& v) {
+    v.since(1, election_type);
+    v(topic_partitions);
+    v(timeout_ms);
+  }
+  friend bool operator==(const ElectLeadersRequest&, const ElectLeadersRequest&) = default;
+};
+
+struct ElectLeadersResponse {
+  static constexpr ApiKey api_key = ApiKey::elect_leaders;
+  static constexpr std::int16_t min_version = 0, max_version = 2, flexible_since = 2;
+
+  struct PartitionResult {
+    std::int32_t partition_id = 0;
+    std::int16_t error_code = 0;
+    std::optional<std::string> error_message;
+    TaggedFields unknown_tagged_fields;
+    template <class V>
+    void fields(V& v) {
+      v(partition_id);
+      v(error_code);
+      v(error_message);
+    }
+    friend bool operator==(const PartitionResult&, const PartitionResult&) = default;
+  };
+
+  struct ReplicaElectionResult {
+    std::string topic;
+    std::vector<PartitionResult> partition_result;
+    TaggedFields unknown_tagged_fields;
+    template <class V>
+    void fields(V& v) {
+      v(topic);
+      v(partition_result);
+    }
+    friend bool operator==(const ReplicaElectionResult&, const ReplicaElectionResult&) = default;
+  };
+
+  std::int32_t throttle_time_ms = 0;
+  std::int16_t error_code = 0;  // v1+
+  std::vector<ReplicaElectionResult> replica_election_results;
+  TaggedFields unknown_tagged_fields;
+
+  template <class V>
+  void fields(V& v) {
+    v(throttle_time_ms);
+    v.since(1, error_code);
+    v(replica_election_results);
+  }
+  friend bool operator==(const ElectLeadersResponse&, const ElectLeadersResponse&) = default;
+};
+
+struct DescribeLogDirsRequest {
+  static constexpr ApiKey api_key = ApiKey::describe_log_dirs;
+  static constexpr std::int16_t min_version = 0, max_version = 5, flexible_since = 2;
+
+  struct DescribableLogDirTopic {
+    std::string topic;
+    std::vector<std::int32_t> partitions;
+    TaggedFields unknown_tagged_fields;
+    template <class V>
+    void fields(V& v) {
+      v(topic);
+      v(partitions);
+    }
+    friend bool operator==(const DescribableLogDirTopic&, const DescribableLogDirTopic&) = default;
+  };
+
+  std::optional<std::vector<DescribableLogDirTopic>> topics;  // null: every partition
+  TaggedFields unknown_tagged_fields;
+
+  template <class V>
+  void fields(V& v) {
+    v(topics);
+  }
+  friend bool operator==(const DescribeLogDirsRequest&, const DescribeLogDirsRequest&) = default;
+};
+
+struct DescribeLogDirsResponse {
+  static constexpr ApiKey api_key = ApiKey::describe_log_dirs;
+  static constexpr std::int16_t min_version = 0, max_version = 5, flexible_since = 2;
+
+  struct DescribeLogDirsPartition {
+    std::int32_t partition_index = 0;
+    std::int64_t partition_size = 0;  // bytes
+    std::int64_t offset_lag = 0;      // a future replica's offsets behind the current one; else 0
+    bool is_future_key = false;       // a replica being moved to this directory
+    TaggedFields unknown_tagged_fields;
+    template <class V>
+    void fields(V& v) {
+      v(partition_index);
+      v(partition_size);
+      v(offset_lag);
+      v(is_future_key);
+    }
+    friend bool operator==(const DescribeLogDirsPartition&, const DescribeLogDirsPartition&) = default;
+  };
+
+  struct DescribeLogDirsTopic {
+    std::string name;
+    std::vector<DescribeLogDirsPartition> partitions;
+    TaggedFields unknown_tagged_fields;
+    template <class V>
+    void fields(V& v) {
+      v(name);
+      v(partitions);
+    }
+    friend bool operator==(const DescribeLogDirsTopic&, const DescribeLogDirsTopic&) = default;
+  };
+
+  struct DescribeLogDirsResult {
+    std::int16_t error_code = 0;  // KAFKA_STORAGE_ERROR for an offline directory
+    std::string log_dir;          // absolute path
+    std::vector<DescribeLogDirsTopic> topics;
+    std::int64_t total_bytes = -1;   // v4+
+    std::int64_t usable_bytes = -1;  // v4+
+    bool is_cordoned = false;        // v5+
+    TaggedFields unknown_tagged_fields;
+    template <class V>
+    void fields(V& v) {
+      v(error_code);
+      v(log_dir);
+      v(topics);
+      v.since(4, total_bytes);
+      v.since(4, usable_bytes);
+      v.since(5, is_cordoned);
+    }
+    friend bool operator==(const DescribeLogDirsResult&, const DescribeLogDirsResult&) = default;
+  };
+
+  std::int32_t throttle_time_ms = 0;
+  std::int16_t error_code = 0;  // v3+
+  std::vector<DescribeLogDirsResult> results;
+  TaggedFields unknown_tagged_fields;
+
+  template <class V>
+  void fields(V& v) {
+    v(throttle_time_ms);
+    v.since(3, error_code);
+    v(results);
+  }
+  friend bool operator==(const DescribeLogDirsResponse&, const DescribeLogDirsResponse&) = default;
 };
 
 }  // namespace kwire::protocol

@@ -19,9 +19,12 @@
 // EndTxn v0-5, flexible from v3: commits or aborts. v5 (transactions v2,
 //   KIP-890 part 2) answers the producer id and epoch to use next: the epoch
 //   is bumped at every transaction end.
-// TxnOffsetCommit v0-5, flexible from v3: offsets committed with the
+// TxnOffsetCommit v0-6, flexible from v3: offsets committed with the
 //   transaction, sent to the group coordinator. v3 adds the member's identity
-//   (KIP-447); v5 does AddOffsetsToTxn's work itself (transactions v2).
+//   (KIP-447); v5 does AddOffsetsToTxn's work itself (transactions v2); v6
+//   (Kafka 4.4) names topics by id only, in requests and answers, as
+//   OffsetCommit v10 does. Callers that send names stay at v5
+//   (`default_max_version`, what Connection::version_for picks).
 #pragma once
 
 #include <cstdint>
@@ -258,7 +261,8 @@ struct EndTxnResponse {
 
 struct TxnOffsetCommitRequest {
   static constexpr ApiKey api_key = ApiKey::txn_offset_commit;
-  static constexpr std::int16_t min_version = 0, max_version = 5, flexible_since = 3;
+  static constexpr std::int16_t min_version = 0, max_version = 6, flexible_since = 3;
+  static constexpr std::int16_t default_max_version = 5;  // v6 needs topic ids
 
   struct Partition {
     std::int32_t partition_index = 0;
@@ -276,12 +280,14 @@ struct TxnOffsetCommitRequest {
     friend bool operator==(const Partition&, const Partition&) = default;
   };
   struct Topic {
-    std::string name;
+    std::string name;  // up to v5
     std::vector<Partition> partitions;
     TaggedFields unknown_tagged_fields;
+    Uuid topic_id = {};  // v6+, in place of the name on the wire (last here, so {name, partitions, tags} stays)
     template <class V>
     void fields(V& v) {
-      v(name);
+      v.until(5, name);
+      v.since(6, topic_id);
       v(partitions);
     }
     friend bool operator==(const Topic&, const Topic&) = default;
@@ -313,7 +319,7 @@ struct TxnOffsetCommitRequest {
 
 struct TxnOffsetCommitResponse {
   static constexpr ApiKey api_key = ApiKey::txn_offset_commit;
-  static constexpr std::int16_t min_version = 0, max_version = 5, flexible_since = 3;
+  static constexpr std::int16_t min_version = 0, max_version = 6, flexible_since = 3;
 
   struct Partition {
     std::int32_t partition_index = 0;
@@ -327,12 +333,14 @@ struct TxnOffsetCommitResponse {
     friend bool operator==(const Partition&, const Partition&) = default;
   };
   struct Topic {
-    std::string name;
+    std::string name;  // up to v5
     std::vector<Partition> partitions;
     TaggedFields unknown_tagged_fields;
+    Uuid topic_id = {};  // v6+, in place of the name on the wire (last here, so {name, partitions, tags} stays)
     template <class V>
     void fields(V& v) {
-      v(name);
+      v.until(5, name);
+      v.since(6, topic_id);
       v(partitions);
     }
     friend bool operator==(const Topic&, const Topic&) = default;
