@@ -281,6 +281,15 @@ ClientConfig ClientConfig::from_properties(const std::map<std::string, std::stri
       c.retry_backoff_ms = static_cast<std::int32_t>(parse_int(key, value, 0, kMaxInt));
     } else if (key == "retry.backoff.max.ms") {
       c.retry_backoff_max_ms = static_cast<std::int32_t>(parse_int(key, value, 0, kMaxInt));
+    } else if (key == "metadata.recovery.strategy") {
+      auto l = lower(value);
+      if (l == "none") c.metadata_recovery_strategy = MetadataRecoveryStrategy::none;
+      else if (l == "rebootstrap") c.metadata_recovery_strategy = MetadataRecoveryStrategy::rebootstrap;
+      else
+        throw ConfigError(
+            fmt::format("invalid value '{}' for metadata.recovery.strategy: expected none or rebootstrap", value));
+    } else if (key == "metadata.recovery.rebootstrap.trigger.ms") {
+      c.metadata_recovery_rebootstrap_trigger_ms = parse_int(key, value, 0, std::numeric_limits<std::int64_t>::max());
     } else if (key == "receive.buffer.bytes" || key == "socket.receive.buffer.bytes") {
       c.receive_buffer_bytes = static_cast<std::int32_t>(parse_int(key, value, -1, kMaxInt));
     } else if (key == "send.buffer.bytes" || key == "socket.send.buffer.bytes") {

@@ -26,6 +26,8 @@ namespace {
 
 std::string describe(std::int16_t code) { return std::string(error_name(code)); }
 
+constexpr auto kRebootstrapRequired = static_cast<std::int16_t>(ErrorCode::rebootstrap_required);
+
 }  // namespace
 
 void KafkaClient::backoff(int attempt) {
@@ -93,45 +95,6 @@ Connection& KafkaClient::connect_to(const std::string& host, std::uint16_t port,
   return *slot;
 }
 
-Connection& KafkaClient::any_connection() {
-  for (auto& [id, c] : brokers_)
-    if (c && c->is_open()) {
-      renew_if_due(*c);
-      return *c;
-    }
-  if (bootstrap_ && bootstrap_->is_open()) {
-    renew_if_due(*bootstrap_);
-    return *bootstrap_;
-  }
-  std::string errors;
-  bool all_tls = true;
-  const auto setup_deadline = deadline_after(std::chrono::milliseconds(config_.request_timeout_ms));
-  // Connects `bootstrap_` (a setup cut short by the cap is taken up again);
-  // false when it failed, its error noted.
-  auto try_bootstrap = [&]() -> bool {
-    try {
-      bootstrap_->connect(setup_deadline, cap_);
-      ++connection_stats_.connects;
-      return true;
-    } catch (const AuthenticationError&) {
-      throw;  // the same credentials would be refused by every broker
-    } catch (const ClientError& e) {
-      if (bootstrap_->connecting()) throw;  // cut short by the cap: goes on at the next call
-      if (!dynamic_cast<const TlsError*>(&e)) all_tls = false;
-      if (!errors.empty()) errors += "; ";
-      errors += e.what();
-      return false;
-    }
-  };
-  if (bootstrap_ && bootstrap_->connecting() && try_bootstrap()) return *bootstrap_;
-  for (auto& addr : config_.bootstrap_servers) {
-    bootstrap_ = std::make_unique<Connection>(*io_, addr.host, addr.port, connection_options());
-    if (try_bootstrap()) return *bootstrap_;
-  }
-  if (all_tls && !errors.empty()) throw TlsError("could not reach any bootstrap server: " + errors);
-  throw ConnectionError("could not reach any bootstrap server: " + errors);
-}
-
 Connection& KafkaClient::broker(std::int32_t node_id) {
   auto it = brokers_.find(node_id);
   if (it != brokers_.end() && it->second && it->second->is_open()) {
@@ -160,15 +123,28 @@ ClusterMetadata KafkaClient::metadata(const std::optional<std::vector<std::strin
   }
   req.allow_auto_topic_creation = false;
   Response<MetadataResponse> resp;
+  std::string answered_by;
   // Each attempt is bounded by request.timeout.ms, the whole call (retries
-  // included) by default.api.timeout.ms, as in the Java client.
+  // included) by default.api.timeout.ms, as in the Java client. A failed
+  // attempt may end in a rebootstrap (metadata_recovery.cpp).
   const auto overall = capped(deadline_after(std::chrono::milliseconds(config_.default_api_timeout_ms)));
   for (int attempt = 0;; ++attempt) {
+    const auto started = Clock::now();
     try {
       auto& conn = any_connection();
       resp = conn.request<MetadataResponse>(req, std::min(default_deadline(), overall));
-      break;
+      answered_by = fmt::format("{} {}", &conn == bootstrap_.get() ? "bootstrap server" : "broker", conn.endpoint());
+      if (resp.body.error_code != kRebootstrapRequired) break;
+      // KIP-1102: the broker tells the client to start again from
+      // bootstrap.servers (taken only with metadata.recovery.strategy=rebootstrap,
+      // as Java does; otherwise a failed attempt).
+      metadata_attempt_failed(started);
+      if (rebootstrap_enabled()) rebootstrap(answered_by + " answered Metadata with REBOOTSTRAP_REQUIRED");
+      if (attempt >= config_.retries || Clock::now() >= overall)
+        throw KafkaError(kRebootstrapRequired, fmt::format("Metadata from {} answered REBOOTSTRAP_REQUIRED {} time(s)",
+                                                           answered_by, attempt + 1));
     } catch (const ConnectionError& e) {
+      metadata_attempt_failed(started);
       if (attempt >= config_.retries) throw;
       if (Clock::now() >= overall)
         throw TimeoutError(fmt::format("Metadata got no answer within default.api.timeout.ms ({} ms): {}",
@@ -176,9 +152,14 @@ ClusterMetadata KafkaClient::metadata(const std::optional<std::vector<std::strin
       bootstrap_.reset();
       brokers_.clear();
       broker_generation_.clear();
-      backoff(attempt);
+    } catch (const TimeoutError&) {
+      metadata_attempt_failed(started);
+      throw;
     }
+    backoff(attempt);
   }
+  metadata_failing_since_.reset();
+  take_cluster_id(resp.body.cluster_id, answered_by);
   ClusterMetadata md;
   md.cluster_id = resp.body.cluster_id;
   md.controller_id = resp.body.controller_id;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kwire/client/config.hpp"
+#include "kwire/client/errors.hpp"
 
 using namespace kwire::client;
 
@@ -68,4 +69,40 @@ TEST(ClientConfigTest, SaslSettingsWithoutSaslProtocolWarn) {
 
   auto sasl = parse({{"security.protocol", "SASL_SSL"}, {"sasl.mechanism", "PLAIN"}, {"sasl.username", "a"}});
   EXPECT_TRUE(sasl.warnings.empty());
+}
+
+TEST(ClientConfigTest, MetadataRecoveryDefaultsAreJavasSinceKafka4) {
+  auto c = parse({});
+  EXPECT_EQ(c.metadata_recovery_strategy, MetadataRecoveryStrategy::rebootstrap);
+  EXPECT_EQ(c.metadata_recovery_rebootstrap_trigger_ms, 300000);
+}
+
+TEST(ClientConfigTest, MetadataRecoveryStrategyIsCaseInsensitive) {
+  EXPECT_EQ(parse({{"metadata.recovery.strategy", "NONE"}}).metadata_recovery_strategy, MetadataRecoveryStrategy::none);
+  EXPECT_EQ(parse({{"metadata.recovery.strategy", "ReBootstrap"}}).metadata_recovery_strategy,
+            MetadataRecoveryStrategy::rebootstrap);
+  auto c = parse({{"metadata.recovery.strategy", "none"}, {"metadata.recovery.rebootstrap.trigger.ms", "0"}});
+  EXPECT_EQ(c.metadata_recovery_rebootstrap_trigger_ms, 0);
+  EXPECT_TRUE(c.ignored_keys.empty());
+  EXPECT_EQ(
+      parse({{"metadata.recovery.rebootstrap.trigger.ms", "9000000000"}}).metadata_recovery_rebootstrap_trigger_ms,
+      9000000000);
+}
+
+TEST(ClientConfigTest, BadMetadataRecoveryValuesNameTheKeyAndWhatIsAllowed) {
+  try {
+    parse({{"metadata.recovery.strategy", "sometimes"}});
+    FAIL() << "accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("metadata.recovery.strategy"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("none or rebootstrap"), std::string::npos) << e.what();
+  }
+  for (const char* bad : {"-1", "soon", ""}) {
+    try {
+      parse({{"metadata.recovery.rebootstrap.trigger.ms", bad}});
+      FAIL() << "accepted " << bad;
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find("metadata.recovery.rebootstrap.trigger.ms"), std::string::npos) << e.what();
+    }
+  }
 }

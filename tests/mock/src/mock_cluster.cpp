@@ -205,6 +205,7 @@ struct MockCluster::State {
   std::vector<Fault> faults;
   std::vector<RequestRecord> log;
   int accepted = 0;
+  std::string cluster_id = "kwire-mock-cluster";
   std::set<std::int32_t> down;
   std::mt19937_64 rng{0x6b77697265ULL};
 
@@ -462,8 +463,9 @@ struct MockCluster::State {
       mb.port = b.port;
       resp.brokers.push_back(std::move(mb));
     }
-    resp.cluster_id = "kwire-mock-cluster";
+    resp.cluster_id = cluster_id;
     resp.controller_id = brokers.front().node;
+    if (e.all_error && version >= 13) resp.error_code = *e.all_error;
     for (auto& n : names) {
       MetadataResponse::MetadataResponseTopic mt;
       mt.name = n;
@@ -1085,6 +1087,11 @@ std::string MockCluster::bootstrap_servers() const {
     out += fmt::format("127.0.0.1:{}", b.port);
   }
   return out;
+}
+
+void MockCluster::set_cluster_id(const std::string& id) {
+  std::lock_guard lock(state_->mu);
+  state_->cluster_id = id;
 }
 
 std::vector<std::int32_t> MockCluster::node_ids() const { return state_->node_ids(); }

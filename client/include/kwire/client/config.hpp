@@ -33,6 +33,18 @@ bool is_known_client_config(std::string_view key);
 /// (ConsumerConfig), e.g. "max.poll.records" or "group.id".
 bool is_java_consumer_property(std::string_view key);
 
+/// metadata.recovery.strategy (KIP-899): what the client does once it has
+/// received metadata and then can no longer get any from the brokers it names.
+enum class MetadataRecoveryStrategy {
+  /// Ask only the brokers of the last metadata received, for as long as it
+  /// takes (each call still ends by its own deadlines): a client whose
+  /// brokers have all been replaced stays on their old addresses.
+  none,
+  /// Drop every connection and the brokers known, and start again from
+  /// bootstrap.servers (their names resolved again). The default since Kafka 4.0.
+  rebootstrap,
+};
+
 struct ClientConfig {
   std::vector<BrokerAddress> bootstrap_servers;  // bootstrap.servers (metadata.broker.list)
   std::string client_id = "kwire";               // client.id
@@ -69,6 +81,17 @@ struct ClientConfig {
   std::int32_t retries = 5;                                 // retries (per request, for retriable errors)
   std::int32_t retry_backoff_ms = 100;                      // retry.backoff.ms (first retry's wait)
   std::int32_t retry_backoff_max_ms = 1000;                 // retry.backoff.max.ms (KIP-580 cap)
+  // metadata.recovery.strategy: "none" or "rebootstrap" (any case), as Java's
+  // clients. With rebootstrap the client goes back to bootstrap.servers when
+  // (KIP-899) it cannot connect to any broker of its last metadata, when
+  // (KIP-1102) a Metadata answer carries the top-level error
+  // REBOOTSTRAP_REQUIRED (129), or when (KIP-1102) Metadata attempts have
+  // been failing for metadata_recovery_rebootstrap_trigger_ms.
+  MetadataRecoveryStrategy metadata_recovery_strategy = MetadataRecoveryStrategy::rebootstrap;
+  // metadata.recovery.rebootstrap.trigger.ms (>= 0, milliseconds; default
+  // 300000, 5 minutes): how long Metadata may keep failing, counted from the
+  // start of the first attempt that got no answer, before a rebootstrap.
+  std::int64_t metadata_recovery_rebootstrap_trigger_ms = 300000;
   // receive.buffer.bytes (-1 = OS default). Default -1, as librdkafka's
   // socket.receive.buffer.bytes=0: the kernel then sizes the TCP window itself;
   // Java's fixed 65536 holds a fast consumer back (64 KiB reads, small window).

@@ -7,6 +7,16 @@
 // Every request has a deadline: request.timeout.ms per attempt; Metadata
 // retries are also bounded as a whole by default.api.timeout.ms. Not thread-safe:
 // use one KafkaClient per thread.
+//
+// Where Metadata is asked (as Java's NetworkClient): an open connection if
+// there is one; before any metadata has arrived, bootstrap.servers; after,
+// only the brokers the metadata named, the least recently failed first.
+// metadata.recovery.strategy (ClientConfig) decides when the client gives
+// them up and starts again from bootstrap.servers (a "rebootstrap", KIP-899
+// and KIP-1102): each is written on stderr as one "WARN rebootstrap: ..."
+// line giving its reason and counted in ConnectionStats::rebootstraps. A
+// Metadata answer whose cluster id is not the one known before is written
+// as a WARN line naming both ids and the address that answered.
 #pragma once
 
 #include <algorithm>
@@ -176,15 +186,23 @@ class KafkaClient {
 
   /// Connections made (bootstrap and brokers, reconnects included) and SASL
   /// sessions renewed in place (KIP-368 re-authentication) by this client.
+  /// Rebootstraps: times the client dropped its connections and known
+  /// brokers to start again from bootstrap.servers (metadata.recovery.strategy).
   struct ConnectionStats {
     std::uint64_t connects = 0;
     std::uint64_t reauthentications = 0;
+    std::uint64_t rebootstraps = 0;
   };
   const ConnectionStats& connection_stats() const noexcept { return connection_stats_; }
 
   /// Leader connection for a partition (from the cache, refreshed when unknown).
   Connection& leader_for(const TopicPartition& tp);
-  /// Any live connection (bootstrap or a known broker).
+  /// Any live connection; else a new one to a broker of the last metadata
+  /// (the least recently failed first), or to bootstrap.servers before any
+  /// metadata arrived or after a rebootstrap. Throws ConnectionError (TlsError
+  /// when every failure was TLS's) when none can be made; with
+  /// metadata.recovery.strategy=rebootstrap, every known broker failing
+  /// means a rebootstrap and bootstrap.servers are tried in the same call.
   Connection& any_connection();
   Connection& broker(std::int32_t node_id);
 
@@ -230,6 +248,28 @@ class KafkaClient {
 
   // Forget the connection to a broker.
   void drop_broker(std::int32_t node_id);
+
+  // metadata.recovery.strategy (metadata_recovery.cpp).
+  // A connection to a broker of the last metadata, the least recently failed
+  // first; nullptr when none could be made (errors noted).
+  Connection* connect_known_broker(std::string& errors, bool& all_tls);
+  // Connect to the first of bootstrap.servers that answers (errors noted).
+  Connection* connect_bootstrap(std::string& errors, bool& all_tls);
+  // Drop every connection and the known brokers; the next connection is
+  // made to bootstrap.servers. Writes the WARN line naming `why`.
+  void rebootstrap(const std::string& why);
+  // A Metadata attempt started at `started` got no usable answer: starts the
+  // clock of metadata.recovery.rebootstrap.trigger.ms, or rebootstraps when
+  // it has run out.
+  void metadata_attempt_failed(Clock::time_point started);
+  // A Metadata answer from `answered_by` names cluster `id`: warns when it
+  // is not the cluster known so far and then forgets that cluster's topics.
+  void take_cluster_id(const std::optional<std::string>& id, const std::string& answered_by);
+  bool rebootstrap_enabled() const noexcept {
+    return config_.metadata_recovery_strategy == MetadataRecoveryStrategy::rebootstrap;
+  }
+  std::optional<Clock::time_point> metadata_failing_since_;      // first failed attempt since the last answer
+  std::map<std::int32_t, Clock::time_point> connect_failed_at_;  // known broker -> its last failed connect
 
   // KIP-951: a Fetch or Produce answer named a partition's new leader (and,
   // when given, its endpoint). Taken into the metadata cache when its epoch

@@ -72,7 +72,8 @@ struct Fault {
   int times = 1;
 
   /// Error for the matching partitions (or, with no topic set, for every
-  /// partition of the request; ApiVersions/Create/Delete: the top-level error).
+  /// partition of the request; ApiVersions/Create/Delete, and Metadata v13+
+  /// (e.g. REBOOTSTRAP_REQUIRED): the top-level error).
   std::int16_t error_code = 0;
   /// Hold the response this long before writing it (request timeouts).
   std::chrono::milliseconds delay{0};
@@ -112,6 +113,8 @@ class MockCluster {
 
   /// "127.0.0.1:p1,127.0.0.1:p2,..."
   std::string bootstrap_servers() const;
+  /// The cluster id Metadata answers carry ("kwire-mock-cluster" unless set).
+  void set_cluster_id(const std::string& id);
   std::vector<std::int32_t> node_ids() const;
   std::uint16_t port(std::int32_t node_id) const;
   /// "127.0.0.1:port" of a broker, as the client names it in errors.
