@@ -545,6 +545,68 @@ def test_kafka_sink_writes_avro_values_registered_under_the_topic(bootstrap, new
         kwire.KafkaSink({"kafka.bootstrap.servers": bootstrap, "topic": out}, value_format="json")
 
 
+def test_kafka_sink_encodes_keys_under_the_key_subject(bootstrap, new_topic, producer, schema_registry, tmp_path):
+    url = schema_registry()
+    src, out = new_topic(), new_topic()
+    for i in range(20):
+        producer.send(src, value=json.dumps({"id": i, "name": "n%d" % i}).encode(), partition=0)
+    producer.flush()
+
+    def keyed(t):
+        ids = t["id"].combine_chunks()
+        # A quarter of the rows have no key: it stays null, not an encoded record of nulls.
+        valid = pa.compute.not_equal(pa.compute.bit_wise_and(ids, 3), 3)
+        key = pa.StructArray.from_arrays([pa.compute.cast(ids, pa.string()), pa.compute.cast(ids, pa.int64())],
+                                         ["tenant", "id"], mask=pa.compute.invert(valid))
+        value = pa.StructArray.from_arrays([ids, t["name"].combine_chunks()], ["id", "name"])
+        return pa.table({"key": key, "value": value})
+
+    sink = kwire.KafkaSink({"kafka.bootstrap.servers": bootstrap, "topic": out},
+                           value_format="avro", value_options={"schema.registry.url": url},
+                           key_format="avro",
+                           key_options={"schema.registry.url": url, "jsonFormatSchema": json.dumps(KEY)})
+    kwire.stream({"kafka.bootstrap.servers": bootstrap, "subscribe": src, "startingOffsets": "earliest"},
+                 checkpoint=str(tmp_path / "ck"), value_format="json", schema="id INT, name STRING", transform=keyed,
+                 sink=sink)
+    # Confluent's TopicNameStrategy for both: "<topic>-key" holds the key's schema, "<topic>-value" the value's.
+    with urllib.request.urlopen(url + "/subjects/%s-key/versions/latest" % out) as r:
+        assert json.loads(json.load(r)["schema"])["name"] == "UserKey"
+    with urllib.request.urlopen(url + "/subjects/%s-value/versions/latest" % out) as r:
+        assert json.loads(json.load(r)["schema"])["name"] == "topLevelRecord"
+    table = kwire.read({"kafka.bootstrap.servers": bootstrap, "subscribe": out})
+    deser = ck_avro.AvroDeserializer(SchemaRegistryClient({"url": url}))
+    kctx, vctx = SerializationContext(out, MessageField.KEY), SerializationContext(out, MessageField.VALUE)
+    got = sorted((deser(v, vctx)["id"], None if k is None else deser(k, kctx), deser(v, vctx)["name"])
+                 for k, v in zip(table.column("key").to_pylist(), table.column("value").to_pylist()))
+    assert got == [(i, None if i % 4 == 3 else {"tenant": str(i), "id": i}, "n%d" % i) for i in range(20)]
+
+    # A key that is not a struct is the value of a non-record schema.
+    out2 = new_topic()
+    kwire.stream({"kafka.bootstrap.servers": bootstrap, "subscribe": src, "startingOffsets": "earliest"},
+                 checkpoint=str(tmp_path / "ck2"), value_format="json", schema="id INT, name STRING",
+                 transform=lambda t: pa.table({"key": t["name"], "value": pa.compute.cast(t["id"], pa.string())}),
+                 sink=kwire.KafkaSink({"kafka.bootstrap.servers": bootstrap, "topic": out2}, key_format="avro",
+                                      key_options={"schema.registry.url": url, "jsonFormatSchema": '"string"'}))
+    table = kwire.read({"kafka.bootstrap.servers": bootstrap, "subscribe": out2})
+    kctx = SerializationContext(out2, MessageField.KEY)
+    keys, values = table.column("key").to_pylist(), table.column("value").to_pylist()
+    got = sorted((deser(k, kctx), v) for k, v in zip(keys, values))
+    assert got == sorted(("n%d" % i, b"%d" % i) for i in range(20))
+
+    with pytest.raises(kwire.ConfigError, match="key_options= needs key_format"):
+        kwire.KafkaSink({"kafka.bootstrap.servers": bootstrap, "topic": out}, key_options={"subject": "s"})
+    with pytest.raises(kwire.ConfigError, match="key_format must be"):
+        kwire.KafkaSink({"kafka.bootstrap.servers": bootstrap, "topic": out}, key_format="json")
+    with pytest.raises(kwire.ConfigError, match="column='value', but these options encode the key"):
+        kwire.KafkaSink({"kafka.bootstrap.servers": bootstrap, "topic": out}, key_format="avro",
+                        key_options={"jsonFormatSchema": '"string"', "column": "value"})
+    no_key = kwire.KafkaSink({"kafka.bootstrap.servers": bootstrap, "topic": out}, key_format="avro",
+                             key_options={"jsonFormatSchema": '"string"'})
+    with pytest.raises(kwire.ConfigError, match="needs a 'key' column"):
+        no_key.write(pa.table({"value": [b"x"]}), 0)
+    no_key.close()
+
+
 KEY = {"type": "record", "name": "UserKey", "fields": [{"name": "tenant", "type": "string"},
                                                        {"name": "id", "type": "long"}]}
 

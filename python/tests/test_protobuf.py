@@ -321,3 +321,32 @@ def test_cli_reads_protobuf_values_as_json_lines(desc, bootstrap, new_topic, pro
     assert json.loads(r.stdout) == {
         "i64": 7, "s": "x", "color": "GREEN", "tags": [], "inners": [], "counts": {"a": 1}, "by_id": {},
         "took": "INTERVAL '-1 02:03:04.000005' DAY TO SECOND", "palette": [], "offset": 0}
+
+
+def test_kafka_sink_encodes_protobuf_keys_under_the_key_subject(desc, bootstrap, new_topic, producer, schema_registry,
+                                                                tmp_path):
+    path, _, cls = desc
+    Inner = cls("kwire.test.Inner")
+    url = schema_registry()
+    src, out = new_topic(), new_topic()
+    for i in range(5):
+        producer.send(src, value=b"v%d" % i, key=b"k%d" % i, partition=0)
+    producer.flush()
+
+    def keyed(t):
+        names = t["key"].cast(pa.string()).combine_chunks()
+        nums = pa.array([[len(n)] for n in names.to_pylist()], pa.list_(pa.int32()))
+        return pa.table({"key": pa.StructArray.from_arrays([names, nums], ["name", "nums"]), "value": t["value"]})
+
+    sink = kwire.KafkaSink({"kafka.bootstrap.servers": bootstrap, "topic": out}, key_format="protobuf",
+                           key_options={"schema.registry.url": url, "messageName": "Inner", "descFilePath": path})
+    kwire.stream({"kafka.bootstrap.servers": bootstrap, "subscribe": src, "startingOffsets": "earliest"},
+                 checkpoint=str(tmp_path / "ck"), transform=keyed, sink=sink)
+    with urllib.request.urlopen(url + "/subjects/%s-key/versions/latest" % out) as r:
+        assert json.load(r)["schemaType"] == "PROTOBUF"
+    table = kwire.read({"kafka.bootstrap.servers": bootstrap, "subscribe": out})
+    ctx = SerializationContext(out, MessageField.KEY)
+    deser = ck_pb.ProtobufDeserializer(Inner, {"use.deprecated.format": False})
+    got = sorted((deser(k, ctx).name, list(deser(k, ctx).nums), v)
+                 for k, v in zip(table.column("key").to_pylist(), table.column("value").to_pylist()))
+    assert got == [("k%d" % i, [2], b"v%d" % i) for i in range(5)]

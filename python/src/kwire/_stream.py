@@ -218,6 +218,29 @@ class JsonLinesSink(_AtomicDirSink):
                 f.write("\n")
 
 
+def _column_encoder(column: str, fmt: Optional[str], options: Optional[Mapping[str, Any]],
+                    topic: Optional[str]) -> Any:
+    """KafkaSink's encoder of its `column` ("key" or "value"): an AvroWriter
+    or ProtobufWriter whose registry subject defaults to <topic>-<column>."""
+    if fmt not in (None, "avro", "protobuf"):
+        raise ConfigError("kwire: KafkaSink %s_format must be 'avro', 'protobuf' or None, not %r" % (column, fmt))
+    if fmt is None:
+        if options is not None:
+            raise ConfigError("kwire: KafkaSink %s_options= needs %s_format='avro' or 'protobuf'" % (column, column))
+        return None
+    opts = {str(k): v for k, v in (options or {}).items()}
+    if opts.setdefault("column", column) != column:
+        raise ConfigError("kwire: KafkaSink %s_options: column=%r, but these options encode the %s"
+                          % (column, opts["column"], column))
+    if fmt == "avro":
+        from ._avro import AvroWriter
+
+        return AvroWriter(options=opts, topic=topic)
+    from ._protobuf import ProtobufWriter
+
+    return ProtobufWriter(options=opts, topic=topic)
+
+
 class KafkaSink:
     """Writes each batch to Kafka with the contract of Spark's Kafka sink
     (``df.writeStream.format("kafka")``): the table's columns ``value``
@@ -238,8 +261,13 @@ class KafkaSink:
     ``schema.registry.url``, ``subject``, ``auto.register.schemas``,
     ``use.latest.version``...): the value is the ``value`` column when it is
     a struct, else every column but ``key``, ``topic``, ``partition`` and
-    ``headers``. With a registry the subject is ``<topic>-value`` for the
-    ``topic`` option (Confluent's TopicNameStrategy) unless ``subject``.
+    ``headers``. ``key_format`` / ``key_options`` encode the ``key`` column
+    the same way (a struct key gives the record's fields, any other key is
+    the value of a non-record schema such as ``"string"``). With a registry
+    the subject is ``<topic>-value`` (``<topic>-key`` for the key) for the
+    ``topic`` option (Confluent's TopicNameStrategy) unless ``subject``. A
+    null ``key`` or struct ``value`` stays null (no key, a tombstone), as
+    Spark's ``to_avro`` / ``to_protobuf`` give null for null.
     """
 
     _KAFKA = ("key", "topic", "partition", "headers")
@@ -249,36 +277,47 @@ class KafkaSink:
         options: Mapping[str, Any],
         value_format: Optional[str] = None,
         value_options: Optional[Mapping[str, Any]] = None,
+        key_format: Optional[str] = None,
+        key_options: Optional[Mapping[str, Any]] = None,
     ):
-        if value_format not in (None, "avro", "protobuf"):
-            raise ConfigError("kwire: KafkaSink value_format must be 'avro', 'protobuf' or None, not %r" % value_format)
-        if value_options is not None and value_format is None:
-            raise ConfigError("kwire: KafkaSink value_options= needs value_format='avro' or 'protobuf'")
+        topic = options.get("topic")
+        value_encoder = _column_encoder("value", value_format, value_options, topic)
+        key_encoder = _column_encoder("key", key_format, key_options, topic)
         self._native = _kwire.KafkaSink(dict(options))
-        self._encoder: Any = None
-        if value_format == "avro":
-            from ._avro import AvroWriter
+        self._encoders = [(c, e) for c, e in (("key", key_encoder), ("value", value_encoder)) if e is not None]
 
-            self._encoder = AvroWriter(options=value_options, topic=options.get("topic"))
-        elif value_format == "protobuf":
-            from ._protobuf import ProtobufWriter
-
-            self._encoder = ProtobufWriter(options=value_options, topic=options.get("topic"))
-
-    def _encode(self, table: pa.Table) -> pa.Table:
-        if "value" in table.column_names and pa.types.is_struct(table.schema.field("value").type):
-            value = table.column("value").combine_chunks()
-            rows = pa.Table.from_arrays(value.flatten(), schema=pa.schema(list(value.type)))
+    def _encode(self, table: pa.Table, column: str, encoder: Any) -> pa.Table:
+        """`table` with `column` replaced by its rows encoded (see the class)."""
+        source: Optional[pa.Array] = None
+        if column in table.column_names and (column == "key" or pa.types.is_struct(table.schema.field(column).type)):
+            source = table.column(column).combine_chunks()
+            if pa.types.is_struct(source.type):
+                rows = pa.Table.from_arrays(source.flatten(), schema=pa.schema(list(source.type)))
+            else:
+                rows = pa.table({column: source})
+        elif column == "key":
+            raise ConfigError("kwire: KafkaSink key_format= needs a 'key' column")
         else:
             rows = table.drop_columns([c for c in table.column_names if c in self._KAFKA])
+        if source is not None and source.null_count:
+            # Null stays null (no key, a tombstone): only the other rows are encoded.
+            import pyarrow.compute as pc
+
+            valid = pc.is_valid(source)
+            encoded = encoder.encode(rows.filter(valid)).combine_chunks()
+            encoded = pc.replace_with_mask(pa.nulls(len(source), encoded.type), valid, encoded)
+        else:
+            encoded = encoder.encode(rows)
+        if column == "key":
+            return table.set_column(table.column_names.index("key"), "key", encoded)
         kept = table.select([c for c in table.column_names if c in self._KAFKA])
-        return kept.append_column("value", self._encoder.encode(rows))
+        return kept.append_column("value", encoded)
 
     def write(self, table: pa.Table, batch_id: int) -> int:
         # The rows go to the producer now; the streaming query commits the
         # batch (waits for the acknowledgements, or commits the transaction).
-        if self._encoder is not None:
-            table = self._encode(table)
+        for column, encoder in self._encoders:
+            table = self._encode(table, column, encoder)
         return self._native.write(table)
 
     @property
