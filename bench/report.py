@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Writes the markdown results of scripts/bench from its raw rows.
 
---kind consume (default) or produce (scripts/bench --produce: rows as the
-consume rows with the shape label in place of the topic; no decode rows).
+--kind consume (default), produce (scripts/bench --produce: rows as the
+consume rows with the shape label in place of the topic; no decode rows) or
+share (scripts/bench --share: rows as the consume rows; no decode rows).
 
 Consume rows (tab-separated): topic, contender, wall s, CPU s, peak RSS KB,
 records/s. Decode rows: label, decoder, the `key=value ...` line printed by
@@ -16,6 +17,7 @@ import statistics
 
 CONTENDERS = ["kwire", "librdkafka-newest", "librdkafka-debian", "franz-go", "kcat", "java"]
 PRODUCE_CONTENDERS = ["kwire", "librdkafka-newest", "franz-go", "java"]
+SHARE_CONTENDERS = ["kwire", "kwire-lines", "franz-go"]
 
 
 def cpu_model():
@@ -77,19 +79,33 @@ def main():
     ap = argparse.ArgumentParser()
     for a in ("raw", "decode", "settings", "out", "mode", "runs", "load-before", "load-after", "command"):
         ap.add_argument("--" + a, required=True)
-    ap.add_argument("--kind", choices=("consume", "produce"), default="consume")
+    ap.add_argument("--kind", choices=("consume", "produce", "share"), default="consume")
     ap.add_argument("--txn-raw", help="produce: rows of the transactions runs")
     ap.add_argument("--txn-failed", help="produce: transactions runs that failed (label, contender, error)")
+    ap.add_argument("--join", help="share: rows of the runs with N = 1 (the group join alone)")
     ap.add_argument("specs", nargs="*")
     a = ap.parse_args()
     produce = a.kind == "produce"
-    contenders = PRODUCE_CONTENDERS if produce else CONTENDERS
+    share = a.kind == "share"
+    contenders = PRODUCE_CONTENDERS if produce else SHARE_CONTENDERS if share else CONTENDERS
     specs = [s.split() for s in a.specs]
 
     rows = {}
     for line in open(a.raw):
         topic, who, wall, cpu, rss, rec_s = line.rstrip("\n").split("\t")
         rows.setdefault((topic, who), []).append((float(wall), float(cpu), int(rss), float(rec_s)))
+
+    # share: the median wall time of a run that reads 1 record (the join),
+    # per contender; kwire-lines joins as kwire does.
+    join = {}
+    if share and a.join:
+        walls = {}
+        for line in open(a.join):
+            _, who, wall, *_ = line.rstrip("\n").split("\t")
+            walls.setdefault(who, []).append(float(wall))
+        join = {who: statistics.median(w) for who, w in walls.items()}
+        if "kwire" in join:
+            join.setdefault("kwire-lines", join["kwire"])
 
     mem_gb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
     out = [
@@ -116,6 +132,23 @@ def main():
             "- CPU: user + sys seconds of the whole process (GNU time) per million records (java's include JVM "
             "start-up); RSS: peak resident set",
         ]
+    elif share:
+        out += [
+            "- each run: a fresh share group (share.auto.offset.reset=earliest set before the run) reads N "
+            "records of the topic, acknowledging every one explicitly (ACCEPT), and leaves the group; each record "
+            "is delivered once (lock 30 s, the broker's default)",
+            "- records/s: N / whole-process wall time (process start, group join, the last acknowledgements and the "
+            "leave included)",
+            "- CPU: user + sys seconds of the whole process (GNU time) per million records; RSS: peak resident set",
+            "- kwire-lines is the same kwire run writing each record's value as a line to /dev/null (the CLI's "
+            "default output); its ratio column is kwire without output / kwire with it",
+        ]
+        if join:
+            out.append(
+                "- the group join: a run that reads 1 record takes "
+                + ", ".join(f"{who} {w:.2f} s" for who, w in join.items() if who != "kwire-lines")
+                + " (median); records/s after the join = N / (wall - that median), per run"
+            )
     else:
         out.append(
             "- records/s: records / whole-process wall time (process start, metadata and offset lookups "
@@ -130,18 +163,23 @@ def main():
         "- every contender's count of acknowledged records and the topic's record count (sum of the high "
         "watermarks) after the run were checked against N"
         if produce
+        else "- every contender's count of accepted records was checked against N, and every run's "
+        "acknowledgements had to succeed"
+        if share
         else "- every contender's record count was checked against the topic's",
         "",
         "## Versions and settings",
         "",
     ]
     out += [f"- {line.strip()}" for line in open(a.settings) if line.strip()]
+    after = " records/s after the join | kwire ratio: after the join |" if join else ""
     out += [
         "",
-        "## Produce" if produce else "## Consume",
+        "## Produce" if produce else "## Share group, explicit acknowledgement" if share else "## Consume",
         "",
-        f"| {'shape' if produce else 'topic'} | records | contender | records/s | CPU s / M records | peak RSS MB | kwire ratio: records/s | CPU/record | RSS |",
-        "|---|---:|---|---:|---:|---:|---:|---:|---:|",
+        f"| {'shape' if produce else 'topic'} | records | contender | records/s | CPU s / M records | peak RSS MB | kwire ratio: records/s | CPU/record | RSS |"
+        + after,
+        "|---|---:|---|---:|---:|---:|---:|---:|---:|" + ("---:|---:|" if join else ""),
     ]
     for name, n, size, codec, parts in specs:
         n = int(n)
@@ -155,6 +193,8 @@ def main():
                 "cpu_m": [x[1] / (n / 1e6) for x in r],
                 "rss": [x[2] / 1024 for x in r],
             }
+            if who in join:
+                med[who]["after"] = [n / max(x[0] - join[who], 1e-3) for x in r]
         k = med.get("kwire")
         for who, m in med.items():
             ratios = ["", "", ""]
@@ -164,11 +204,18 @@ def main():
                     f"{statistics.median(k['cpu_m']) / statistics.median(m['cpu_m']):.2f}x",
                     f"{statistics.median(k['rss']) / statistics.median(m['rss']):.2f}x",
                 ]
-            out.append(
+            row = (
                 f"| {name} | {n:,} | {who} | {med_range(m['rec_s'], lambda v: f'{v:,.0f}')} | "
                 f"{med_range(m['cpu_m'], lambda v: f'{v:.2f}')} | {med_range(m['rss'], lambda v: f'{v:.0f}')} | "
-                + " | ".join(ratios) + " |"
+                + " | ".join(ratios)
+                + " |"
             )
+            if join:
+                ratio = ""
+                if k and who != "kwire" and "after" in k and "after" in m:
+                    ratio = f"{statistics.median(k['after']) / statistics.median(m['after']):.2f}x"
+                row += f" {med_range(m['after'], lambda v: f'{v:,.0f}') if 'after' in m else ''} | {ratio} |"
+            out.append(row)
     out.append("")
     if produce and a.txn_raw:
         out += transactions_table(a.txn_raw, a.txn_failed)

@@ -54,6 +54,27 @@ bool explicit_mode_of(const std::map<std::string, std::string>& p) {
   throw ConfigError(fmt::format("share.acknowledgement.mode must be implicit or explicit, not '{}'", it->second));
 }
 
+// One outcome per partition of `acked`, all with `code`.
+void add_outcomes(const AckedOffsets& acked, std::int16_t code, std::vector<AcknowledgementCommit>& out) {
+  for (auto& [tp, offsets] : acked) out.push_back({tp, offsets, code});
+}
+
+// The outcomes a ShareAcknowledge response gives the partitions it carried:
+// the request's error, else the partition's.
+void add_outcomes(const ShareAcknowledgeResponse& r, const AckedOffsets& acked,
+                  const std::map<Uuid, std::string, UuidLess>& topic_names, std::vector<AcknowledgementCommit>& out) {
+  std::map<TopicPartition, std::int16_t> codes;
+  for (auto& t : r.responses) {
+    auto name = topic_names.find(t.topic_id);
+    if (name == topic_names.end()) continue;
+    for (auto& p : t.partitions) codes[{name->second, p.partition_index}] = p.error_code;
+  }
+  for (auto& [tp, offsets] : acked) {
+    auto c = codes.find(tp);
+    out.push_back({tp, offsets, r.error_code != 0 || c == codes.end() ? r.error_code : c->second});
+  }
+}
+
 }  // namespace
 
 ShareConsumer::Impl::Impl(const std::map<std::string, std::string>& properties, std::string group_id,
@@ -75,7 +96,8 @@ void ShareConsumer::Impl::resolve_topic_names(const ShareAssignment& assigned) {
   }
 }
 
-std::vector<AcknowledgementBatch> ShareConsumer::Impl::take_batches(const TopicPartition& tp) {
+std::vector<AcknowledgementBatch> ShareConsumer::Impl::take_batches(const TopicPartition& tp,
+                                                                    std::vector<std::int64_t>& offsets) {
   std::vector<AcknowledgementBatch> out;
   auto it = acks.find(tp);
   if (it == acks.end()) return out;
@@ -85,6 +107,7 @@ std::vector<AcknowledgementBatch> ShareConsumer::Impl::take_batches(const TopicP
       ++a;
       continue;
     }
+    if (a->second.type != kAcknowledgeGap) offsets.push_back(a->first);
     // Consecutive offsets with the same type form one batch with one type.
     if (!out.empty() && out.back().last_offset + 1 == a->first && out.back().acknowledge_types.size() == 1 &&
         out.back().acknowledge_types[0] == a->second.type) {
@@ -98,8 +121,16 @@ std::vector<AcknowledgementBatch> ShareConsumer::Impl::take_batches(const TopicP
   return out;
 }
 
-void ShareConsumer::Impl::report(const AcknowledgementResults& results) {
+AcknowledgementResults ShareConsumer::Impl::report(const std::vector<AcknowledgementCommit>& commits) {
+  AcknowledgementResults results;
+  for (auto& c : commits) {
+    auto [it, added] = results.emplace(c.partition, c.error_code);
+    if (!added && it->second == 0) it->second = c.error_code;  // a partition's first error stays
+  }
+  if (offsets_callback)
+    for (auto& c : commits) offsets_callback(c);
   if (callback && !results.empty()) callback(results);
+  return results;
 }
 
 std::vector<ShareRecord> ShareConsumer::Impl::poll(std::chrono::milliseconds timeout) {
@@ -152,7 +183,7 @@ std::vector<ShareRecord> ShareConsumer::Impl::poll(std::chrono::milliseconds tim
     struct Sent {
       std::int32_t node, corr;
       std::int16_t version;
-      std::vector<TopicPartition> acked;
+      AckedOffsets acked;
     };
     std::vector<Sent> sent;
     for (auto& [node, tps] : by_node) {
@@ -168,12 +199,13 @@ std::vector<ShareRecord> ShareConsumer::Impl::poll(std::chrono::milliseconds tim
       req.batch_size = client.config().max_poll_records;
       Sent sn{node, 0, 0, {}};
       for (auto& tp : tps) {
-        auto batches = take_batches(tp);
+        std::vector<std::int64_t> offsets;
+        auto batches = take_batches(tp, offsets);
         const bool fetch_it = assigned_tps.count(tp) > 0;
         // After the session opened, only new partitions and those with acknowledgements are named.
         if (!fetch_it && batches.empty()) continue;
         if (s.epoch != 0 && s.partitions.count(tp) && batches.empty()) continue;
-        if (!batches.empty()) sn.acked.push_back(tp);
+        if (!batches.empty()) sn.acked[tp] = std::move(offsets);
         if (req.topics.empty() || req.topics.back().topic_id != topic_ids[tp.topic])
           req.topics.push_back({topic_ids[tp.topic], {}, {}});
         req.topics.back().partitions.push_back({tp.partition, std::move(batches), {}});
@@ -197,14 +229,14 @@ std::vector<ShareRecord> ShareConsumer::Impl::poll(std::chrono::milliseconds tim
         sent.push_back(std::move(sn));
       } catch (const ConnectionError&) {
         sessions.erase(node);
-        AcknowledgementResults lost;
-        for (auto& tp : sn.acked) lost[tp] = -1;
+        std::vector<AcknowledgementCommit> lost;
+        add_outcomes(sn.acked, -1, lost);
         report(lost);
       }
     }
     bool refresh = false;
     for (auto& sn : sent) {
-      AcknowledgementResults results;
+      std::vector<AcknowledgementCommit> results;
       try {
         Connection& c = client.broker(sn.node);
         auto resp = c.receive<ShareFetchResponse>(
@@ -216,7 +248,7 @@ std::vector<ShareRecord> ShareConsumer::Impl::poll(std::chrono::milliseconds tim
             throw KafkaError(r.error_code, fmt::format("ShareFetch for group {}: {}{}", group, error_name(r.error_code),
                                                        r.error_message ? ": " + *r.error_message : std::string()));
           sessions.erase(sn.node);  // reopen; these acknowledgements are lost
-          for (auto& tp : sn.acked) results[tp] = r.error_code;
+          add_outcomes(sn.acked, r.error_code, results);
           report(results);
           continue;
         }
@@ -226,8 +258,8 @@ std::vector<ShareRecord> ShareConsumer::Impl::poll(std::chrono::milliseconds tim
           if (name == topic_names.end()) continue;
           for (auto& p : t.partitions) {
             TopicPartition tp{name->second, p.partition_index};
-            if (std::find(sn.acked.begin(), sn.acked.end(), tp) != sn.acked.end())
-              results[tp] = p.acknowledge_error_code;
+            if (auto acked = sn.acked.find(tp); acked != sn.acked.end())
+              results.push_back({tp, acked->second, p.acknowledge_error_code});
             if (p.error_code) {
               if (leader_moved(p.error_code)) refresh = true;
               sessions[sn.node].partitions.erase(tp);
@@ -260,10 +292,12 @@ std::vector<ShareRecord> ShareConsumer::Impl::poll(std::chrono::milliseconds tim
         }
       } catch (const ConnectionError&) {
         sessions.erase(sn.node);
-        for (auto& tp : sn.acked) results[tp] = -1;
+        results.clear();
+        add_outcomes(sn.acked, -1, results);
       } catch (const TimeoutError&) {
         sessions.erase(sn.node);
-        for (auto& tp : sn.acked) results[tp] = -1;
+        results.clear();
+        add_outcomes(sn.acked, -1, results);
       }
       report(results);
     }
@@ -288,9 +322,9 @@ void ShareConsumer::Impl::acknowledge(const ShareRecord& r, AcknowledgeType type
 }
 
 AcknowledgementResults ShareConsumer::Impl::send_acknowledgements(Deadline deadline, bool wait, bool final_request) {
-  AcknowledgementResults results;
+  std::vector<AcknowledgementCommit> results;
   std::map<std::int32_t, ShareAcknowledgeRequest> reqs;
-  std::map<std::int32_t, std::vector<TopicPartition>> acked;
+  std::map<std::int32_t, AckedOffsets> acked;
   std::vector<TopicPartition> tps;
   for (auto& [tp, pending] : acks) tps.push_back(tp);
   for (auto& tp : tps) {
@@ -298,17 +332,18 @@ AcknowledgementResults ShareConsumer::Impl::send_acknowledgements(Deadline deadl
     if (auto* t = client.cached_metadata().topic(tp.topic))
       for (auto& p : t->partitions)
         if (p.partition == tp.partition) leader = p.leader_id;
-    auto batches = take_batches(tp);
+    std::vector<std::int64_t> offsets;
+    auto batches = take_batches(tp, offsets);
     if (batches.empty()) continue;
     if (leader < 0 || !sessions.count(leader) || sessions[leader].epoch == 0) {
-      results[tp] = static_cast<std::int16_t>(ErrorCode::share_session_not_found);
+      results.push_back({tp, std::move(offsets), static_cast<std::int16_t>(ErrorCode::share_session_not_found)});
       continue;
     }
     auto& req = reqs[leader];
     if (req.topics.empty() || req.topics.back().topic_id != topic_ids[tp.topic])
       req.topics.push_back({topic_ids[tp.topic], {}, {}});
     req.topics.back().partitions.push_back({tp.partition, std::move(batches), {}});
-    acked[leader].push_back(tp);
+    acked[leader][tp] = std::move(offsets);
   }
   if (final_request)
     for (auto& [node, s] : sessions)
@@ -323,10 +358,10 @@ AcknowledgementResults ShareConsumer::Impl::send_acknowledgements(Deadline deadl
       const std::int16_t v = c.version_for<ShareAcknowledgeRequest>();
       const std::int32_t corr = c.send(req, v);
       s.epoch = final_request ? 0 : next_epoch(s.epoch);
-      async_acks.push_back({node, corr, v, acked[node]});
+      async_acks.push_back({node, corr, v, std::move(acked[node])});
     } catch (const ConnectionError&) {
       sessions.erase(node);
-      for (auto& tp : acked[node]) results[tp] = -1;
+      add_outcomes(acked[node], -1, results);
     }
   }
   if (wait) {
@@ -334,25 +369,16 @@ AcknowledgementResults ShareConsumer::Impl::send_acknowledgements(Deadline deadl
       try {
         Connection& c = client.broker(f.node);
         auto r = c.receive<ShareAcknowledgeResponse>(f.corr, f.version, deadline).body;
-        for (auto& tp : f.partitions) results[tp] = r.error_code;
         if (session_error(r.error_code)) sessions.erase(f.node);
-        for (auto& t : r.responses) {
-          auto name = topic_names.find(t.topic_id);
-          if (name == topic_names.end()) continue;
-          for (auto& p : t.partitions) {
-            TopicPartition tp{name->second, p.partition_index};
-            if (results.count(tp) && results[tp] == 0) results[tp] = p.error_code;
-          }
-        }
+        add_outcomes(r, f.partitions, topic_names, results);
       } catch (const ClientError&) {
         sessions.erase(f.node);
-        for (auto& tp : f.partitions) results[tp] = -1;
+        add_outcomes(f.partitions, -1, results);
       }
     }
     async_acks.clear();
   }
-  report(results);
-  return results;
+  return report(results);
 }
 
 void ShareConsumer::Impl::finish_async(bool wait) {
@@ -366,26 +392,19 @@ void ShareConsumer::Impl::finish_async(bool wait) {
       ++it;
       continue;
     }
-    AcknowledgementResults results;
+    std::vector<AcknowledgementCommit> results;
     try {
       if (!c) throw ConnectionError("lost");
       auto r = c->receive<ShareAcknowledgeResponse>(it->corr, it->version, client.default_deadline()).body;
-      for (auto& tp : it->partitions) results[tp] = r.error_code;
-      for (auto& t : r.responses) {
-        auto name = topic_names.find(t.topic_id);
-        if (name == topic_names.end()) continue;
-        for (auto& p : t.partitions) {
-          TopicPartition tp{name->second, p.partition_index};
-          if (results.count(tp) && results[tp] == 0) results[tp] = p.error_code;
-        }
-      }
+      add_outcomes(r, it->partitions, topic_names, results);
       if (session_error(r.error_code)) sessions.erase(it->node);
     } catch (const ClientError&) {
       sessions.erase(it->node);
-      for (auto& tp : it->partitions) results[tp] = -1;
+      results.clear();
+      add_outcomes(it->partitions, -1, results);
     }
-    report(results);
     it = async_acks.erase(it);
+    report(results);
   }
 }
 
@@ -431,6 +450,10 @@ void ShareConsumer::commit_async() {
 
 void ShareConsumer::set_acknowledgement_commit_callback(std::function<void(const AcknowledgementResults&)> callback) {
   impl_->callback = std::move(callback);
+}
+
+void ShareConsumer::set_acknowledgement_offsets_callback(std::function<void(const AcknowledgementCommit&)> callback) {
+  impl_->offsets_callback = std::move(callback);
 }
 
 void ShareConsumer::close(std::chrono::milliseconds timeout) { impl_->close(Clock::now() + timeout); }

@@ -77,6 +77,9 @@ struct ShareSession {
   std::set<TopicPartition> partitions;  // in the session (the broker's view)
 };
 
+/// Acknowledged offsets by partition (gaps left out), of one request.
+using AckedOffsets = std::map<TopicPartition, std::vector<std::int64_t>>;
+
 struct ShareConsumer::Impl {
   Impl(const std::map<std::string, std::string>& properties, std::string group, bool explicit_mode);
 
@@ -86,9 +89,12 @@ struct ShareConsumer::Impl {
   void finish_async(bool wait);
   void close(Deadline deadline);
 
-  // The acknowledgements of one partition, as batches of the wire form.
-  std::vector<protocol::AcknowledgementBatch> take_batches(const TopicPartition& tp);
-  void report(const AcknowledgementResults& results);
+  // The acknowledgements of one partition, as batches of the wire form; the
+  // offsets of the records among them are added to `offsets`.
+  std::vector<protocol::AcknowledgementBatch> take_batches(const TopicPartition& tp,
+                                                           std::vector<std::int64_t>& offsets);
+  // Gives each outcome to the callbacks; returns them per partition.
+  AcknowledgementResults report(const std::vector<AcknowledgementCommit>& commits);
   void resolve_topic_names(const ShareAssignment& assigned);
 
   KafkaClient client;
@@ -101,11 +107,12 @@ struct ShareConsumer::Impl {
   std::map<std::int32_t, ShareSession> sessions;                      // by node id
   std::map<TopicPartition, std::map<std::int64_t, PendingAck>> acks;  // by partition, offset
   std::function<void(const AcknowledgementResults&)> callback;
+  std::function<void(const AcknowledgementCommit&)> offsets_callback;
   struct InFlight {
     std::int32_t node;
     std::int32_t corr;
     std::int16_t version;
-    std::vector<TopicPartition> partitions;
+    AckedOffsets partitions;
   };
   std::vector<InFlight> async_acks;
   std::atomic<std::int32_t> lock_ms{0};

@@ -1,8 +1,16 @@
 // kwire._kwire.ShareConsumer: the client's share-group consumer (KIP-932),
 // whose polls return Arrow record batches with Spark's Kafka columns, and the
 // delivery counts beside them (the Python layer adds them as a column).
+//
+// Acknowledgement outcomes are queued by the client's offsets callback (it
+// runs inside poll / commit / close, on the calling thread but with the GIL
+// released, so it touches no Python object) and taken by the Python layer
+// with take_acknowledgement_commits(), which gives them to the application's
+// callback once the GIL is held again.
 #include <algorithm>
 #include <chrono>
+#include <deque>
+#include <mutex>
 #include <tuple>
 
 #include <nanobind/stl/map.h>
@@ -47,6 +55,10 @@ class PyShareConsumer {
   PyShareConsumer(const nb::dict& properties, bool include_headers)
       : consumer_(std::make_unique<client::ShareConsumer>(to_options(properties))), builder_(include_headers) {
     source::export_kafka_schema(include_headers, &schema_);
+    consumer_->set_acknowledgement_offsets_callback([this](const client::AcknowledgementCommit& commit) {
+      std::lock_guard lock(commits_mu_);
+      if (collect_) commits_.push_back(commit);
+    });
   }
   ~PyShareConsumer() {
     if (schema_.release != nullptr) schema_.release(&schema_);
@@ -119,7 +131,38 @@ class PyShareConsumer {
 
   nb::object schema() const { return make_schema_object(schema_); }
 
+  // Whether outcomes are queued (only while the application has a callback);
+  // turning it off drops those queued.
+  void collect_acknowledgement_commits(bool on) {
+    std::lock_guard lock(commits_mu_);
+    collect_ = on;
+    if (!on) commits_.clear();
+  }
+
+  // The outcomes queued since the last call, oldest first, as (topic,
+  // partition, offsets, error code, error name): code 0 and name None when
+  // acknowledged, -1 and "REQUEST_LOST" when the request was lost.
+  nb::list take_acknowledgement_commits() {
+    std::deque<client::AcknowledgementCommit> taken;
+    {
+      std::lock_guard lock(commits_mu_);
+      taken.swap(commits_);
+    }
+    nb::list out;
+    for (const auto& c : taken) {
+      nb::object name = nb::none();
+      if (c.error_code == -1) name = nb::str("REQUEST_LOST");
+      else if (c.error_code != 0) name = nb::str(std::string(protocol::error_name(c.error_code)).c_str());
+      out.append(nb::make_tuple(c.partition.topic, c.partition.partition, nb::cast(c.offsets),
+                                static_cast<int>(c.error_code), name));
+    }
+    return out;
+  }
+
  private:
+  std::mutex commits_mu_;  // close() may run on another thread than poll()
+  std::deque<client::AcknowledgementCommit> commits_;
+  bool collect_ = false;
   std::unique_ptr<client::ShareConsumer> consumer_;
   source::KafkaBatchBuilder builder_;
   ArrowSchema schema_{};
@@ -160,7 +203,9 @@ void register_share_consumer(nb::module_& m) {
            })
       .def("acquisition_lock_ms", [](PyShareConsumer& self) { return self.get().acquisition_lock_ms(); })
       .def("member_id", [](PyShareConsumer& self) { return self.get().member_id(); })
-      .def("schema", &PyShareConsumer::schema);
+      .def("schema", &PyShareConsumer::schema)
+      .def("collect_acknowledgement_commits", &PyShareConsumer::collect_acknowledgement_commits, nb::arg("on"))
+      .def("take_acknowledgement_commits", &PyShareConsumer::take_acknowledgement_commits);
 }
 
 }  // namespace kwire::python

@@ -1,10 +1,12 @@
 """kwire.ShareConsumer against a broker with share groups (Kafka 4.2+).
 
-KWIRE_SHARE_BOOTSTRAP names it (scripts/test's share phase starts one, with
-group.share.min.record.lock.duration.ms lowered); the tests skip without it.
+KWIRE_SHARE_BOOTSTRAP names it (scripts/test names its main broker, Kafka 4.4,
+started with group.share.min.record.lock.duration.ms lowered); the tests skip
+without it.
 """
 
 import os
+import threading
 import time
 import uuid
 
@@ -12,7 +14,7 @@ import pyarrow as pa
 import pytest
 
 import kwire
-from kwire.errors import ShareAcknowledgementModeError
+from kwire.errors import InvalidRecordStateError, ShareAcknowledgementModeError
 
 LOCK_MS = 2000
 
@@ -21,7 +23,7 @@ LOCK_MS = 2000
 def share_bootstrap():
     value = os.environ.get("KWIRE_SHARE_BOOTSTRAP")
     if not value:
-        pytest.skip("KWIRE_SHARE_BOOTSTRAP not set (scripts/test's share phase starts a Kafka 4.2+ broker)")
+        pytest.skip("KWIRE_SHARE_BOOTSTRAP not set (scripts/test sets it for a Kafka 4.2+ main broker)")
     return value
 
 
@@ -140,3 +142,119 @@ def test_lock_ends_then_the_acknowledgement_is_refused(share_bootstrap, share_to
         for b in batches:
             c.acknowledge(b, "accept")
         assert c.commit_sync(10000) == {(topic, 0): "INVALID_RECORD_STATE"}
+
+
+def test_commit_callback_gets_the_accepted_offsets(share_bootstrap, share_topic):
+    """After commit_sync the callback has had, on this thread, each accepted
+    offset with exception None; commit_sync's result is unchanged."""
+    topic, group = share_topic
+    props = {"bootstrap.servers": share_bootstrap, "group.id": group, "share.acknowledgement.mode": "explicit"}
+    calls = []
+    caller = threading.get_ident()
+
+    def on_commit(offsets, exception):
+        calls.append((offsets, exception, threading.get_ident()))
+
+    with kwire.ShareConsumer(props, acknowledgement_commit_callback=on_commit) as c:
+        c.subscribe([topic])
+        batches = poll_rows(c, 20, 20)
+        for b in batches[:-1]:
+            c.acknowledge(b, "accept")
+        last = batches[-1]
+        c.acknowledge(last, "accept")
+        assert c.commit_sync(10000) == {(topic, 0): None}
+        assert calls, "no callback after commit_sync"
+        offsets = []
+        for got, exception, thread in calls:
+            assert list(got) == [(topic, 0)]
+            assert exception is None
+            assert thread == caller
+            offsets += got[(topic, 0)]
+        # The acknowledgements of all but the last batch went with the polls
+        # (delivered at the next poll or here), the last one's with commit_sync.
+        assert sorted(offsets) == list(range(20))
+        assert calls[-1][0] == {(topic, 0): last.column("offset").to_pylist()}
+
+
+def test_commit_callback_after_the_lock_gets_invalid_record_state(share_bootstrap, share_topic):
+    topic, group = share_topic
+    props = {
+        "bootstrap.servers": share_bootstrap,
+        "group.id": group,
+        "share.acknowledgement.mode": "explicit",
+        "max.poll.records": "5",
+    }
+    calls = []
+    with kwire.ShareConsumer(props) as c:
+        c.set_acknowledgement_commit_callback(lambda offsets, exception: calls.append((offsets, exception)))
+        c.subscribe([topic])
+        batches = poll_rows(c, 1, 20)
+        assert batches
+        time.sleep(LOCK_MS / 1000 + 1.5)
+        for b in batches:
+            c.acknowledge(b, "accept")
+        assert c.commit_sync(10000) == {(topic, 0): "INVALID_RECORD_STATE"}
+        assert len(calls) == 1
+        offsets, exception = calls[0]
+        assert offsets == {(topic, 0): sorted(o for b in batches for o in b.column("offset").to_pylist())}
+        assert isinstance(exception, InvalidRecordStateError)
+        assert isinstance(exception, kwire.KafkaError)
+        assert exception.code == 121
+        assert "INVALID_RECORD_STATE" in str(exception)
+
+
+def test_commit_callback_that_raises_propagates_and_the_consumer_goes_on(share_bootstrap, share_topic):
+    """A raising callback's exception leaves commit_sync once the callback
+    has had every outcome; acknowledgements a poll carried reach it at the
+    next poll, which raises before it fetches; the poll after that fetches as
+    before, and every record is delivered once."""
+    topic, group = share_topic
+    props = {"bootstrap.servers": share_bootstrap, "group.id": group, "share.acknowledgement.mode": "explicit"}
+    seen = []
+
+    class Boom(Exception):
+        pass
+
+    def on_commit(offsets, exception):
+        seen.append((offsets, exception))
+        raise Boom(f"callback {len(seen)}")
+
+    with kwire.ShareConsumer(props) as c:
+        c.set_acknowledgement_commit_callback(on_commit)
+        c.subscribe([topic])
+        first = poll_rows(c, 20, 20)
+        offsets = [o for b in first for o in b.column("offset").to_pylist()]
+        assert sorted(offsets) == list(range(20))
+        for b in first[:-1]:
+            c.acknowledge(b, "accept")
+        seen.clear()
+        c.acknowledge(first[-1], "accept")
+        with pytest.raises(Boom):
+            c.commit_sync(10000)
+        assert seen[-1] == ({(topic, 0): first[-1].column("offset").to_pylist()}, None)
+
+        with kwire.Producer({"bootstrap.servers": share_bootstrap}) as p:
+            for i in range(20, 40):
+                p.send(topic, value=f"v-{i}".encode())
+            p.flush()
+        seen.clear()
+        raised = 0
+
+        def reported():
+            return sorted(o for got, _ in seen for o in got[(topic, 0)])
+
+        until = time.monotonic() + 30
+        while (len(offsets) < 40 or reported() != list(range(20, 40))) and time.monotonic() < until:
+            try:
+                b = c.poll(200)
+            except Boom:
+                raised += 1
+                continue
+            offsets += b.column("offset").to_pylist()
+            c.acknowledge(b, "accept")
+        assert sorted(offsets) == list(range(40))
+        assert reported() == list(range(20, 40))
+        assert 1 <= raised <= len(seen)
+        assert all(exception is None for _, exception in seen)
+        c.set_acknowledgement_commit_callback(None)
+        c.commit_sync(10000)

@@ -80,6 +80,14 @@ class ProducerFatalError(KafkaError):
     transactional id, an invalid transaction state): close it."""
 
 
+class InvalidRecordStateError(KafkaError):
+    """A share group's broker refused an acknowledgement (Kafka's
+    INVALID_RECORD_STATE, ``code`` 121): the record's acquisition lock had
+    ended, or it is not held by this member (Java:
+    InvalidRecordStateException). Given to a ShareConsumer's acknowledgement
+    commit callback."""
+
+
 class TransactionStateError(KwireError):
     """A transaction call in the wrong state (begin twice, commit without
     begin, send outside a transaction of a transactional producer)."""
@@ -147,6 +155,7 @@ __all__ = [
     "ProducerFencedError",
     "TransactionAbortableError",
     "ProducerFatalError",
+    "InvalidRecordStateError",
     "TransactionStateError",
     "TransactionAbortedError",
     "ShareAcknowledgementModeError",

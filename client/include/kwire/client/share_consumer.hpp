@@ -115,6 +115,16 @@ class ShareAcknowledgementModeError : public ClientError {
 /// broker answered (INVALID_RECORD_STATE, ...), -1 when the request was lost.
 using AcknowledgementResults = std::map<TopicPartition, std::int16_t>;
 
+/// The outcome of one partition's acknowledgements in one request (a
+/// ShareFetch that carried them or a ShareAcknowledge): the offsets
+/// acknowledged (accepted, released or rejected; ascending) and 0 or the
+/// error code, as in AcknowledgementResults.
+struct AcknowledgementCommit {
+  TopicPartition partition;
+  std::vector<std::int64_t> offsets;
+  std::int16_t error_code = 0;
+};
+
 class ShareConsumer {
  public:
   explicit ShareConsumer(const std::map<std::string, std::string>& properties);
@@ -138,6 +148,13 @@ class ShareConsumer {
   void commit_async();
   /// Called with the results of every acknowledgement request.
   void set_acknowledgement_commit_callback(std::function<void(const AcknowledgementResults&)> callback);
+  /// Called once per partition of every acknowledgement request whose
+  /// outcome is known, with the offsets it acknowledged (Java's
+  /// AcknowledgementCommitCallback.onComplete). Both callbacks run on the
+  /// thread that calls poll, commit_sync, commit_async or close, inside that
+  /// call (never on the heartbeat thread). They must not throw: an exception
+  /// would leave that call midway, with answers unread.
+  void set_acknowledgement_offsets_callback(std::function<void(const AcknowledgementCommit&)> callback);
   /// Accepts what implicit mode owes, sends the remaining acknowledgements,
   /// closes the share sessions and leaves the group.
   void close(std::chrono::milliseconds timeout = std::chrono::seconds(30));
