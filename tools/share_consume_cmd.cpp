@@ -22,7 +22,8 @@ using namespace kwire::client;
 namespace {
 
 AcknowledgeType ack_type(const std::string& name) {
-  if (auto type = parse_acknowledge_type(name)) return *type;
+  // A renewal is no end for a record the command has written out.
+  if (auto type = parse_acknowledge_type(name); type && *type != AcknowledgeType::renew) return *type;
   throw std::invalid_argument(fmt::format("--ack must be accept, release or reject, not '{}'", name));
 }
 

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <thread>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -122,6 +123,22 @@ std::vector<AcknowledgementBatch> ShareConsumer::Impl::take_batches(const TopicP
 }
 
 AcknowledgementResults ShareConsumer::Impl::report(const std::vector<AcknowledgementCommit>& commits) {
+  // A renewal answered: the record is handed out again by the next poll (and
+  // owes an acknowledgement again), or, refused, dropped.
+  for (auto& c : commits) {
+    auto r = renewing.find(c.partition);
+    if (r == renewing.end()) continue;
+    for (auto off : c.offsets) {
+      auto rec = r->second.find(off);
+      if (rec == r->second.end()) continue;
+      if (c.error_code == 0) {
+        acks[c.partition][off] = PendingAck{};
+        renewed.push_back(std::move(rec->second));
+      }
+      r->second.erase(rec);
+    }
+    if (r->second.empty()) renewing.erase(r);
+  }
   AcknowledgementResults results;
   for (auto& c : commits) {
     auto [it, added] = results.emplace(c.partition, c.error_code);
@@ -147,6 +164,10 @@ std::vector<ShareRecord> ShareConsumer::Impl::poll(std::chrono::milliseconds tim
         a.type = static_cast<std::int8_t>(AcknowledgeType::accept);
       }
   const Deadline deadline = Clock::now() + timeout;
+  // Renewals go in a ShareAcknowledge of their own (IsRenewAck), answered
+  // before the fetch; the records renewed are this poll's.
+  if (renewal_pending()) send_acknowledgements(deadline, true, false);
+  if (!renewed.empty()) return std::exchange(renewed, {});
   std::vector<ShareRecord> out;
   for (;;) {
     auto assigned = membership->assignment();
@@ -311,7 +332,31 @@ std::vector<ShareRecord> ShareConsumer::Impl::poll(std::chrono::milliseconds tim
   }
 }
 
+bool ShareConsumer::Impl::renewal_pending() const {
+  for (auto& [tp, pending] : renewing)
+    for (auto& [off, rec] : pending) {
+      auto a = acks.find(tp);
+      if (a == acks.end()) continue;
+      auto p = a->second.find(off);
+      if (p != a->second.end() && p->second.type == static_cast<std::int8_t>(AcknowledgeType::renew)) return true;
+    }
+  return false;
+}
+
 void ShareConsumer::Impl::acknowledge(const ShareRecord& r, AcknowledgeType type) {
+  if (type == AcknowledgeType::renew) {
+    if (!explicit_mode)
+      throw ShareAcknowledgementModeError("AcknowledgeType RENEW needs share.acknowledgement.mode=explicit (KIP-1222)");
+    std::int32_t leader = -1;
+    if (auto* t = client.cached_metadata().topic(r.topic))
+      for (auto& p : t->partitions)
+        if (p.partition == r.partition) leader = p.leader_id;
+    if (leader >= 0 && client.broker(leader).version_for<ShareAcknowledgeRequest>() < 2)
+      throw KafkaError(static_cast<std::int16_t>(ErrorCode::unsupported_version),
+                       fmt::format("AcknowledgeType RENEW of {}-{}@{}: the leader speaks ShareAcknowledge below v2 "
+                                   "(renewal needs Kafka 4.2+, KIP-1222)",
+                                   r.topic, r.partition, r.offset));
+  }
   auto it = acks.find({r.topic, r.partition});
   auto a = it == acks.end() ? decltype(it->second.end()){} : it->second.find(r.offset);
   if (it == acks.end() || a == it->second.end() || a->second.type >= 0)
@@ -319,6 +364,7 @@ void ShareConsumer::Impl::acknowledge(const ShareRecord& r, AcknowledgeType type
         fmt::format("record {}-{}@{} was not handed out by the last poll or is already acknowledged", r.topic,
                     r.partition, r.offset));
   a->second.type = static_cast<std::int8_t>(type);
+  if (type == AcknowledgeType::renew) renewing[{r.topic, r.partition}][r.offset] = r;
 }
 
 AcknowledgementResults ShareConsumer::Impl::send_acknowledgements(Deadline deadline, bool wait, bool final_request) {
@@ -340,6 +386,9 @@ AcknowledgementResults ShareConsumer::Impl::send_acknowledgements(Deadline deadl
       continue;
     }
     auto& req = reqs[leader];
+    for (auto& b : batches)
+      for (auto t : b.acknowledge_types)
+        if (t == static_cast<std::int8_t>(AcknowledgeType::renew)) req.is_renew_ack = true;
     if (req.topics.empty() || req.topics.back().topic_id != topic_ids[tp.topic])
       req.topics.push_back({topic_ids[tp.topic], {}, {}});
     req.topics.back().partitions.push_back({tp.partition, std::move(batches), {}});
@@ -369,6 +418,7 @@ AcknowledgementResults ShareConsumer::Impl::send_acknowledgements(Deadline deadl
       try {
         Connection& c = client.broker(f.node);
         auto r = c.receive<ShareAcknowledgeResponse>(f.corr, f.version, deadline).body;
+        if (r.acquisition_lock_timeout_ms > 0) lock_ms = r.acquisition_lock_timeout_ms;  // v2+
         if (session_error(r.error_code)) sessions.erase(f.node);
         add_outcomes(r, f.partitions, topic_names, results);
       } catch (const ClientError&) {
@@ -396,6 +446,7 @@ void ShareConsumer::Impl::finish_async(bool wait) {
     try {
       if (!c) throw ConnectionError("lost");
       auto r = c->receive<ShareAcknowledgeResponse>(it->corr, it->version, client.default_deadline()).body;
+      if (r.acquisition_lock_timeout_ms > 0) lock_ms = r.acquisition_lock_timeout_ms;  // v2+
       add_outcomes(r, it->partitions, topic_names, results);
       if (session_error(r.error_code)) sessions.erase(it->node);
     } catch (const ClientError&) {
@@ -415,6 +466,13 @@ void ShareConsumer::Impl::close(Deadline deadline) {
     for (auto& [tp, pending] : acks)
       for (auto& [off, a] : pending)
         if (a.type < 0) a.type = static_cast<std::int8_t>(AcknowledgeType::accept);
+  // Nothing is renewed for a consumer that leaves: those records are released.
+  for (auto& [tp, pending] : acks)
+    for (auto& [off, a] : pending)
+      if (a.type == static_cast<std::int8_t>(AcknowledgeType::renew))
+        a.type = static_cast<std::int8_t>(AcknowledgeType::release);
+  renewing.clear();
+  renewed.clear();
   try {
     finish_async(true);
     send_acknowledgements(deadline, true, true);

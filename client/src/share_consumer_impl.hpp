@@ -106,6 +106,11 @@ struct ShareConsumer::Impl {
   std::map<std::string, protocol::Uuid> topic_ids;
   std::map<std::int32_t, ShareSession> sessions;                      // by node id
   std::map<TopicPartition, std::map<std::int64_t, PendingAck>> acks;  // by partition, offset
+  // Records acknowledged `renew` whose renewal is not answered yet (copies,
+  // to hand out again), and those renewed, handed out by the next poll.
+  std::map<TopicPartition, std::map<std::int64_t, ShareRecord>> renewing;
+  std::vector<ShareRecord> renewed;
+  bool renewal_pending() const;
   std::function<void(const AcknowledgementResults&)> callback;
   std::function<void(const AcknowledgementCommit&)> offsets_callback;
   struct InFlight {

@@ -35,7 +35,7 @@ using client::TopicPartition;
 AcknowledgeType ack_type(const std::string& name) {
   if (auto type = client::parse_acknowledge_type(name)) return *type;
   throw nb::value_error(
-      ("kwire: acknowledge type must be 'accept', 'release' or 'reject', not '" + name + "'").c_str());
+      ("kwire: acknowledge type must be 'accept', 'release', 'reject' or 'renew', not '" + name + "'").c_str());
 }
 
 // {(topic, partition): None | error name} of acknowledgement outcomes.
@@ -95,6 +95,7 @@ class PyShareConsumer {
         counts.push_back(r.delivery_count);
       }
       batch = builder_.finish();
+      last_ = std::move(records);  // kept for a renewal, which hands the record out again
       return true;
     });
     if (batch.array().release == nullptr) batch = builder_.finish();  // empty batch
@@ -112,6 +113,17 @@ class PyShareConsumer {
     client::ShareConsumer& c = get();
     ShareRecord r;
     for (const auto& [topic, partition, offset] : records) {
+      const ShareRecord* full = nullptr;
+      if (t == AcknowledgeType::renew)  // the consumer keeps a copy to hand out again
+        for (const ShareRecord& k : last_)
+          if (k.offset == offset && k.partition == partition && k.topic == topic) {
+            full = &k;
+            break;
+          }
+      if (full) {
+        c.acknowledge(*full, t);
+        continue;
+      }
       r.topic = topic;
       r.partition = partition;
       r.offset = offset;
@@ -164,6 +176,7 @@ class PyShareConsumer {
   std::deque<client::AcknowledgementCommit> commits_;
   bool collect_ = false;
   std::unique_ptr<client::ShareConsumer> consumer_;
+  std::vector<ShareRecord> last_;  // the last poll's records
   source::KafkaBatchBuilder builder_;
   ArrowSchema schema_{};
 };

@@ -258,3 +258,47 @@ def test_commit_callback_that_raises_propagates_and_the_consumer_goes_on(share_b
         assert all(exception is None for _, exception in seen)
         c.set_acknowledgement_commit_callback(None)
         c.commit_sync(10000)
+
+
+def test_renew_keeps_rows_acquired_past_the_lock(share_bootstrap, share_topic):
+    """RENEW (KIP-1222): rows renewed every 0.6 locks, three times (1.8 locks
+    after the first poll, then accepted at 2.4), come back from each next poll
+    with the same values and delivery count 1, and the accept is taken."""
+    topic, group = share_topic
+    props = {
+        "bootstrap.servers": share_bootstrap,
+        "group.id": group,
+        "share.acknowledgement.mode": "explicit",
+        "max.poll.records": "5",
+    }
+    with kwire.ShareConsumer(props) as c:
+        c.subscribe([topic])
+        batches = poll_rows(c, 1, 20)
+        assert batches
+        batch = batches[0]
+        for b in batches[1:]:
+            c.acknowledge(b, "release")
+        offsets = batch.column("offset").to_pylist()
+        values = batch.column("value").to_pylist()
+        for _ in range(3):
+            time.sleep(LOCK_MS * 0.6 / 1000)
+            c.acknowledge(batch, "renew")
+            batch = c.poll(5000)
+            assert batch.column("offset").to_pylist() == offsets
+            assert batch.column("value").to_pylist() == values
+            assert set(batch.column("deliveryCount").to_pylist()) == {1}
+        time.sleep(LOCK_MS * 0.6 / 1000)
+        c.acknowledge(batch, "accept")
+        assert c.commit_sync(10000) == {(topic, 0): None}
+        with pytest.raises(ValueError):
+            c.acknowledge(batch, "extend")
+
+
+def test_renew_is_refused_in_implicit_mode(share_bootstrap, share_topic):
+    topic, group = share_topic
+    with kwire.ShareConsumer({"bootstrap.servers": share_bootstrap, "group.id": group}) as c:
+        c.subscribe([topic])
+        batches = poll_rows(c, 1, 20)
+        assert batches
+        with pytest.raises(ShareAcknowledgementModeError, match="explicit"):
+            c.acknowledge(batches[0], "renew")

@@ -199,6 +199,49 @@ TEST_F(Share, AcknowledgementAfterTheLockIsInvalidRecordState) {
   EXPECT_EQ(again[0].delivery_count, 2);
 }
 
+// RENEW (KIP-1222) keeps a record acquired past its lock: renewed every
+// 0.6 lock durations, four times (2.4 locks in all), it is handed out again
+// by each next poll with delivery count 1, never to anyone else, and the
+// accept at the end is taken. Without the renewals the lock would have ended
+// and the accept been refused (AcknowledgementAfterTheLockIsInvalidRecordState).
+TEST_F(Share, RenewedRecordStaysAcquiredPastItsLock) {
+  produce_numbered(servers_, topic_, 0, 1);
+  ShareConsumer c(props());
+  std::vector<kwire::client::AcknowledgementCommit> commits;
+  c.set_acknowledgement_offsets_callback(
+      [&](const kwire::client::AcknowledgementCommit& commit) { commits.push_back(commit); });
+  c.subscribe({topic_});
+  auto got = poll_for(c, 1, 20s);
+  ASSERT_EQ(got.size(), 1u);
+  const auto acquired = std::chrono::steady_clock::now();
+  ShareRecord record = got[0];
+  for (int i = 0; i < 4; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(kLockMs * 6 / 10));
+    c.acknowledge(record, AcknowledgeType::renew);
+    auto again = c.poll(5s);
+    ASSERT_EQ(again.size(), 1u) << "renewal " << i;
+    EXPECT_EQ(again[0].offset, record.offset);
+    EXPECT_EQ(again[0].delivery_count, 1);
+    EXPECT_EQ(again[0].value, record.value);
+    record = again[0];
+  }
+  EXPECT_GT(std::chrono::steady_clock::now() - acquired, std::chrono::milliseconds(kLockMs * 2));
+  EXPECT_EQ(c.acquisition_lock_ms(), kLockMs);
+  c.acknowledge(record, AcknowledgeType::accept);
+  auto results = c.commit_sync(10s);
+  const kwire::client::TopicPartition tp{topic_, 0};
+  EXPECT_EQ(results, (kwire::client::AcknowledgementResults{{tp, 0}}));
+  ASSERT_EQ(commits.size(), 5u);  // four renewals and the accept, each answered without error
+  for (auto& commit : commits) {
+    EXPECT_EQ(commit.error_code, 0);
+    EXPECT_EQ(commit.offsets, (std::vector<std::int64_t>{record.offset}));
+  }
+  EXPECT_TRUE(poll_for(c, 1, 3s).empty());  // accepted: never delivered again
+  // A renewal is refused in implicit mode, where the next poll accepts.
+  ShareConsumer implicit(props("implicit"));
+  EXPECT_THROW(implicit.acknowledge(record, AcknowledgeType::renew), kwire::client::ShareAcknowledgementModeError);
+}
+
 // The offsets callback gets, once per partition and request, the offsets the
 // request acknowledged (every type, ascending) and its outcome, on the thread
 // that called commit_sync or poll: first a ShareAcknowledge, then

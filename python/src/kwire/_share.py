@@ -31,7 +31,7 @@ def _commit_error(topic: str, partition: int, offsets: List[int], code: int, nam
     exc.code = code
     return exc
 
-_TYPES = ("accept", "release", "reject")
+_TYPES = ("accept", "release", "reject", "renew")
 
 
 class ShareConsumer:
@@ -47,7 +47,12 @@ class ShareConsumer:
 
     - ``accept``: processed, never delivered again;
     - ``release``: given back, delivered again at once with its count + 1;
-    - ``reject``: unprocessable, never delivered again.
+    - ``reject``: unprocessable, never delivered again;
+    - ``renew`` (explicit mode, Kafka 4.2+, KIP-1222): still being worked on;
+      the broker gives the record a fresh lock and the next poll hands it out
+      again (same offset and delivery count) to be acknowledged anew. A
+      renewal refused (the lock had ended) reaches the callback with
+      InvalidRecordStateError and the record is not handed out again.
 
     In implicit mode (the default) every record of a poll is accepted by the
     next poll, ``commit_sync``, ``commit_async`` or ``close``. In explicit
@@ -169,12 +174,13 @@ class ShareConsumer:
         """Acknowledges the records of ``batch`` (one a poll returned, or any
         table with its ``topic``, ``partition`` and ``offset`` columns):
         all of them, or those of ``rows``, row indices or a boolean mask as
-        long as the batch. ``type`` is ``accept``, ``release`` or ``reject``.
+        long as the batch. ``type`` is ``accept``, ``release``, ``reject`` or
+        ``renew`` (see the class).
         The acknowledgements travel with the next poll, or ``commit_sync`` /
         ``commit_async``. Raises ShareAcknowledgementModeError for a record
         the last poll did not hand out or that is acknowledged already."""
         if type not in _TYPES:
-            raise ValueError(f"kwire: acknowledge type must be 'accept', 'release' or 'reject', not {type!r}")
+            raise ValueError(f"kwire: acknowledge type must be 'accept', 'release', 'reject' or 'renew', not {type!r}")
         topics = batch.column("topic").to_pylist()
         partitions = batch.column("partition").to_pylist()
         offsets = batch.column("offset").to_pylist()

@@ -63,14 +63,24 @@
 
 namespace kwire::client {
 
-enum class AcknowledgeType : std::int8_t { accept = 1, release = 2, reject = 3 };
+/// How a record is acknowledged (Java's AcknowledgeType; the wire codes of
+/// ShareFetch/ShareAcknowledge). `renew` (KIP-1222, Kafka 4.2+: ShareAcknowledge
+/// v2) is not an end: it asks the broker for a fresh acquisition lock on a
+/// record still being worked on. Only in explicit mode. It is sent with the
+/// next poll (a ShareAcknowledge before the fetch) or commit; once the broker
+/// confirms it, the next poll hands the record out again (same offset and
+/// delivery count) to be acknowledged anew. A renewal the broker refuses
+/// (INVALID_RECORD_STATE: the lock had ended) reaches the callbacks and the
+/// record is not handed out again. close() releases records being renewed.
+enum class AcknowledgeType : std::int8_t { accept = 1, release = 2, reject = 3, renew = 4 };
 
-/// "accept", "release" or "reject" (Java's AcknowledgeType names, lower
-/// case); nullopt for anything else.
+/// "accept", "release", "reject" or "renew" (Java's AcknowledgeType names,
+/// lower case); nullopt for anything else.
 inline std::optional<AcknowledgeType> parse_acknowledge_type(std::string_view name) {
   if (name == "accept") return AcknowledgeType::accept;
   if (name == "release") return AcknowledgeType::release;
   if (name == "reject") return AcknowledgeType::reject;
+  if (name == "renew") return AcknowledgeType::renew;
   return std::nullopt;
 }
 
@@ -139,6 +149,9 @@ class ShareConsumer {
   /// max.poll.records). In implicit mode, first accepts the previous poll's.
   std::vector<ShareRecord> poll(std::chrono::milliseconds timeout);
   /// Marks a record of the last poll; sent with the next poll or commit.
+  /// `renew` in implicit mode raises ShareAcknowledgementModeError, and
+  /// KafkaError UNSUPPORTED_VERSION when the partition's leader speaks
+  /// ShareAcknowledge below v2 (Kafka 4.1).
   void acknowledge(const ShareRecord& record, AcknowledgeType type = AcknowledgeType::accept);
   /// Sends the acknowledgements not yet sent (ShareAcknowledge) and waits for
   /// the answers, up to `timeout`.
