@@ -2,6 +2,7 @@
 // version that both kwire and the broker speak, and check that the response
 // decodes completely, round-trips byte for byte, and reports success.
 #include "conformance.hpp"
+#include "conformance_exchange.hpp"
 
 #include <unistd.h>
 
@@ -53,13 +54,10 @@ std::string fail_code(const char* what, std::int16_t code) {
 // same size (every byte understood), then applies `check` (empty = ok).
 template <class Resp, class Req>
 std::string exchange(Context& c, const Req& req, std::int16_t v, const std::function<std::string(const Resp&)>& check) {
-  auto corr = c.conn->send(req, v);
-  auto resp = c.conn->template receive<Resp>(corr, v, c.client->default_deadline());
-  const std::size_t header = response_header_version(Resp::api_key, is_flexible<Resp>(v)) == 1 ? 5 : 4;
-  const std::size_t body = encoded_size(resp.body, v);
-  if (body + header != resp.frame->size())
-    return fmt::format("response has {} bytes but its decoded form encodes to {}", resp.frame->size(), body + header);
-  return check(resp.body);
+  std::string size_error;
+  auto body = checked_exchange<Resp>(*c.conn, req, v, c.client->default_deadline(), size_error);
+  if (!size_error.empty()) return size_error;
+  return check(body);
 }
 
 Bytes one_batch(int n, std::int16_t produce_version, const std::string& tag) {

@@ -18,6 +18,7 @@
 
 #include <fmt/format.h>
 
+#include "conformance_exchange.hpp"
 #include "conformance_groups.hpp"
 #include "kwire/client/connection.hpp"
 #include "kwire/protocol/errors.hpp"
@@ -43,13 +44,7 @@ struct AclChecker {
 
   template <class Resp, class Req>
   Resp call(Connection& c, const Req& req, std::int16_t v, std::string& size_error) {
-    auto resp = c.receive<Resp>(c.send(req, v), v, g.client->default_deadline());
-    const std::size_t header = response_header_version(Resp::api_key, is_flexible<Resp>(v)) == 1 ? 5 : 4;
-    const std::size_t body = encoded_size(resp.body, v);
-    if (body + header != resp.frame->size())
-      size_error =
-          fmt::format("response has {} bytes but its decoded form encodes to {}", resp.frame->size(), body + header);
-    return resp.body;
+    return checked_exchange<Resp>(c, req, v, g.client->default_deadline(), size_error);
   }
 
   CreateAclsRequest::AclCreation binding(const std::string& topic) const {

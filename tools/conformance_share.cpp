@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "conformance_exchange.hpp"
 #include "conformance_groups.hpp"
 #include "kwire/client/connection.hpp"
 #include "kwire/protocol/errors.hpp"
@@ -36,30 +37,10 @@ struct ShareChecker {
 
   template <class Resp, class Req>
   Resp call(Connection& c, const Req& req, std::int16_t v, std::string& size_error) {
-    auto resp = c.receive<Resp>(c.send(req, v), v, g.client->default_deadline());
-    const std::size_t header = response_header_version(Resp::api_key, is_flexible<Resp>(v)) == 1 ? 5 : 4;
-    const std::size_t body = encoded_size(resp.body, v);
-    if (body + header != resp.frame->size())
-      size_error =
-          fmt::format("response has {} bytes but its decoded form encodes to {}", resp.frame->size(), body + header);
-    return resp.body;
+    return checked_exchange<Resp>(c, req, v, g.client->default_deadline(), size_error);
   }
 
-  Connection& coordinator(const std::string& group) {
-    for (int attempt = 0;; ++attempt) {
-      FindCoordinatorRequest req;
-      req.key = group;
-      req.coordinator_keys = {group};
-      Connection& any = g.client->any_connection();
-      const std::int16_t v = any.version_for<FindCoordinatorRequest>();
-      auto resp = any.receive<FindCoordinatorResponse>(any.send(req, v), v, g.client->default_deadline()).body;
-      std::int16_t code = v >= 4 ? (resp.coordinators.empty() ? -1 : resp.coordinators[0].error_code) : resp.error_code;
-      std::int32_t node = v >= 4 ? (resp.coordinators.empty() ? -1 : resp.coordinators[0].node_id) : resp.node_id;
-      if (code == 0) return g.client->broker(node);
-      if (attempt >= 50) throw std::runtime_error(fmt::format("FindCoordinator for {}: {}", group, error_name(code)));
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    }
-  }
+  Connection& coordinator(const std::string& group) { return conformance_coordinator(*g.client, 0, group); }
 
   // A new share group reads from the log end unless share.auto.offset.reset
   // says otherwise (a group config, KIP-932): start these at the beginning.

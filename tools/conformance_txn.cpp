@@ -6,6 +6,7 @@
 // answers the next epoch (transactions v2); the admin calls show the open
 // transaction and its producer.
 #include "conformance_txn.hpp"
+#include "conformance_exchange.hpp"
 
 #include <chrono>
 #include <thread>
@@ -40,32 +41,13 @@ struct Checker {
   bool tv2 = false;  // the cluster finalized transaction.version >= 2
 
   Connection& coordinator(std::int8_t key_type, const std::string& key) {
-    for (int attempt = 0;; ++attempt) {
-      FindCoordinatorRequest req;
-      req.key = key;
-      req.key_type = key_type;
-      req.coordinator_keys = {key};
-      Connection& any = t.client->any_connection();
-      const std::int16_t v = std::max<std::int16_t>(any.version_for<FindCoordinatorRequest>(), 1);
-      auto r = any.receive<FindCoordinatorResponse>(any.send(req, v), v, t.client->default_deadline()).body;
-      const std::int16_t code = v >= 4 ? (r.coordinators.empty() ? -1 : r.coordinators[0].error_code) : r.error_code;
-      const std::int32_t node = v >= 4 ? (r.coordinators.empty() ? -1 : r.coordinators[0].node_id) : r.node_id;
-      if (code == 0) return t.client->broker(node);
-      if (attempt >= 100) throw std::runtime_error(fmt::format("FindCoordinator for {}: {}", key, error_name(code)));
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    }
+    return conformance_coordinator(*t.client, key_type, key);
   }
   Connection& txn_coordinator(const std::string& id) { return coordinator(1, id); }
 
   template <class Resp, class Req>
   Resp call(Connection& c, const Req& req, std::int16_t v, std::string& size_error) {
-    auto resp = c.receive<Resp>(c.send(req, v), v, t.client->default_deadline());
-    const std::size_t header = response_header_version(Resp::api_key, is_flexible<Resp>(v)) == 1 ? 5 : 4;
-    const std::size_t body = encoded_size(resp.body, v);
-    if (body + header != resp.frame->size())
-      size_error =
-          fmt::format("response has {} bytes but its decoded form encodes to {}", resp.frame->size(), body + header);
-    return resp.body;
+    return checked_exchange<Resp>(c, req, v, t.client->default_deadline(), size_error);
   }
   // A call whose answer may be CONCURRENT_TRANSACTIONS or
   // COORDINATOR_LOAD_IN_PROGRESS while an earlier transaction of the same id
