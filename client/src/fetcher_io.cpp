@@ -42,21 +42,20 @@ void Fetcher::send_fetches() {
     auto offset = fetch_offset(s);
     if (!offset) continue;
     const auto leader = cluster_.leader(tp);
-    if (leader.node < 0 && leader.error_code == static_cast<std::int16_t>(ErrorCode::topic_authorization_failed)) {
-      // Metadata will not name a leader of a topic the client may not
-      // describe, however often asked: poll() raises it, as Java's consumer
-      // does (TopicAuthorizationException), and asks again on the next one.
-      push_error(
-          tp, s,
-          std::make_exception_ptr(KafkaError(leader.error_code, fmt::format("fetch from {} failed: {}", to_string(tp),
-                                                                            error_name(leader.error_code)))));
-      continue;
-    }
     if (leader.node < 0) {
-      // No leader known: waited out like a leadership error.
-      back_off(tp, s,
-               leader.error_code ? leader.error_code : static_cast<std::int16_t>(ErrorCode::leader_not_available),
-               false);
+      // No leader known: waited out like a leadership error, unless metadata
+      // answered an error no refresh will clear (TOPIC_AUTHORIZATION_FAILED:
+      // the client may not describe the topic), which poll() raises, as
+      // Java's consumer does, and asks again on the next one.
+      const std::int16_t code =
+          leader.error_code ? leader.error_code : static_cast<std::int16_t>(ErrorCode::leader_not_available);
+      if (!fetch_waits_out(code) && !is_retriable(code)) {
+        push_error(tp, s,
+                   std::make_exception_ptr(
+                       KafkaError(code, fmt::format("fetch from {} failed: {}", to_string(tp), error_name(code)))));
+        continue;
+      }
+      back_off(tp, s, code, false);
       refresh.push_back(tp.topic);
       continue;
     }
