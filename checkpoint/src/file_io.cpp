@@ -169,12 +169,15 @@ void AtomicFileWriter::append(std::string_view data) {
   if (fd_ < 0)
     throw CheckpointError(fmt::format("Cannot write {}: the write was aborted or committed", path_.string()));
   size_ += data.size();
-  if (buffer_.size() + data.size() <= buffer_bytes_) {
+  // Pieces of half the buffer or more are written as they are (after what
+  // the buffer holds): copying them first would only cost a pass over them.
+  const bool large = data.size() >= buffer_bytes_ / 2;
+  if (!large && buffer_.size() + data.size() <= buffer_bytes_) {
     buffer_.append(data);
     return;
   }
   flush();
-  if (data.size() < buffer_bytes_) {
+  if (!large) {
     buffer_.append(data);
     return;
   }

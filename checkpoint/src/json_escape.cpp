@@ -47,21 +47,15 @@ const char* next_special(const char* p, const char* end) {
 }  // namespace
 
 void append_json_string(std::string& out, std::string_view s) {
-  // Written in place: room for every byte escaped as two is made first (and
-  // more only when a \u00XX escape needs it); the string is cut to what was
-  // written at the end.
+  // Written in place. Room for every byte escaped as two is made first, and
+  // kept: a plain byte or a UTF-8 sequence takes one output byte per input
+  // byte and a short escape two, so only a \u00XX escape (six) can need
+  // more, and it makes room for itself and the rest. The string is cut to
+  // what was written at the end.
   std::size_t at = out.size();
   out.resize(at + 2 * s.size() + 2);
   char* w = out.data() + at;
   char* limit = out.data() + out.size();
-  // Room for `n` more bytes plus the closing quote.
-  auto room = [&](std::size_t n) {
-    if (static_cast<std::size_t>(limit - w) >= n + 1) return;
-    const auto used = static_cast<std::size_t>(w - out.data());
-    out.resize(out.size() + n + 1 + 4 * s.size());
-    w = out.data() + used;
-    limit = out.data() + out.size();
-  };
   *w++ = '"';
   const char* p = s.data();
   const char* const end = p + s.size();
@@ -70,7 +64,6 @@ void append_json_string(std::string& out, std::string_view s) {
     // Runs of plain bytes (most of most keys and values) are copied whole.
     const char* special = next_special(p, end);
     const auto run = static_cast<std::size_t>(special - p);
-    room(run);
     std::memcpy(w, p, run);
     w += run;
     if (special == end) break;
@@ -86,7 +79,6 @@ void append_json_string(std::string& out, std::string_view s) {
       default: break;
     }
     if (second != 0) {
-      room(2);
       w[0] = '\\';
       w[1] = second;
       w += 2;
@@ -95,15 +87,21 @@ void append_json_string(std::string& out, std::string_view s) {
     }
     if (c >= 0x80) {
       if (auto n = utf8_len(s, static_cast<std::size_t>(p - s.data())); n > 0) {
-        room(n);
         std::memcpy(w, p, n);
         w += n;
         p += n;
         continue;
       }
     }
-    // A control byte, or a byte that is not valid UTF-8.
-    room(6);
+    // A control byte, or a byte that is not valid UTF-8: six bytes for one,
+    // and room for the rest of the input at two bytes each and the quote.
+    const auto rest = static_cast<std::size_t>(end - p - 1);
+    if (static_cast<std::size_t>(limit - w) < 6 + 2 * rest + 1) {
+      const auto used = static_cast<std::size_t>(w - out.data());
+      out.resize(used + 6 + 2 * rest + 1);
+      w = out.data() + used;
+      limit = out.data() + out.size();
+    }
     w[0] = '\\';
     w[1] = 'u';
     w[2] = '0';

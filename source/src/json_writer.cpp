@@ -5,6 +5,8 @@
 #include <charconv>
 #include <cmath>
 #include <limits>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -15,9 +17,11 @@ namespace kwire::source {
 namespace {
 
 void append_int(std::string& out, std::int64_t v) {
-  char buf[24];
-  auto r = std::to_chars(buf, buf + sizeof buf, v);
-  out.append(buf, r.ptr);
+  // Written in place: room for the longest (20 characters) first.
+  const std::size_t at = out.size();
+  out.resize(at + 20);
+  auto r = std::to_chars(out.data() + at, out.data() + out.size(), v);
+  out.resize(static_cast<std::size_t>(r.ptr - out.data()));
 }
 
 // Two / three / four digits, zero-padded.
@@ -209,6 +213,8 @@ std::vector<KafkaColumn> parse_kafka_columns(std::string_view list) {
 
 RecordJsonWriter::RecordJsonWriter(JsonWriterOptions options) : options_(std::move(options)) {
   utc_ = options_.time_zone.id() == "UTC" && options_.time_zone.offset_at(0) == 0;
+  for (KafkaColumn c : all_kafka_columns())
+    member_names_[static_cast<std::size_t>(c)] = fmt::format(",\"{}\":", kafka_column_name(c));
 }
 
 void RecordJsonWriter::append_binary(std::string& out, protocol::ByteSpan bytes) const {
@@ -224,7 +230,26 @@ void RecordJsonWriter::append_binary(std::string& out, protocol::ByteSpan bytes)
 void RecordJsonWriter::append_timestamp_ms(std::string& out, std::int64_t ms) const {
   std::int64_t millis = 0;
   const std::int64_t secs = floor_div(ms, 1000, millis);
-  const std::int32_t offset = utc_ ? 0 : options_.time_zone.offset_at(secs);
+  if (utc_) {
+    // Rows of a batch mostly share their second: its "yyyy-MM-ddTHH:mm:ss."
+    // is kept, per thread.
+    thread_local std::int64_t cached_secs = std::numeric_limits<std::int64_t>::min();
+    thread_local std::string cached;
+    if (secs != cached_secs) {
+      cached.assign(1, '"');
+      append_local_time(cached, secs, 0);
+      cached.resize(cached.size() - 3);  // the milliseconds
+      cached_secs = secs;
+    }
+    out += cached;
+    char tail[5];
+    put3(tail, static_cast<unsigned>(millis));
+    tail[3] = 'Z';
+    tail[4] = '"';
+    out.append(tail, sizeof tail);
+    return;
+  }
+  const std::int32_t offset = options_.time_zone.offset_at(secs);
   out += '"';
   append_local_time(out, secs + offset, static_cast<unsigned>(millis));
   append_offset(out, offset);
@@ -255,6 +280,9 @@ void RecordJsonWriter::append_double(std::string& out, double v, bool as_float) 
 }
 
 void RecordJsonWriter::append_kafka_members(std::string& out, const Row& row, bool any) const {
+  // The topic's JSON string, kept per thread: a batch's rows share a few topics.
+  thread_local std::string cached_topic;
+  thread_local std::string cached_topic_json;
   for (KafkaColumn c : options_.kafka_columns) {
     switch (c) {
       case KafkaColumn::key:
@@ -268,15 +296,21 @@ void RecordJsonWriter::append_kafka_members(std::string& out, const Row& row, bo
         break;
       default: break;
     }
-    if (any) out += ',';
+    // ,"name":
+    const std::string_view member = member_names_[static_cast<std::size_t>(c)];
+    out.append(any ? member : member.substr(1));
     any = true;
-    out += '"';
-    out += kafka_column_name(c);
-    out += "\":";
     switch (c) {
       case KafkaColumn::key: append_binary(out, *row.key); break;
       case KafkaColumn::value: append_binary(out, *row.value); break;
-      case KafkaColumn::topic: append_json_string(out, row.topic); break;
+      case KafkaColumn::topic:
+        if (row.topic != cached_topic) {
+          cached_topic.assign(row.topic);
+          cached_topic_json.clear();
+          append_json_string(cached_topic_json, row.topic);
+        }
+        out += cached_topic_json;
+        break;
       case KafkaColumn::partition: append_int(out, row.partition); break;
       case KafkaColumn::offset: append_int(out, row.offset); break;
       case KafkaColumn::timestamp: append_timestamp_ms(out, row.timestamp); break;
@@ -314,16 +348,25 @@ void RecordJsonWriter::append(std::string& out, const Row& row, const Schema& sc
 
 std::size_t RecordJsonWriter::append_members(std::string& out, const Schema& schema, const DecodedValue& value) const {
   std::size_t written = 0;
-  auto name = [&](std::string_view n) {
+  // The columns' "name": texts, kept per thread for the last schema written.
+  thread_local std::vector<std::pair<std::string, std::string>> names;
+  auto name = [&](std::string_view n, std::size_t i) {
     if (written++) out += ',';
-    append_json_string(out, n);
-    out += ':';
+    if (i >= names.size()) names.resize(i + 1);
+    auto& [raw, json] = names[i];
+    if (raw != n || json.empty()) {
+      raw.assign(n);
+      json.clear();
+      append_json_string(json, n);
+      json += ':';
+    }
+    out += json;
   };
   for (std::size_t i = 0; i < schema.columns.size(); ++i) {
     const auto& col = schema.columns[i];
     const Cell& c = i < value.cells.size() ? value.cells[i] : Cell{};
     if (std::holds_alternative<std::monostate>(c)) continue;
-    name(col.name);
+    name(col.name, i);
     if (auto* s = std::get_if<std::string>(&c)) {
       append_json_string(out, *s);
     } else if (auto* n = std::get_if<std::int64_t>(&c)) {
@@ -336,7 +379,7 @@ std::size_t RecordJsonWriter::append_members(std::string& out, const Schema& sch
     }
   }
   if (value.corrupt_record) {
-    name(JsonValueDecoder::kCorruptRecordColumn);
+    name(JsonValueDecoder::kCorruptRecordColumn, schema.columns.size());
     append_json_string(out, *value.corrupt_record);
   }
   return written;

@@ -1,22 +1,66 @@
 // The sinks: JsonLinesSink (a file per batch, written as rows arrive and made
 // durable at commit), ConsoleSink, and the query's internal MeteringSink.
+#include <algorithm>
 #include <cstdio>
 #include <iterator>
+#include <limits>
 #include <memory>
 #include <stdexcept>
+#include <thread>
 
 #include <fmt/format.h>
 
 #include "kwire/checkpoint/checkpoint.hpp"
 #include "kwire/source/sink.hpp"
 #include "metering_sink.hpp"
+#include "worker_threads.hpp"
 
 namespace kwire::source {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+// Rows per thread below which a round is not split further: handing a thread
+// fewer lines costs more than it saves.
+constexpr std::size_t kMinRowsPerThread = 512;
+
+}  // namespace
+
+// The formatting threads. With one, the caller formats each round and
+// appends it to the file. With more, the rounds are pipelined: while
+// `threads` slots 1..n format round k into `current`, slot 0 (the caller)
+// appends round k - 1's lines (`pending`) to the file; the last round's
+// lines wait in `pending` for the next write() or the commit.
+struct JsonLinesSink::Lines {
+  explicit Lines(unsigned n) : formatting(n), threads(n > 1 ? n + 1 : 1), current(n), pending(n), kept(n) {}
+  const Formatter& formatter(unsigned i) const {
+    static const Formatter none;
+    return formatters.empty() ? none : formatters[i];
+  }
+  void write_pending(checkpoint::AtomicFileWriter& file) {
+    for (std::string& lines : pending) {
+      if (!lines.empty()) file.append(lines);
+      lines.clear();
+    }
+  }
+  void discard() {
+    for (std::string& lines : current) lines.clear();
+    for (std::string& lines : pending) lines.clear();
+  }
+  unsigned formatting;
+  std::vector<Formatter> formatters;  // one per formatting thread, or none for `writer`
+  RecordJsonWriter writer;
+  detail::WorkerThreads threads;
+  std::vector<std::string> current;  // each formatting thread's lines of this round
+  std::vector<std::string> pending;  // the previous round's, not yet in the file
+  std::vector<std::int64_t> kept;
+};
+
 JsonLinesSink::JsonLinesSink(fs::path dir, Formatter formatter, std::size_t buffer_bytes)
-    : dir_(std::move(dir)), formatter_(std::move(formatter)), buffer_bytes_(buffer_bytes) {
+    : dir_(std::move(dir)), buffer_bytes_(buffer_bytes) {
+  lines_ = std::make_unique<Lines>(formatter ? 1 : default_format_threads());
+  if (formatter) lines_->formatters.push_back(std::move(formatter));
   fs::create_directories(dir_);
   // A process killed while writing a batch file leaves its temp file.
   checkpoint::remove_stale_temp_files(dir_);
@@ -24,8 +68,25 @@ JsonLinesSink::JsonLinesSink(fs::path dir, Formatter formatter, std::size_t buff
 
 JsonLinesSink::JsonLinesSink(fs::path dir, RecordJsonWriter writer, std::size_t buffer_bytes)
     : JsonLinesSink(std::move(dir), Formatter{}, buffer_bytes) {
-  writer_ = std::move(writer);
+  lines_->writer = std::move(writer);
 }
+
+JsonLinesSink::JsonLinesSink(fs::path dir, const FormatterFactory& factory, unsigned threads, std::size_t buffer_bytes)
+    : dir_(std::move(dir)), buffer_bytes_(buffer_bytes) {
+  lines_ = std::make_unique<Lines>(std::max(threads, 1U));
+  for (unsigned i = 0; i < lines_->formatting; ++i) {
+    lines_->formatters.push_back(factory());
+    if (!lines_->formatters.back())
+      throw std::invalid_argument(
+          fmt::format("JsonLinesSink[{}]: the formatter factory made no formatter", dir_.string()));
+  }
+  fs::create_directories(dir_);
+  checkpoint::remove_stale_temp_files(dir_);
+}
+
+unsigned JsonLinesSink::format_threads() const noexcept { return lines_->formatting; }
+
+unsigned JsonLinesSink::default_format_threads() { return std::clamp(std::thread::hardware_concurrency(), 1U, 4U); }
 
 // The open batch's temp file, if any, is deleted (AtomicFileWriter's destructor).
 JsonLinesSink::~JsonLinesSink() = default;
@@ -37,6 +98,7 @@ fs::path JsonLinesSink::part_path(std::int64_t batch_id) const {
 void JsonLinesSink::begin_batch(std::int64_t batch_id) {
   // A batch begun and never committed (it failed) leaves nothing behind.
   file_.reset();
+  lines_->discard();
   kept_ = 0;
   batch_id_ = batch_id;
   file_ = std::make_unique<checkpoint::AtomicFileWriter>(part_path(batch_id), buffer_bytes_);
@@ -80,13 +142,42 @@ constexpr std::size_t kChunkBytes = std::size_t{256} << 10;
 
 void JsonLinesSink::write(std::span<const Row> rows) {
   if (!file_) throw std::logic_error(fmt::format("JsonLinesSink[{}]: write without begin_batch", dir_.string()));
-  chunk_.clear();
-  auto flush = [&] {
-    file_->append(chunk_);
-    chunk_.clear();
-  };
-  kept_ += format_lines(chunk_, rows, formatter_, writer_, kChunkBytes, flush);
-  if (!chunk_.empty()) flush();
+  Lines& lines = *lines_;
+  const std::size_t n = lines.formatting;
+  while (!rows.empty()) {
+    const std::size_t take = std::min(rows.size(), n * kRowsPerThread);
+    const std::span<const Row> round = rows.first(take);
+    rows = rows.subspan(take);
+    const std::size_t used = std::clamp<std::size_t>(take / kMinRowsPerThread, 1, n);
+    // Formatting thread i's run of the round's rows.
+    auto format = [&](std::size_t i) {
+      std::string& out = lines.current[i];
+      out.clear();
+      lines.kept[i] = 0;
+      if (i >= used) return;
+      const std::size_t from = take * i / used;
+      const std::size_t to = take * (i + 1) / used;
+      lines.kept[i] = format_lines(out, round.subspan(from, to - from), lines.formatter(static_cast<unsigned>(i)),
+                                   lines.writer, std::numeric_limits<std::size_t>::max(), [] {});
+    };
+    if (n == 1) {
+      format(0);
+      file_->append(lines.current[0]);
+      kept_ += lines.kept[0];
+      continue;
+    }
+    try {
+      lines.threads.run([&](unsigned slot) {
+        if (slot == 0) lines.write_pending(*file_);
+        else format(slot - 1);
+      });
+    } catch (...) {
+      lines.discard();
+      throw;
+    }
+    for (std::size_t i = 0; i < n; ++i) kept_ += lines.kept[i];
+    std::swap(lines.current, lines.pending);
+  }
 }
 
 std::int64_t JsonLinesSink::commit_batch(std::int64_t batch_id) {
@@ -96,6 +187,7 @@ std::int64_t JsonLinesSink::commit_batch(std::int64_t batch_id) {
   // A commit without begin_batch writes an empty batch file.
   if (!file_) file_ = std::make_unique<checkpoint::AtomicFileWriter>(part_path(batch_id), buffer_bytes_);
   auto file = std::move(file_);
+  lines_->write_pending(*file);
   file->commit();
   return kept_;
 }

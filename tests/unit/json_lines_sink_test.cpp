@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -157,16 +158,99 @@ TEST(JsonLinesSink, RowsReachTheTempFileBeforeCommitWithBoundedMemory) {
     sink.write(std::span<const Row>(rows.rows).subspan(i, std::min<std::size_t>(100, rows.rows.size() - i)));
   const auto expected = expected_lines(0, 5000);
   ASSERT_GT(expected.size(), 200000u);
-  // Before the commit: no part file, and all but at most one buffer of the
-  // rows is already in the temp file.
+  // Before the commit: no part file, and all but at most one buffer and the
+  // lines of the last write (formatted, waiting for the next one) is already
+  // in the temp file.
   EXPECT_FALSE(fs::exists(sink.part_path(3)));
   auto temps = temp_files(dir / "out");
   ASSERT_EQ(temps.size(), 1u);
   EXPECT_EQ(temps[0].filename().string().rfind(".part-00000000000000000003.jsonl.", 0), 0u) << temps[0];
-  EXPECT_GE(fs::file_size(temps[0]) + 4096, expected.size());
+  EXPECT_GE(fs::file_size(temps[0]) + 4096 + expected_lines(4900, 5000).size(), expected.size());
   EXPECT_EQ(sink.commit_batch(3), 5000);
   EXPECT_EQ(read_all(sink.part_path(3)), expected);
   EXPECT_EQ(names_in(dir / "out"), std::vector<std::string>{"part-00000000000000000003.jsonl"});
+}
+
+TEST(JsonLinesSink, SeveralFormattingThreadsWriteTheLinesInRowOrder) {
+  TempDir dir;
+  int made = 0;
+  RecordJsonWriter writer;
+  JsonLinesSink::FormatterFactory factory = [&]() -> JsonLinesSink::Formatter {
+    ++made;
+    return [writer](std::string& out, const Row& row) {
+      writer.append(out, row);
+      return true;
+    };
+  };
+  JsonLinesSink sink(dir / "out", factory, 3, 1000);
+  EXPECT_EQ(made, 3);
+  EXPECT_EQ(sink.format_threads(), 3u);
+  // More rows than one round (3 x kRowsPerThread), in writes of uneven sizes.
+  Rows rows(0, 30001);
+  sink.begin_batch(0);
+  const std::size_t sizes[] = {1, 13000, 17, 16983};
+  std::size_t at = 0;
+  for (std::size_t n : sizes) {
+    sink.write(std::span<const Row>(rows.rows).subspan(at, n));
+    at += n;
+  }
+  sink.write(std::span<const Row>(rows.rows).subspan(at));
+  EXPECT_EQ(sink.commit_batch(0), 30001);
+  EXPECT_EQ(read_all(sink.part_path(0)), expected_lines(0, 30001));
+}
+
+TEST(JsonLinesSink, RowsDroppedByFormattersOnSeveralThreadsAreNotCounted) {
+  TempDir dir;
+  RecordJsonWriter writer;
+  JsonLinesSink sink(
+      dir / "out",
+      [&]() -> JsonLinesSink::Formatter {
+        return [writer](std::string& out, const Row& row) {
+          const std::size_t mark = out.size();
+          out += "partial";  // dropped with the row
+          if (row.offset % 2 == 1) return false;
+          out.resize(mark);
+          writer.append(out, row);
+          return true;
+        };
+      },
+      2);
+  Rows rows(0, 10000);
+  sink.begin_batch(1);
+  sink.write(rows.rows);
+  EXPECT_EQ(sink.commit_batch(1), 5000);
+  std::string expected;
+  for (std::int64_t o = 0; o < 10000; o += 2) expected += expected_lines(o, o + 1);
+  EXPECT_EQ(read_all(sink.part_path(1)), expected);
+}
+
+TEST(JsonLinesSink, FormatterErrorOnAnotherThreadFailsTheWrite) {
+  TempDir dir;
+  RecordJsonWriter writer;
+  JsonLinesSink sink(
+      dir / "out",
+      [&]() -> JsonLinesSink::Formatter {
+        return [writer](std::string& out, const Row& row) {
+          if (row.offset == 7000) throw std::runtime_error("bad row 7000");
+          writer.append(out, row);
+          return true;
+        };
+      },
+      2);
+  Rows rows(0, 8000);
+  sink.begin_batch(2);
+  try {
+    sink.write(rows.rows);
+    FAIL() << "no error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "bad row 7000");
+  }
+  // The batch runs again without the bad row; the failed one leaves nothing.
+  sink.begin_batch(2);
+  sink.write(std::span<const Row>(rows.rows).first(7000));
+  EXPECT_EQ(sink.commit_batch(2), 7000);
+  EXPECT_EQ(read_all(sink.part_path(2)), expected_lines(0, 7000));
+  EXPECT_EQ(names_in(dir / "out"), std::vector<std::string>{"part-00000000000000000002.jsonl"});
 }
 
 TEST(JsonLinesSink, ReplayedBatchReplacesItsFileWithIdenticalContent) {
@@ -226,7 +310,10 @@ TEST(JsonLinesSink, KilledMidBatchLeavesATempFileTheNextSinkRemoves) {
     JsonLinesSink sink(out, RecordJsonWriter(), 128);
     Rows rows(3, 1000);
     sink.begin_batch(1);
-    sink.write(rows.rows);
+    // Two writes: the first one's lines reach the file while the second's
+    // are formatted.
+    sink.write(std::span<const Row>(rows.rows).first(500));
+    sink.write(std::span<const Row>(rows.rows).subspan(500));
     ::_exit(0);
   }
   int status = 0;

@@ -29,6 +29,7 @@
 // (Base64Variants.MIME_NO_LINEFEEDS).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <stdexcept>
@@ -164,7 +165,8 @@ class RecordJsonWriter {
   void append_kafka_members(std::string& out, const Row& row, bool any) const;
 
   JsonWriterOptions options_;
-  bool utc_ = true;  // fast path: the zone is UTC
+  bool utc_ = true;                          // fast path: the zone is UTC
+  std::array<std::string, 8> member_names_;  // ,"key": ... per KafkaColumn
 };
 
 /// Base64 (RFC 4648, standard alphabet, with padding) of `bytes`, appended.

@@ -68,25 +68,47 @@ class Sink {
 /// value as text or base64), or by a custom formatter, which may also drop
 /// rows.
 ///
+/// The lines of a write() are made by several threads at once when the sink
+/// has more than one formatting thread (the RecordJsonWriter's default:
+/// default_format_threads()): each thread formats a contiguous run of the
+/// rows, in rounds of at most kRowsPerThread rows per thread, and the runs are
+/// written in row order, so the file is the same as with one thread. While
+/// they format a round, the calling thread appends the previous round's
+/// lines to the file; the last round's lines wait in memory for the next
+/// write() or the commit. A custom formatter runs on one thread unless it
+/// comes from a FormatterFactory, which makes one formatter per thread.
+///
 /// Rows go to a temp file in DIR as they arrive, through a buffer of at most
-/// `buffer_bytes` (default 1 MiB), so memory does not grow with the batch;
+/// `buffer_bytes` (default 1 MiB) plus two rounds' lines (at most
+/// 2 x kRowsPerThread lines per formatting thread), so memory does not grow
+/// with the batch;
 /// commit_batch fsyncs the temp file, renames it to the part file and fsyncs
 /// DIR (checkpoint::AtomicFileWriter). A batch that fails before its commit
 /// deletes its temp file at the next begin_batch or when the sink is
 /// destroyed; a killed process leaves ".part-<id>.jsonl.<16 hex>.tmp", which
 /// the next JsonLinesSink on DIR deletes. The constructor creates DIR.
-/// Errors: checkpoint::CheckpointError naming the file and the OS reason.
+/// Errors: checkpoint::CheckpointError naming the file and the OS reason; a
+/// formatter's exception is rethrown by write() once every thread is done.
 class JsonLinesSink : public Sink {
  public:
   /// Appends the line for a row to `out` (without the newline) and returns
   /// true, or returns false to drop the row (then nothing it appended is kept).
   using Formatter = std::function<bool(std::string& out, const Row& row)>;
+  /// Makes the formatter of one formatting thread (called once per thread,
+  /// from the constructor).
+  using FormatterFactory = std::function<Formatter()>;
   static constexpr std::size_t kDefaultBufferBytes = std::size_t{1} << 20;
-  /// Lines by `formatter`, or by a default RecordJsonWriter when it is empty.
+  /// Rows one thread formats per round.
+  static constexpr std::size_t kRowsPerThread = 4096;
+  /// Lines by `formatter`, on one thread, or by a default RecordJsonWriter
+  /// (on default_format_threads() threads) when it is empty.
   explicit JsonLinesSink(std::filesystem::path dir, Formatter formatter = {},
                          std::size_t buffer_bytes = kDefaultBufferBytes);
-  /// Lines by `writer`.
+  /// Lines by `writer`, on default_format_threads() threads.
   JsonLinesSink(std::filesystem::path dir, RecordJsonWriter writer, std::size_t buffer_bytes = kDefaultBufferBytes);
+  /// Lines by formatters made by `factory`, on `threads` threads (at least 1).
+  JsonLinesSink(std::filesystem::path dir, const FormatterFactory& factory, unsigned threads,
+                std::size_t buffer_bytes = kDefaultBufferBytes);
   ~JsonLinesSink() override;
   void begin_batch(std::int64_t batch_id) override;
   void write(std::span<const Row> rows) override;
@@ -96,16 +118,19 @@ class JsonLinesSink : public Sink {
   /// DIR/part-<batch id, 20 digits>.jsonl.
   std::filesystem::path part_path(std::int64_t batch_id) const;
   const std::filesystem::path& dir() const noexcept { return dir_; }
+  /// Threads that format a write's lines.
+  unsigned format_threads() const noexcept;
+  /// The machine's cores (std::thread::hardware_concurrency), at most 4, at least 1.
+  static unsigned default_format_threads();
   std::string description() const override { return "JsonLinesSink[" + dir_.string() + "]"; }
 
  private:
+  struct Lines;  // the formatting threads, their formatters and lines
   std::filesystem::path dir_;
-  Formatter formatter_;
-  RecordJsonWriter writer_;
   std::size_t buffer_bytes_;
+  std::unique_ptr<Lines> lines_;
   std::unique_ptr<checkpoint::AtomicFileWriter> file_;  // the open batch
   std::int64_t batch_id_ = -1;
-  std::string chunk_;  // lines of one write() call, handed to the file together
   std::int64_t kept_ = 0;
 };
 
