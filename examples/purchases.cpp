@@ -133,32 +133,40 @@ int main(int argc, char** argv) {
   kwire::source::JsonWriterOptions writer_options;
   writer_options.kafka_columns = {kwire::source::KafkaColumn::partition, kwire::source::KafkaColumn::offset};
   const kwire::source::RecordJsonWriter writer(writer_options);
-  kwire::source::DecodedValue event;  // reused: its cells keep their memory
-  event.cells = {Cell{std::int64_t{0}}, Cell{std::string("purchase")}, Cell{0.0}, Cell{std::int64_t{0}}};
-  simdjson::ondemand::parser parser;
-  std::string buffer;  // the value, with simdjson's padding
-  auto purchases_only = [&](std::string& out, const kwire::source::Row& row) {
-    if (!row.value) return false;
-    const std::string_view text = row.value_string();
-    buffer.assign(text);
-    buffer.resize(text.size() + simdjson::SIMDJSON_PADDING);
-    simdjson::ondemand::document doc;
-    if (parser.iterate(buffer.data(), text.size(), buffer.size()).get(doc)) return false;
-    std::string_view action;
-    double amount = 0;
-    int64_t user_id = 0;
-    int64_t event_ts = 0;
-    if (doc["user_id"].get_int64().get(user_id)) return false;
-    if (doc["action"].get_string().get(action)) return false;
-    if (action != "purchase") return false;
-    if (doc["amount"].get_double().get(amount) || !(amount > 0)) return false;
-    if (doc["event_ts"].get_int64().get(event_ts)) return false;
-    event.cells[0] = user_id;
-    event.cells[2] = amount;
-    event.cells[3] = event_ts;
-    writer.append(out, row, schema, event);
-    return true;
+  // One filter per formatting thread (the JSON Lines sink formats on
+  // several), each with its own parser and reused row.
+  auto make_purchases_only = [&schema, &writer]() -> kwire::source::JsonLinesSink::Formatter {
+    struct State {
+      kwire::source::DecodedValue event;  // reused: its cells keep their memory
+      simdjson::ondemand::parser parser;
+      std::string buffer;  // the value, with simdjson's padding
+    };
+    auto st = std::make_shared<State>();
+    st->event.cells = {Cell{std::int64_t{0}}, Cell{std::string("purchase")}, Cell{0.0}, Cell{std::int64_t{0}}};
+    return [st, &schema, &writer](std::string& out, const kwire::source::Row& row) {
+      if (!row.value) return false;
+      const std::string_view text = row.value_string();
+      st->buffer.assign(text);
+      st->buffer.resize(text.size() + simdjson::SIMDJSON_PADDING);
+      simdjson::ondemand::document doc;
+      if (st->parser.iterate(st->buffer.data(), text.size(), st->buffer.size()).get(doc)) return false;
+      std::string_view action;
+      double amount = 0;
+      int64_t user_id = 0;
+      int64_t event_ts = 0;
+      if (doc["user_id"].get_int64().get(user_id)) return false;
+      if (doc["action"].get_string().get(action)) return false;
+      if (action != "purchase") return false;
+      if (doc["amount"].get_double().get(amount) || !(amount > 0)) return false;
+      if (doc["event_ts"].get_int64().get(event_ts)) return false;
+      st->event.cells[0] = user_id;
+      st->event.cells[2] = amount;
+      st->event.cells[3] = event_ts;
+      writer.append(out, row, schema, st->event);
+      return true;
+    };
   };
+  const kwire::source::JsonLinesSink::Formatter purchases_only = make_purchases_only();
 
   // --output-topic: the line becomes the record's value.
   std::string value;
@@ -189,7 +197,8 @@ int main(int argc, char** argv) {
           std::map<std::string, std::string>{{"url", args.output_postgres}, {"dbtable", args.table}},
           kwire::source::PostgresColumns{schema, writer_options.kafka_columns}, is_purchase);
     } else if (args.output_topic.empty()) {
-      sink = std::make_unique<kwire::source::JsonLinesSink>(args.output, purchases_only);
+      sink = std::make_unique<kwire::source::JsonLinesSink>(args.output, make_purchases_only,
+                                                            kwire::source::JsonLinesSink::default_format_threads());
     } else {
       std::map<std::string, std::string> sink_options{
           {"kafka.bootstrap.servers", args.bootstrap}, {"topic", args.output_topic}, {"exactlyOnce", "true"}};

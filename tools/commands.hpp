@@ -57,6 +57,15 @@ struct ProduceArgs {
   std::optional<std::string> acks;
   std::optional<std::string> transactional_id;
   std::optional<std::int64_t> records_per_transaction;
+  /// How each line's value (and, with -K, key) is written: raw (the bytes as
+  /// they are), avro or protobuf (the text is JSON, encoded; line_encoder.hpp).
+  std::string value_format = "raw";
+  std::optional<std::string> schema;           // avro: the writer's schema (JSON text or @FILE)
+  std::optional<std::string> schema_registry;  // Confluent's wire format: the registry's URL
+  std::vector<std::string> value_options;      // to_avro / to_protobuf options KEY=VALUE
+  std::string key_format = "raw";
+  std::optional<std::string> key_schema;
+  std::vector<std::string> key_options;
 };
 struct ConsumeArgs {
   std::string topic;
@@ -123,6 +132,15 @@ void write_stdout(const std::string& out);
 
 /// Split "KEY=VALUE"; throws std::invalid_argument naming `what` when there is no '='.
 std::pair<std::string, std::string> split_key_value(const std::string& kv, const char* what);
+
+/// A schema option's text: ARG as it is, or the content of FILE for "@FILE".
+/// Throws std::invalid_argument naming `option` when the file cannot be read.
+std::string read_schema_arg(const std::string& arg, const char* option = "--schema");
+/// from_avro / from_protobuf style options: each KEY=VALUE of `options`
+/// (given with `option`, named in the error for one without '='), and
+/// schema.registry.url = `registry` when given.
+std::map<std::string, std::string> format_options(const std::vector<std::string>& options,
+                                                  const std::optional<std::string>& registry, const char* option);
 
 /// Parse a whole string as a decimal int64 (std::from_chars); throws
 /// std::invalid_argument "invalid OPTION 'WHOLE': EXPECTED" otherwise.

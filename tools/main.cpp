@@ -154,6 +154,31 @@ int main(int argc, char** argv) {
                 "With --transactional-id: commit after this many records (default: one transaction for all "
                 "of standard input)")
       ->check(at_least(1));
+  p->add_option("--value-format", pr.value_format,
+                "raw (each line's bytes as they are) | avro | protobuf: each line (after -K, its value) is a JSON "
+                "object of the schema's fields (kwire stream --value-format's JSON: base64 bytes, ISO-8601 "
+                "timestamps), encoded; Confluent's wire format with -r (subject TOPIC-value). A line that does not "
+                "fit the schema stops the input with an error naming the line and the field")
+      ->check(CLI::IsMember({"raw", "avro", "protobuf"}))
+      ->default_val("raw");
+  p->add_option("--schema", pr.schema,
+                "With --value-format avro: the writer's Avro schema (JSON text, or @FILE); with -r it is registered "
+                "under the subject (auto.register.schemas, default true) or looked up (false)");
+  p->add_option("-r,--schema-registry", pr.schema_registry,
+                "The Schema Registry's URL (schema.registry.url): values (and keys) in Confluent's wire format");
+  p->add_option("--value-option", pr.value_options,
+                "With --value-format avro or protobuf: a to_avro / to_protobuf option KEY=VALUE (messageName, "
+                "descFilePath, subject, auto.register.schemas, use.latest.version, basic.auth.user.info, ...; "
+                "repeatable)");
+  p->add_option("--key-format", pr.key_format,
+                "raw | avro | protobuf: the key before the -K delimiter, as --value-format (subject TOPIC-key)")
+      ->check(CLI::IsMember({"raw", "avro", "protobuf"}))
+      ->default_val("raw");
+  p->add_option("--key-schema", pr.key_schema,
+                "With --key-format avro: the key's Avro schema (JSON text, or @FILE); a key of a non-record schema "
+                "is its JSON value, e.g. \"user-1\" (quoted) for \"string\"");
+  p->add_option("--key-option", pr.key_options,
+                "With --key-format avro or protobuf: an option KEY=VALUE for the key, as --value-option (repeatable)");
 
   // consume
   ConsumeArgs co;

@@ -32,6 +32,24 @@ namespace kwire::tools {
 
 using namespace kwire::source;
 
+std::string read_schema_arg(const std::string& arg, const char* option) {
+  if (arg.empty() || arg[0] != '@') return arg;
+  std::ifstream in(arg.substr(1));
+  if (!in) throw std::invalid_argument(fmt::format("{} {}: cannot read the file", option, arg));
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+std::map<std::string, std::string> format_options(const std::vector<std::string>& options,
+                                                  const std::optional<std::string>& registry, const char* option) {
+  std::map<std::string, std::string> opts;
+  for (auto& kv : options) {
+    auto [k, v] = split_key_value(kv, option);
+    opts[k] = v;
+  }
+  if (registry) opts["schema.registry.url"] = *registry;
+  return opts;
+}
+
 namespace {
 StreamingQuery* g_query = nullptr;
 void on_stop(int) {
@@ -58,17 +76,11 @@ std::map<std::string, std::string> source_options(const CommonOptions& common, c
 // writer does.
 struct RecordOutput {
   RecordJsonWriter writer;
-  JsonLinesSink::Formatter formatter;       // set with --value-format json
-  std::map<std::string, std::string> sink;  // --sink kafka|postgres: the sink's options
-  PostgresColumns columns;                  // --sink postgres: what is written
+  JsonLinesSink::Formatter formatter;          // set with --value-format json|avro|protobuf
+  JsonLinesSink::FormatterFactory formatters;  // --value-format json: a formatter per thread
+  std::map<std::string, std::string> sink;     // --sink kafka|postgres: the sink's options
+  PostgresColumns columns;                     // --sink postgres: what is written
 };
-
-std::string read_schema_arg(const std::string& arg) {
-  if (arg.empty() || arg[0] != '@') return arg;
-  std::ifstream in(arg.substr(1));
-  if (!in) throw std::invalid_argument(fmt::format("--schema {}: cannot read the file", arg));
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
 
 // --value-format avro: each row's value decoded (AvroValueReader), written as
 // the decoded columns then the --kafka-columns.
@@ -106,17 +118,11 @@ RecordOutput decoded_output(const RecordOutputArgs& args, JsonWriterOptions opti
     out.append(kafka, 1);
     return true;
   };
-  return {writer, formatter, {}, {}};
+  return {writer, formatter, {}, {}, {}};
 }
 
 std::map<std::string, std::string> value_options(const RecordOutputArgs& args) {
-  std::map<std::string, std::string> opts;
-  for (auto& kv : args.value_options) {
-    auto [k, v] = split_key_value(kv, "--value-option");
-    opts[k] = v;
-  }
-  if (args.schema_registry) opts["schema.registry.url"] = *args.schema_registry;
-  return opts;
+  return format_options(args.value_options, args.schema_registry, "--value-option");
 }
 
 // --value-format avro: --schema is the writer's schema (plain Avro).
@@ -146,7 +152,7 @@ RecordOutput record_output(const RecordOutputArgs& args, const std::string& topi
     throw std::invalid_argument("--schema-registry and --value-option need --value-format avro or protobuf");
   if (args.value_format == "raw") {
     if (args.schema) throw std::invalid_argument("--schema needs --value-format json or avro");
-    return {RecordJsonWriter(std::move(options)), {}, {}, {}};
+    return {RecordJsonWriter(std::move(options)), {}, {}, {}, {}};
   }
   if (args.value_format == "avro") return avro_output(args, std::move(options), topic);
   if (args.value_format == "protobuf") return protobuf_output(args, std::move(options), topic);
@@ -164,15 +170,20 @@ RecordOutput record_output(const RecordOutputArgs& args, const std::string& topi
             fmt::format("--kafka-columns: '{}' is also a column of --schema; leave it out of one of them", c.name));
   PostgresColumns columns{decoder->schema(), options.kafka_columns};
   RecordJsonWriter writer(std::move(options));
-  auto decoded = std::make_shared<DecodedValue>();  // reused row after row
-  auto formatter = [decoder, decoded, writer](std::string& out, const Row& row) {
-    std::optional<std::string_view> text;
-    if (row.value) text = row.value_string();
-    decoder->decode(text, *decoded);
-    writer.append(out, row, decoder->schema(), *decoded);
-    return true;
+  // One decoder and one decoded row (reused row after row) per formatter:
+  // the JSON Lines sink formats on several threads, each with its own.
+  JsonLinesSink::FormatterFactory formatters = [schema = decoder->schema(), writer]() -> JsonLinesSink::Formatter {
+    auto decoder = std::make_shared<JsonValueDecoder>(schema);
+    auto decoded = std::make_shared<DecodedValue>();
+    return [decoder, decoded, writer](std::string& out, const Row& row) {
+      std::optional<std::string_view> text;
+      if (row.value) text = row.value_string();
+      decoder->decode(text, *decoded);
+      writer.append(out, row, decoder->schema(), *decoded);
+      return true;
+    };
   };
-  return {writer, formatter, {}, std::move(columns)};
+  return {writer, formatters(), formatters, {}, std::move(columns)};
 }
 
 // The topic of `subscribe` when it names one (the registry subject's default).
@@ -236,6 +247,8 @@ std::unique_ptr<Sink> make_sink(const std::string& spec, RecordOutput output) {
     if (output.formatter) return std::make_unique<ConsoleSink>(std::move(output.formatter));
     return std::make_unique<ConsoleSink>(std::move(output.writer));
   }
+  if (output.formatters)
+    return std::make_unique<JsonLinesSink>(spec.substr(6), output.formatters, JsonLinesSink::default_format_threads());
   if (output.formatter) return std::make_unique<JsonLinesSink>(spec.substr(6), std::move(output.formatter));
   return std::make_unique<JsonLinesSink>(spec.substr(6), std::move(output.writer));
 }

@@ -574,4 +574,6 @@ ArrowBatch AvroEncoder::encode(const ArrowSchema& schema, const ArrowArray& batc
   return arrow_detail::value_batch(std::move(values), batch.length);
 }
 
+bool AvroSchema::is_record() const { return tree_->root->type == Type::record; }
+
 }  // namespace kwire::source

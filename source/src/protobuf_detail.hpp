@@ -10,6 +10,7 @@
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/descriptor_database.h>
 #include <google/protobuf/message.h>
+#include <google/protobuf/util/type_resolver.h>
 
 #include "avro_columns.hpp"
 #include "kwire/source/protobuf.hpp"
@@ -34,6 +35,7 @@ enum class As {
   enum_number,
   timestamp,
   duration,
+  any_json,   // google.protobuf.Any with convert.any.fields.to.json: its JSON text
   unwrapped,  // a wrapper message written as its `value` (children[0])
   message,    // a struct of children
   dummy,      // an empty message kept as a struct of one null string
@@ -45,6 +47,8 @@ struct Node {
   As as = As::message;
   const pb::FieldDescriptor* field = nullptr;  // null for the root and list elements (their parent's)
   std::vector<Node> children;
+  /// any_json: the packed messages' types, from the schema's descriptor pool.
+  std::shared_ptr<pb::util::TypeResolver> types;
 };
 
 /// Spark's shape of `message` (its fields that are kept) and the column tree

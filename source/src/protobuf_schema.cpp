@@ -5,6 +5,8 @@
 #include <google/protobuf/descriptor.pb.h>
 #include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <google/protobuf/util/json_util.h>
+#include <google/protobuf/util/type_resolver_util.h>
 
 #include "kwire/client/sasl.hpp"
 #include "protobuf_detail.hpp"
@@ -44,6 +46,44 @@ bool is_wrapper(const pb::Descriptor& m) {
   for (const char* w : kWrappers)
     if (m.full_name() == w) return true;
   return false;
+}
+
+constexpr char kTypeUrlPrefix[] = "type.googleapis.com";
+
+// The types of Any values in the descriptor pool of the schema, whatever
+// the prefix of their URL (as Java's JsonFormat, which reads the name after
+// the last '/').
+class AnyTypes : public pb::util::TypeResolver {
+ public:
+  explicit AnyTypes(const pb::DescriptorPool* pool)
+      : pool_(pb::util::NewTypeResolverForDescriptorPool(kTypeUrlPrefix, pool)) {}
+  pb::util::Status ResolveMessageType(const std::string& url, pb::Type* type) override {
+    return pool_->ResolveMessageType(canonical(url), type);
+  }
+  pb::util::Status ResolveEnumType(const std::string& url, pb::Enum* type) override {
+    return pool_->ResolveEnumType(canonical(url), type);
+  }
+
+ private:
+  static std::string canonical(const std::string& url) {
+    return std::string(kTypeUrlPrefix) + "/" + url.substr(url.rfind('/') + 1);
+  }
+  std::unique_ptr<pb::util::TypeResolver> pool_;
+};
+
+// An Any's JSON, as Spark's from_protobuf gives it with
+// convert.any.fields.to.json (Java's JsonFormat printer: "@type" and the
+// packed message's fields by their JSON names, no insignificant
+// whitespace). A type the pool does not hold makes the row malformed.
+std::string any_json(const Node& n, const pb::Message& any) {
+  std::string json;
+  const pb::util::Status status =
+      pb::util::BinaryToJsonString(n.types.get(), std::string(kTypeUrlPrefix) + "/" + any.GetDescriptor()->full_name(),
+                                   any.SerializeAsString(), &json, pb::util::JsonPrintOptions());
+  if (!status.ok())
+    throw ValueOutOfRange{fmt::format("the google.protobuf.Any of field {} cannot be written as JSON: {}",
+                                      n.field->full_name(), std::string(status.message()))};
+  return json;
 }
 
 using Depths = std::map<std::string, int>;
@@ -86,6 +126,12 @@ std::optional<Node> plan_value(const pb::FieldDescriptor& fd, const Depths& dept
     case pb::FieldDescriptor::CPPTYPE_MESSAGE: break;
   }
   const pb::Descriptor& m = *fd.message_type();
+  if (o.convert_any_to_json && m.full_name() == "google.protobuf.Any") {
+    n.as = As::any_json;
+    n.types = std::make_shared<AnyTypes>(m.file()->pool());
+    out = leaf(Kind::utf8, name);
+    return n;
+  }
   if (m.name() == "Duration" && seconds_nanos(m)) {
     n.as = As::duration;
     out = leaf(Kind::duration_us, name);
@@ -267,6 +313,13 @@ void put_value(const Node& n, Col& c, const pb::Message& m, int index, bool emit
     }
     case As::timestamp:
     case As::duration: put_seconds_nanos(c, rep ? r.GetRepeatedMessage(m, f, index) : r.GetMessage(m, f)); return;
+    case As::any_json: {
+      const std::string json = any_json(n, rep ? r.GetRepeatedMessage(m, f, index) : r.GetMessage(m, f));
+      c.values.insert(c.values.end(), json.begin(), json.end());
+      c.end_offset(static_cast<std::int64_t>(c.values.size()));
+      c.valid(true);
+      return;
+    }
     case As::unwrapped: {
       const pb::Message& sub = rep ? r.GetRepeatedMessage(m, f, index) : r.GetMessage(m, f);
       put_value(n.children[0], c, sub, -1, emit);

@@ -108,10 +108,7 @@ ProtobufFormatOptions ProtobufFormatOptions::parse(const std::map<std::string, s
         throw client::ConfigError(
             fmt::format("Protobuf option recursive.fields.max.depth: \"{}\" is not a number", value));
     } else if (key == "convert.any.fields.to.json") {
-      if (flag(key, value))
-        throw client::ConfigError(
-            "Protobuf option convert.any.fields.to.json=true is not supported (Any fields are "
-            "read as a struct of type_url and value)");
+      o.convert_any_to_json = flag(key, value);
     } else if (key == "subject") {
       o.subject = value;
     } else if (key == "auto.register.schemas") {
@@ -126,7 +123,8 @@ ProtobufFormatOptions ProtobufFormatOptions::parse(const std::map<std::string, s
       throw client::ConfigError(fmt::format(
           "Protobuf option \"{}\" is not known (mode, messageName, descFilePath, emit.default.values, enums.as.ints, "
           "upcast.unsigned.ints, unwrap.primitive.wrapper.types, retain.empty.message.types, "
-          "recursive.fields.max.depth, subject, auto.register.schemas, use.latest.version, column, "
+          "recursive.fields.max.depth, convert.any.fields.to.json, subject, auto.register.schemas, use.latest.version, "
+          "column, "
           "schema.registry.*, basic.auth.*)",
           key));
     }

@@ -69,6 +69,9 @@ class AvroSchema {
   std::string spark_type() const;
   /// The JSON text it was parsed from.
   const std::string& json() const;
+  /// True for a record schema, whose Spark type has one column per field;
+  /// any other schema is read and written as one column named "value".
+  bool is_record() const;
   const avro_detail::Tree& tree() const { return *tree_; }
 
  private:

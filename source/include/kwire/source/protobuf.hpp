@@ -19,7 +19,13 @@
 //   with enums.as.ints; google.protobuf.Timestamp -> timestamp[us, tz=UTC];
 //   google.protobuf.Duration -> duration[us] (Spark's DayTimeIntervalType);
 //   wrapper types (Int32Value...) -> a struct of `value`, or the value with
-//   unwrap.primitive.wrapper.types; map<K, V> -> map; other messages ->
+//   unwrap.primitive.wrapper.types; google.protobuf.Any -> a struct of
+//   type_url and value, or with convert.any.fields.to.json utf8: the JSON of
+//   the packed message as Spark prints it ({"@type":"type.googleapis.com/
+//   pkg.Msg", then its fields by JSON name, compact), its type looked up in
+//   the descriptor pool the schema came from (the descriptor set, or the
+//   registry schema and its references); an Any whose type is not there is
+//   a malformed value (FAILFAST: AvroDecodeError; PERMISSIVE: a null row); map<K, V> -> map; other messages ->
 //   struct; repeated -> list. oneof members are ordinary nullable fields.
 //   A message with no fields is dropped, or kept as a struct of one string
 //   `__dummy_field_in_empty_struct` with retain.empty.message.types.
@@ -64,6 +70,7 @@ struct ProtobufFormatOptions {
   bool unwrap_wrappers = false;                 // unwrap.primitive.wrapper.types
   bool retain_empty_messages = false;           // retain.empty.message.types
   int recursive_max_depth = -1;                 // recursive.fields.max.depth
+  bool convert_any_to_json = false;             // convert.any.fields.to.json
   std::optional<std::string> subject;           // default "<topic>-value"
   bool auto_register = true;                    // auto.register.schemas (writing)
   bool use_latest_version = false;              // use.latest.version (writing)
@@ -73,8 +80,7 @@ struct ProtobufFormatOptions {
   /// Keys: mode, messageName, descFilePath (read here), the options above,
   /// subject, auto.register.schemas, use.latest.version, column and the
   /// registry's. Throws client::ConfigError for an unknown
-  /// key or value, a descFilePath that cannot be read, or
-  /// convert.any.fields.to.json=true (not supported).
+  /// key or value, or a descFilePath that cannot be read.
   static ProtobufFormatOptions parse(const std::map<std::string, std::string>& options);
 };
 
