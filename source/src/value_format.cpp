@@ -382,14 +382,23 @@ void JsonValueDecoder::decode(std::optional<std::string_view> text, DecodedValue
     return;
   }
   bool bad = false;
+  // Values of one topic mostly list their fields in one order: the column
+  // after the last one found is tried before the name index.
+  const auto& columns = schema_.columns;
+  std::size_t next = 0;
   for (auto field : object) {
-    auto it = impl_->index.find(field.key);
-    if (it == impl_->index.end()) continue;
-    auto cell = convert(field.value, schema_.columns[it->second].type);
+    std::size_t column = next;
+    if (column >= columns.size() || columns[column].name != field.key) {
+      auto it = impl_->index.find(field.key);
+      if (it == impl_->index.end()) continue;
+      column = it->second;
+    }
+    next = column + 1;
+    auto cell = convert(field.value, columns[column].type);
     if (cell) {
-      out.cells[it->second] = std::move(*cell);
+      out.cells[column] = std::move(*cell);
     } else {
-      out.cells[it->second] = Cell{};
+      out.cells[column] = Cell{};
       bad = true;
     }
   }

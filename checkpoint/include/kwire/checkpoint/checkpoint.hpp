@@ -82,7 +82,9 @@ void remove_stale_temp_files(const std::filesystem::path& dir);
 /// mid-write leaves a file remove_stale_temp_files() deletes) through a buffer
 /// of at most `buffer_bytes` (so memory does not grow with the file); commit()
 /// writes the rest, fsyncs, renames the temp file over `path` and fsyncs the
-/// folder. Until commit() `path` is untouched. abort(), or destruction without
+/// folder; on Linux the kernel is asked to start writing the file out every
+/// 8 MiB (sync_file_range), so that fsync does not wait for all of it at
+/// once. Until commit() `path` is untouched. abort(), or destruction without
 /// commit(), deletes the temp file. Errors (ENOSPC, EFBIG, EIO...) throw
 /// CheckpointError naming `path` and the OS reason, delete the temp file and
 /// leave the writer aborted. Not thread-safe.
@@ -111,12 +113,15 @@ class AtomicFileWriter {
 
  private:
   void flush();
+  void write_through(std::string_view data);
   std::filesystem::path path_;
   std::filesystem::path tmp_;
   int fd_ = -1;
   std::string buffer_;
   std::size_t buffer_bytes_;
   std::uint64_t size_ = 0;
+  std::uint64_t written_ = 0;         // bytes in the temp file
+  std::uint64_t writeback_from_ = 0;  // where the writeback not yet asked for starts
 };
 
 /// Where a (re)started query continues.
