@@ -9,6 +9,7 @@
 #include <fstream>
 #include <iterator>
 #include <memory>
+#include <set>
 #include <stdexcept>
 #include <system_error>
 #include <vector>
@@ -86,13 +87,20 @@ struct RecordOutput {
 // the decoded columns then the --kafka-columns.
 // Each row's value decoded by `reader` (Avro or Protobuf), written as the
 // decoded columns then the --kafka-columns.
+// With --sink postgres the same reader decodes the values into the table's
+// columns (PostgresColumns::decoded); `types` are the columns' PostgreSQL
+// types that their Arrow types do not tell (an Avro uuid).
 template <class Reader>
-RecordOutput decoded_output(const RecordOutputArgs& args, JsonWriterOptions options, std::shared_ptr<Reader> reader) {
+RecordOutput decoded_output(const RecordOutputArgs& args, JsonWriterOptions options, std::shared_ptr<Reader> reader,
+                            std::map<std::string, std::string> types = {}) {
   try {
     options.kafka_columns = parse_kafka_columns(args.kafka_columns);
   } catch (const JsonWriterError& e) {
     throw std::invalid_argument(fmt::format("--kafka-columns: {}", e.what()));
   }
+  ArrowValueDecoder decoded = arrow_value_decoder(reader);
+  decoded.types = std::move(types);
+  PostgresColumns columns{std::nullopt, options.kafka_columns, std::move(decoded)};
   RecordJsonWriter writer(std::move(options));
   auto formatter = [reader, writer](std::string& out, const Row& row) {
     std::optional<std::span<const std::uint8_t>> value;
@@ -118,7 +126,7 @@ RecordOutput decoded_output(const RecordOutputArgs& args, JsonWriterOptions opti
     out.append(kafka, 1);
     return true;
   };
-  return {writer, formatter, {}, {}, {}};
+  return {writer, formatter, {}, {}, std::move(columns)};
 }
 
 std::map<std::string, std::string> value_options(const RecordOutputArgs& args) {
@@ -131,7 +139,9 @@ RecordOutput avro_output(const RecordOutputArgs& args, JsonWriterOptions options
   if (args.schema) opts["jsonFormatSchema"] = read_schema_arg(*args.schema);
   if (auto it = opts.find("avroSchema"); it != opts.end()) it->second = read_schema_arg(it->second);
   auto reader = std::make_shared<AvroValueReader>(AvroFormatOptions::parse(opts), topic);
-  return decoded_output(args, std::move(options), std::move(reader));
+  std::map<std::string, std::string> types;
+  for (const std::string& name : avro_uuid_columns(AvroSchema::parse(reader->reader_schema()))) types[name] = "uuid";
+  return decoded_output(args, std::move(options), std::move(reader), std::move(types));
 }
 
 // --value-format protobuf: --value-option messageName=... and descFilePath=..., or -r.
@@ -205,14 +215,18 @@ void check_sink_spec(const std::string& spec) {
 RecordOutput with_sink_options(RecordOutput output, const std::string& spec, const CommonOptions& common,
                                const RecordOutputArgs& args) {
   if (spec == "postgres") {
-    if (args.value_format == "avro" || args.value_format == "protobuf")
-      throw std::invalid_argument(
-          fmt::format("--sink postgres takes the Kafka columns or --value-format json, not {}", args.value_format));
     for (auto& kv : args.sink_options) {
       auto [k, v] = split_key_value(kv, "--sink-option");
       output.sink[k] = v;
     }
     PostgresSinkOptions::parse(output.sink);  // its checks, before anything runs
+    std::set<std::string> names;
+    for (const PostgresColumn& c : postgres_columns(output.columns))
+      if (!names.insert(c.name).second)
+        throw std::invalid_argument(fmt::format(
+            "--sink postgres: '{}' is a decoded column of the values and a --kafka-columns one; leave it out of "
+            "--kafka-columns",
+            c.name));
     return output;
   }
   if (spec != "kafka") {

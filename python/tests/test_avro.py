@@ -166,7 +166,7 @@ def test_every_avro_type_from_confluent_serializer_through_a_broker(bootstrap, n
         want = expected_row(record)
         for name in want:
             assert row[name] == want[name], name
-    assert all(v is None for v in rows[6].values())  # a tombstone: a row of nulls
+    assert all(v is None for v in rows[6].values())  # a tombstone: null in every column
 
 
 def plain(schema, record):
@@ -190,6 +190,34 @@ def test_plain_avro_with_json_format_schema_as_spark():
     for row, i in zip(out.to_pylist(), range(4)):
         want = expected_row(sample(i))
         assert normalise(row) == want
+
+
+
+def test_a_tombstone_is_a_null_row_and_a_malformed_value_a_row_of_nulls():
+    # Spark: from_avro(null) is null; a malformed value under PERMISSIVE is a
+    # struct whose fields are null.
+    schema = {"type": "record", "name": "R", "fields": [
+        {"name": "id", "type": "long"}, {"name": "name", "type": ["null", "string"]}]}
+    values = [plain(schema, {"id": 1, "name": "a"}), None, b"\xff", plain(schema, {"id": 2, "name": None})]
+    reader = kwire.AvroReader(json.dumps(schema), {"mode": "PERMISSIVE"})
+    rows = reader.decode_rows(kafka_table(values))
+    assert rows.null_count == 1
+    assert rows.is_null().to_pylist() == [False, True, False, False]
+    assert rows.to_pylist() == [{"id": 1, "name": "a"}, None, {"id": None, "name": None}, {"id": 2, "name": None}]
+    # As a table, the null row is null in every column.
+    out = kwire.from_avro(kafka_table(values), json.dumps(schema), {"mode": "PERMISSIVE"})
+    assert out.column("id").to_pylist() == [1, None, None, 2]
+    assert out.column("name").to_pylist() == ["a", None, None, None]
+    # As one column (a key or value decoded in place, e.g. in Spark).
+    from kwire._avro import decoded_column
+
+    column = decoded_column(reader, reader.decode_rows(kafka_table(values)))
+    assert column.is_null().to_pylist() == [False, True, False, False]
+    assert column.field("id").to_pylist()[0] == 1
+    # A schema that is not a record: the value itself, null for a tombstone.
+    one = kwire.AvroReader(json.dumps("string"))
+    column = decoded_column(one, one.decode_rows(kafka_table([plain("string", "x"), None])))
+    assert column.type == pa.string() and column.to_pylist() == ["x", None]
 
 
 V1 = {"type": "record", "name": "User", "fields": [

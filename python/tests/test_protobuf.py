@@ -96,7 +96,11 @@ def test_every_type_from_a_descriptor_file_as_spark(desc):
     assert rows[0] == FULL_ROW
     # An empty message: lists are empty, every other field null (nothing set).
     assert rows[1] == {k: ([] if isinstance(v, list) else None) for k, v in FULL_ROW.items()}
-    assert all(v is None for v in rows[2].values())  # a tombstone
+    assert all(v is None for v in rows[2].values())  # a tombstone: null in every column
+    # As one struct column the tombstone's row is null (Spark's from_protobuf(null)).
+    struct = kwire.ProtobufReader("Everything", path).decode_rows(kafka_table(values))
+    assert struct.is_null().to_pylist() == [False, False, True]
+    assert struct.to_pylist()[2] is None
     # The same with the full name and the descriptor set's bytes.
     again = kwire.from_protobuf(kafka_table(values), "kwire.test.Everything", binary_descriptor_set=raw)
     assert again.to_pylist() == rows
@@ -146,6 +150,9 @@ def test_malformed_values_under_both_modes(desc, caplog):
     out = kwire.from_protobuf(kafka_table(values), "Everything", path, {"mode": "PERMISSIVE"}).to_pylist()
     assert out[0] == FULL_ROW
     assert all(v is None for v in out[1].values()) and all(v is None for v in out[2].values())
+    # Malformed rows stay structs of nulls (Spark's PERMISSIVE), not null rows.
+    struct = kwire.ProtobufReader("Everything", path, {"mode": "PERMISSIVE"}).decode_rows(kafka_table(values))
+    assert struct.null_count == 0
 
 
 def test_lookalike_well_known_types_and_timestamps_past_int64(desc, caplog):

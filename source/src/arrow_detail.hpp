@@ -3,18 +3,46 @@
 
 #include <cstdint>
 #include <cstring>
+#include <memory>
+#include <new>
 #include <optional>
 #include <span>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "kwire/source/arrow.hpp"
 
 namespace kwire::source::arrow_detail {
 
+/// std::allocator, except that a value-initialized element (what resize()
+/// adds) is left uninitialized: the column builders grow a buffer and then
+/// write every byte they added, so zeroing them first would be a second pass.
+template <class T>
+struct UninitializedAllocator : std::allocator<T> {
+  using value_type = T;
+  template <class U>
+  struct rebind {
+    using other = UninitializedAllocator<U>;
+  };
+  UninitializedAllocator() noexcept = default;
+  template <class U>
+  UninitializedAllocator(const UninitializedAllocator<U>&) noexcept {}
+  template <class U>
+  void construct(U* p) noexcept(std::is_nothrow_default_constructible_v<U>) {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <class U, class... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
+};
+
 /// A buffer of bytes; std::vector's allocation is aligned for any scalar (16
-/// bytes on the platforms kwire builds for), which covers Arrow's 8.
-using Buffer = std::vector<std::uint8_t>;
+/// bytes on the platforms kwire builds for), which covers Arrow's 8. resize()
+/// leaves the bytes it adds uninitialized: write them.
+using Buffer = std::vector<std::uint8_t, UninitializedAllocator<std::uint8_t>>;
 
 template <class T>
 void push_value(Buffer& buffer, T value) {

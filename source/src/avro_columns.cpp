@@ -170,7 +170,7 @@ void Col::append_null() {
     case Kind::strct:
       for (Col& c : children) c.append_null();
       break;
-    default: values.resize(values.size() + width(kind)); break;
+    default: values.insert(values.end(), width(kind), std::uint8_t{0}); break;
   }
   valid(false);
 }

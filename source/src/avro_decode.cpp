@@ -2,6 +2,7 @@
 // into a tree of actions, run over each value's bytes straight into the
 // reader's Arrow columns.
 #include <algorithm>
+#include <cstring>
 #include <limits>
 
 #include <fmt/format.h>
@@ -373,8 +374,24 @@ void check_offset(std::int64_t end) {
   if (end > INT32_MAX) throw ArrowError("Arrow export: a column of one record batch passed 2^31 items or bytes");
 }
 
+// True when every byte is below 0x80 (ASCII, so valid UTF-8): eight bytes
+// per step, which for the short strings of most records beats a call to the
+// full validator.
+bool all_ascii(std::span<const std::uint8_t> s) {
+  std::size_t i = 0;
+  std::uint64_t bits = 0;
+  for (; i + 8 <= s.size(); i += 8) {
+    std::uint64_t word;
+    std::memcpy(&word, s.data() + i, 8);
+    bits |= word;
+  }
+  for (; i < s.size(); ++i) bits |= s[i];
+  return (bits & 0x8080808080808080ULL) == 0;
+}
+
 void put_bytes(Col& c, std::span<const std::uint8_t> s) {
-  if (c.kind == Kind::utf8 && !simdjson::validate_utf8(reinterpret_cast<const char*>(s.data()), s.size()))
+  if (c.kind == Kind::utf8 && !all_ascii(s) &&
+      !simdjson::validate_utf8(reinterpret_cast<const char*>(s.data()), s.size()))
     malformed("a string is not valid UTF-8");
   if (c.kind == Kind::decimal) {
     // Big-endian two's complement -> 16 little-endian bytes.
@@ -539,7 +556,6 @@ AvroDecoder::AvroDecoder(const AvroSchema& reader, std::optional<std::string> un
     m.root.kind = Kind::strct;
     m.root.children.push_back(make_col(*m.reader, "value", prefix));
   }
-  m.root.nullable = false;
   collect(m.root, m.cols);
   add_writer(reader);
 }
@@ -561,7 +577,9 @@ bool AvroDecoder::append(std::optional<std::span<const std::uint8_t>> value, int
   if (writer < 0 || writer >= static_cast<int>(m.writers.size()))
     throw std::invalid_argument(fmt::format("AvroDecoder::append: no writer schema {}", writer));
   if (!value) {
-    append_null();
+    // A tombstone: a null row, as from_avro gives null for a null input.
+    for (Col& c : m.root.children) c.append_null();
+    m.root.valid(false);
     return true;
   }
   save(m.cols, m.marks);

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "avro_schema.hpp"
 #include "kwire/source/arrow_records.hpp"
 #include "kwire/source/avro.hpp"
 #include "value_rows.hpp"
@@ -127,7 +128,7 @@ void AvroValueReader::append(std::optional<std::span<const std::uint8_t>> value,
   bool ok = true;
   m.why.clear();
   if (!value) {
-    m.decoder->append_null();
+    m.decoder->append(std::nullopt);  // a tombstone: a null row, not malformed
     return;
   }
   if (!m.registry) {
@@ -170,6 +171,26 @@ void AvroValueReader::append_batch(const ArrowSchema& schema, const ArrowArray& 
                              [&](auto value, std::string_view topic, std::int32_t partition, std::int64_t offset) {
                                append(value, topic, partition, offset);
                              });
+}
+
+std::vector<std::string> avro_uuid_columns(const AvroSchema& schema) {
+  using avro_detail::Logical;
+  using avro_detail::Type;
+  std::vector<std::string> out;
+  const avro_detail::Node& root = *schema.tree().root;
+  if (root.type != Type::record) return out;
+  for (const avro_detail::Field& f : root.fields) {
+    const avro_detail::Node* t = f.type;
+    if (t->type == Type::union_) {
+      const avro_detail::Node* only = nullptr;
+      int non_null = 0;
+      for (const avro_detail::Node* b : t->branches)
+        if (b->type != Type::null) only = b, ++non_null;
+      if (non_null == 1) t = only;
+    }
+    if (t->type == Type::string && t->logical == Logical::uuid) out.push_back(f.name);
+  }
+  return out;
 }
 
 std::int64_t AvroValueReader::malformed() const noexcept { return impl_->bad.count(); }

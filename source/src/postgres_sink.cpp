@@ -21,12 +21,6 @@ namespace {
 constexpr std::size_t kCopyChunk = std::size_t{1} << 20;  // bytes handed to libpq at once
 constexpr std::string_view kCorrupt = JsonValueDecoder::kCorruptRecordColumn;
 
-std::string trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return std::string(s);
-}
-
 // "name" quoted as a PostgreSQL identifier.
 std::string quote_ident(std::string_view name) {
   std::string out = "\"";
@@ -37,37 +31,6 @@ std::string quote_ident(std::string_view name) {
   out += '"';
   return out;
 }
-
-std::string_view sql_type(ColumnType type) {
-  switch (type) {
-    case ColumnType::string: return "text";
-    case ColumnType::int8:
-    case ColumnType::int16: return "smallint";
-    case ColumnType::int32: return "integer";
-    case ColumnType::int64: return "bigint";
-    case ColumnType::float32: return "real";
-    case ColumnType::float64: return "double precision";
-    case ColumnType::boolean: return "boolean";
-    case ColumnType::timestamp: return "timestamptz";
-  }
-  return "text";
-}
-
-std::string_view sql_type(KafkaColumn column) {
-  switch (column) {
-    case KafkaColumn::key:
-    case KafkaColumn::value: return "bytea";
-    case KafkaColumn::topic: return "text";
-    case KafkaColumn::partition:
-    case KafkaColumn::timestamp_type: return "integer";
-    case KafkaColumn::offset: return "bigint";
-    case KafkaColumn::timestamp: return "timestamptz";
-    case KafkaColumn::headers: return "jsonb";
-  }
-  return "text";
-}
-
-bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
 
 void append_double(std::string& out, double v) {
   if (std::isnan(v)) {
@@ -97,132 +60,6 @@ struct Result {
 };
 
 }  // namespace
-
-// ------------------------------------------------------------ free functions
-
-std::vector<PostgresColumn> postgres_columns(const PostgresColumns& columns) {
-  std::vector<PostgresColumn> out;
-  if (columns.schema)
-    for (const auto& c : columns.schema->columns) out.push_back({c.name, std::string(sql_type(c.type))});
-  for (KafkaColumn k : columns.kafka_columns)
-    out.push_back({std::string(kafka_column_name(k)), std::string(sql_type(k))});
-  return out;
-}
-
-bool postgres_type_accepts(std::string_view table_type, std::string_view sink_type) {
-  auto any_of = [&](std::initializer_list<std::string_view> prefixes) {
-    return std::any_of(prefixes.begin(), prefixes.end(),
-                       [&](std::string_view p) { return starts_with(table_type, p); });
-  };
-  if (sink_type == "text") return any_of({"text", "character", "citext", "json", "jsonb", "name", "uuid"});
-  if (sink_type == "smallint") return any_of({"smallint", "integer", "bigint", "numeric", "real", "double precision"});
-  if (sink_type == "integer") return any_of({"integer", "bigint", "numeric", "double precision"});
-  if (sink_type == "bigint") return any_of({"bigint", "numeric"});
-  if (sink_type == "real") return any_of({"real", "double precision", "numeric"});
-  if (sink_type == "double precision") return any_of({"double precision", "numeric"});
-  if (sink_type == "boolean") return any_of({"boolean"});
-  if (sink_type == "timestamptz") return any_of({"timestamp"});
-  if (sink_type == "bytea") return any_of({"bytea"});
-  if (sink_type == "jsonb") return any_of({"jsonb", "json", "text"});
-  return table_type == sink_type;
-}
-
-void append_copy_text(std::string& out, std::string_view text) {
-  std::size_t start = 0;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    const char* esc = nullptr;
-    switch (c) {
-      case '\\': esc = "\\\\"; break;
-      case '\t': esc = "\\t"; break;
-      case '\n': esc = "\\n"; break;
-      case '\r': esc = "\\r"; break;
-      default: continue;
-    }
-    out.append(text.data() + start, i - start);
-    out += esc;
-    start = i + 1;
-  }
-  out.append(text.data() + start, text.size() - start);
-}
-
-void append_copy_bytea(std::string& out, protocol::ByteSpan bytes) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  const std::size_t at = out.size();
-  out.resize(at + 3 + 2 * bytes.size());
-  char* p = out.data() + at;
-  *p++ = '\\';
-  *p++ = '\\';
-  *p++ = 'x';
-  for (const std::uint8_t v : bytes) {
-    *p++ = kHex[v >> 4];
-    *p++ = kHex[v & 15];
-  }
-}
-
-// ------------------------------------------------------------------ options
-
-PostgresSinkOptions PostgresSinkOptions::parse(const std::map<std::string, std::string>& options) {
-  PostgresSinkOptions out;
-  for (const auto& [name, value] : options) {
-    if (name == "url") {
-      out.url = starts_with(value, "jdbc:") ? value.substr(5) : value;
-    } else if (name == "dbtable") {
-      out.dbtable = trim(value);
-    } else if (name == "user") {
-      out.user = value;
-    } else if (name == "password") {
-      out.password = value;
-    } else if (name == "upsertKey") {
-      std::string_view rest = value;
-      while (true) {
-        const auto comma = rest.find(',');
-        std::string column = trim(rest.substr(0, comma));
-        if (column.empty())
-          throw SinkOptionError(fmt::format("Option 'upsertKey' has an empty column name: '{}'", value));
-        out.upsert_key.push_back(std::move(column));
-        if (comma == std::string_view::npos) break;
-        rest.remove_prefix(comma + 1);
-      }
-    } else if (name == "progressTable") {
-      out.progress_table = trim(value);
-      if (out.progress_table.empty()) throw SinkOptionError("Option 'progressTable' must name a table");
-    } else {
-      throw SinkOptionError(fmt::format(
-          "Unknown PostgreSQL sink option '{}' (known: url, dbtable, user, password, upsertKey, progressTable)", name));
-    }
-  }
-  if (out.url.empty()) throw SinkOptionError("Option 'url' is required (a libpq connection string or URI)");
-  if (out.dbtable.empty()) throw SinkOptionError("Option 'dbtable' is required");
-  char* error = nullptr;
-  PQconninfoOption* parsed = PQconninfoParse(out.url.c_str(), &error);
-  if (!parsed) {
-    std::string why = error ? trim(error) : "out of memory";
-    while (!why.empty() && why.back() == '\n') why.pop_back();
-    PQfreemem(error);
-    throw SinkOptionError(fmt::format("Option 'url' is not a libpq connection string or URI: {}", why));
-  }
-  PQconninfoFree(parsed);
-  return out;
-}
-
-std::string PostgresSinkOptions::describe() const {
-  std::map<std::string, std::string> fields;
-  if (PQconninfoOption* parsed = PQconninfoParse(url.c_str(), nullptr)) {
-    for (auto* o = parsed; o->keyword; ++o)
-      if (o->val && *o->val) fields[o->keyword] = o->val;
-    PQconninfoFree(parsed);
-  }
-  if (user) fields["user"] = *user;
-  std::string out;
-  for (const char* key : {"host", "hostaddr", "port", "dbname", "user"}) {
-    auto it = fields.find(key);
-    if (it == fields.end()) continue;
-    if (!out.empty()) out += ' ';
-    out += fmt::format("{}={}", key, it->second);
-  }
-  return out.empty() ? "(libpq defaults)" : out;
-}
 
 // --------------------------------------------------------------- connection
 
@@ -262,7 +99,10 @@ PostgresSink::PostgresSink(PostgresSinkOptions options, PostgresColumns columns,
         o.kafka_columns = {KafkaColumn::headers};
         return o;
       }()) {
+  if (columns_.schema && columns_.decoded)
+    throw SinkOptionError("PostgreSQL sink: a value schema (JSON) and decoded Avro or Protobuf values, not both");
   if (columns_.schema) decoder_ = std::make_unique<JsonValueDecoder>(*columns_.schema);
+  decoded_columns_ = sink_columns_.size() - columns_.kafka_columns.size();
   for (const auto& key : options_.upsert_key)
     if (std::none_of(sink_columns_.begin(), sink_columns_.end(), [&](const auto& c) { return c.name == key; }))
       throw SinkOptionError(fmt::format("Option 'upsertKey': '{}' is not a column the sink writes", key));
@@ -383,7 +223,7 @@ void PostgresSink::prepare_tables() {
 // the Kafka columns.
 std::string PostgresSink::column_list() const {
   std::string out;
-  const std::size_t decoded = columns_.schema ? columns_.schema->columns.size() : 0;
+  const std::size_t decoded = decoded_columns_;
   for (std::size_t i = 0; i <= sink_columns_.size(); ++i) {
     if (i == decoded && corrupt_column_) out += (out.empty() ? "" : ", ") + quote_ident(kCorrupt);
     if (i < sink_columns_.size()) out += (out.empty() ? "" : ", ") + quote_ident(sink_columns_[i].name);
@@ -482,6 +322,7 @@ void PostgresSink::write(std::span<const Row> rows) {
   }
   if (!copying_) throw std::logic_error("PostgresSink: write without begin_batch");
   try {
+    if (columns_.decoded) return write_decoded(rows);
     for (const Row& row : rows) {
       bool first = true;
       auto sep = [&] {
@@ -523,39 +364,47 @@ void PostgresSink::write(std::span<const Row> rows) {
           else buffer_ += "\\N";
         }
       }
-      for (KafkaColumn k : columns_.kafka_columns) {
-        sep();
-        switch (k) {
-          case KafkaColumn::key:
-            if (row.key) append_copy_bytea(buffer_, *row.key);
-            else buffer_ += "\\N";
-            break;
-          case KafkaColumn::value:
-            if (row.value) append_copy_bytea(buffer_, *row.value);
-            else buffer_ += "\\N";
-            break;
-          case KafkaColumn::topic: append_copy_text(buffer_, row.topic); break;
-          case KafkaColumn::partition: append_int(buffer_, row.partition); break;
-          case KafkaColumn::offset: append_int(buffer_, row.offset); break;
-          case KafkaColumn::timestamp: buffer_ += format_timestamp_ms(row.timestamp); break;
-          case KafkaColumn::timestamp_type: append_int(buffer_, row.timestamp_type); break;
-          case KafkaColumn::headers:
-            if (!row.headers) {
-              buffer_ += "\\N";
-            } else {
-              headers_json_.clear();
-              headers_writer_.append(headers_json_, row);  // {"headers":[...]}
-              append_copy_text(buffer_, std::string_view(headers_json_).substr(11, headers_json_.size() - 12));
-            }
-            break;
-        }
-      }
+      append_kafka_columns(row, first);
       buffer_ += '\n';
       ++rows_;
       if (buffer_.size() >= kCopyChunk) flush_copy(false);
     }
   } catch (...) {
     fail_batch(std::current_exception());
+  }
+}
+
+void PostgresSink::append_kafka_columns(const Row& row, bool first) {
+  auto sep = [&] {
+    if (!first) buffer_ += '\t';
+    first = false;
+  };
+  for (KafkaColumn k : columns_.kafka_columns) {
+    sep();
+    switch (k) {
+      case KafkaColumn::key:
+        if (row.key) append_copy_bytea(buffer_, *row.key);
+        else buffer_ += "\\N";
+        break;
+      case KafkaColumn::value:
+        if (row.value) append_copy_bytea(buffer_, *row.value);
+        else buffer_ += "\\N";
+        break;
+      case KafkaColumn::topic: append_copy_text(buffer_, row.topic); break;
+      case KafkaColumn::partition: append_int(buffer_, row.partition); break;
+      case KafkaColumn::offset: append_int(buffer_, row.offset); break;
+      case KafkaColumn::timestamp: buffer_ += format_timestamp_ms(row.timestamp); break;
+      case KafkaColumn::timestamp_type: append_int(buffer_, row.timestamp_type); break;
+      case KafkaColumn::headers:
+        if (!row.headers) {
+          buffer_ += "\\N";
+        } else {
+          headers_json_.clear();
+          headers_writer_.append(headers_json_, row);  // {"headers":[...]}
+          append_copy_text(buffer_, std::string_view(headers_json_).substr(11, headers_json_.size() - 12));
+        }
+        break;
+    }
   }
 }
 

@@ -388,7 +388,6 @@ Node plan_message(const pb::Descriptor& message, const ProtobufFormatOptions& op
   Node n;
   n.as = As::message;
   root->kind = Kind::strct;
-  root->nullable = false;
   Depths depths{{message.full_name(), 1}};
   for (int i = 0; i < message.field_count(); ++i) {
     Col child;

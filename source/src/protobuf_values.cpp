@@ -224,11 +224,13 @@ ProtobufValueReader& ProtobufValueReader::operator=(ProtobufValueReader&&) noexc
 void ProtobufValueReader::append(std::optional<std::span<const std::uint8_t>> value, std::string_view topic,
                                  std::int32_t partition, std::int64_t offset) {
   Impl& m = *impl_;
-  auto null_row = [&] {
+  // A malformed value: a row of nulls (PERMISSIVE); a tombstone: a null row,
+  // as from_protobuf gives null for a null input.
+  auto null_row = [&](bool tombstone = false) {
     for (Col& c : m.root.children) c.append_null();
-    m.root.valid(true);
+    m.root.valid(!tombstone);
   };
-  if (!value) return null_row();
+  if (!value) return null_row(true);
   std::span<const std::uint8_t> payload = *value;
   std::string why;
   if (m.registry) {

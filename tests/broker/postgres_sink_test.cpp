@@ -13,6 +13,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -25,6 +26,8 @@
 #include "kill_sweep.hpp"
 #include "kwire/checkpoint/checkpoint.hpp"
 #include "kwire/client/producer.hpp"
+#include "kwire/source/avro.hpp"
+#include "kwire/source/json_rows.hpp"
 #include "kwire/source/kafka_sink.hpp"
 #include "kwire/source/postgres_sink.hpp"
 #include "kwire/source/stream.hpp"
@@ -491,4 +494,269 @@ TEST_F(PostgresSinkTest, PurchasesExampleWritesItsPurchasesIntoATable) {
     EXPECT_EQ(rows[j], (std::vector<std::string>{std::to_string(user), "purchase", std::to_string(user) + ".5",
                                                  std::to_string(1700000000000 + user), "0", std::to_string(user)}));
   }
+}
+
+// ------------------------------------------------------------ decoded Avro
+
+namespace {
+
+// Every column type the sink writes for Avro values: the schema's fields in
+// this order, then the Kafka columns partition and offset.
+const char* kAllTypes = R"({"type":"record","name":"All","fields":[
+  {"name":"i","type":"int"},{"name":"l","type":"long"},{"name":"f","type":"float"},
+  {"name":"d","type":"double"},{"name":"s","type":"string"},
+  {"name":"e","type":{"type":"enum","name":"E","symbols":["A","B"]}},{"name":"b","type":"boolean"},
+  {"name":"raw","type":"bytes"},{"name":"fx","type":{"type":"fixed","name":"F2","size":2}},
+  {"name":"dec","type":{"type":"bytes","logicalType":"decimal","precision":6,"scale":2}},
+  {"name":"day","type":{"type":"int","logicalType":"date"}},
+  {"name":"ms","type":{"type":"long","logicalType":"timestamp-millis"}},
+  {"name":"us","type":{"type":"long","logicalType":"timestamp-micros"}},
+  {"name":"local","type":{"type":"long","logicalType":"local-timestamp-millis"}},
+  {"name":"id","type":{"type":"string","logicalType":"uuid"}},
+  {"name":"inner","type":{"type":"record","name":"In","fields":[{"name":"x","type":"int"},
+    {"name":"y","type":["null","bytes"],"default":null}]}},
+  {"name":"tags","type":{"type":"array","items":["null","string"]}},
+  {"name":"counts","type":{"type":"map","values":"long"}},
+  {"name":"opt","type":["null","int"],"default":null}]})";
+
+const std::vector<std::string> kAllTypesRows = {
+    R"({"i":-7,"l":9007199254740993,"f":1.5,"d":-0.25,"s":"tab\there\nback\\slash \u00e9","e":"B","b":true,)"
+    R"("raw":"AAH/","fx":"YWI=","dec":"-1234.5","day":"2024-02-29","ms":"2024-05-01T10:00:00.123Z",)"
+    R"("us":"2024-05-01T10:00:00.123456Z","local":"2024-05-01 10:00:00.5",)"
+    R"("id":"6f1b3c1e-8d2a-4c55-9b0e-0a1b2c3d4e5f","inner":{"x":1,"y":"AP8="},"tags":["a",null,"b\tc"],)"
+    R"("counts":{"k":9,"z":-1},"opt":5})",
+    R"({"i":2147483647,"l":-9223372036854775808,"f":"-Infinity","d":"NaN","s":"","e":"A","b":false,"raw":"",)"
+    R"("fx":"AAA=","dec":"0.05","day":"1969-12-31","ms":"1969-12-31T23:59:59.999Z",)"
+    R"("us":"1900-01-01T00:00:00.000001Z","local":"1970-01-01T00:00:00",)"
+    R"("id":"00000000-0000-0000-0000-000000000000","inner":{"x":-2},"tags":[],"counts":{}})",
+};
+
+// What the table holds for kAllTypesRows (TimeZone UTC), then the
+// tombstone's row: NULL in every decoded column.
+const Rows kAllTypesTable = {
+    {"-7",
+     "9007199254740993",
+     "1.5",
+     "-0.25",
+     "tab\there\nback\\slash \xc3\xa9",
+     "B",
+     "t",
+     "\\x0001ff",
+     "\\x6162",
+     "-1234.50",
+     "2024-02-29",
+     "2024-05-01 10:00:00.123+00",
+     "2024-05-01 10:00:00.123456+00",
+     "2024-05-01 10:00:00.5",
+     "6f1b3c1e-8d2a-4c55-9b0e-0a1b2c3d4e5f",
+     R"({"x": 1, "y": "AP8="})",
+     R"(["a", null, "b\tc"])",
+     R"({"k": 9, "z": -1})",
+     "5",
+     "0",
+     "0"},
+    {"2147483647",
+     "-9223372036854775808",
+     "-Infinity",
+     "NaN",
+     "",
+     "A",
+     "f",
+     "\\x",
+     "\\x0000",
+     "0.05",
+     "1969-12-31",
+     "1969-12-31 23:59:59.999+00",
+     "1900-01-01 00:00:00.000001+00",
+     "1970-01-01 00:00:00",
+     "00000000-0000-0000-0000-000000000000",
+     R"({"x": -2})",
+     "[]",
+     "{}",
+     "<null>",
+     "0",
+     "1"},
+    {"<null>", "<null>", "<null>", "<null>", "<null>", "<null>", "<null>", "<null>", "<null>", "<null>", "<null>",
+     "<null>", "<null>", "<null>", "<null>", "<null>", "<null>", "<null>", "<null>", "0",      "2"},
+};
+
+const char* kAllTypesSelect =
+    "SELECT i, l, f, d, s, e, b, raw, fx, dec, day, ms, us, local, id, \"inner\"::text, tags::text, counts::text, opt, "
+    "\"partition\", \"offset\" FROM ";
+
+// Each JSON text (the JSON `kwire stream --value-format avro` writes) as one
+// Avro value of `avro_json`.
+std::vector<protocol::Bytes> avro_values(const std::string& avro_json, const std::vector<std::string>& lines) {
+  const source::AvroSchema avro = source::AvroSchema::parse(avro_json);
+  ArrowSchema shape{};
+  source::AvroDecoder(avro).export_schema(&shape);
+  source::JsonRowBuilder rows(shape);
+  for (const auto& l : lines) rows.append(l);
+  source::ArrowBatch batch = rows.finish();
+  source::ArrowBatch out = source::AvroEncoder(avro).encode(shape, batch.array());
+  shape.release(&shape);
+  const ArrowArray& v = *out.array().children[0];
+  const auto* offsets = static_cast<const std::int32_t*>(v.buffers[1]);
+  const auto* data = static_cast<const std::uint8_t*>(v.buffers[2]);
+  std::vector<protocol::Bytes> values;
+  for (std::int64_t i = 0; i < v.length; ++i) values.emplace_back(data + offsets[i], data + offsets[i + 1]);
+  return values;
+}
+
+// Values (nullopt: a tombstone) to partition 0 of `topic`, in order.
+void produce_values(const std::string& topic, const std::vector<std::optional<protocol::Bytes>>& values) {
+  client::Producer p({{"bootstrap.servers", bootstrap()}});
+  for (const auto& v : values) {
+    client::ProducerMessage m;
+    m.topic = topic;
+    m.partition = 0;
+    m.value = v;
+    p.send(m);
+  }
+  p.flush();
+}
+
+// The sink's columns for Avro values of `avro_json`: the decoded ones (an
+// Avro uuid as uuid, as `kwire stream` does), then partition and offset.
+source::PostgresColumns avro_columns(const std::string& avro_json, const std::string& topic) {
+  auto reader = std::make_shared<source::AvroValueReader>(
+      source::AvroFormatOptions::parse({{"jsonFormatSchema", avro_json}}), topic);
+  source::ArrowValueDecoder decoded = source::arrow_value_decoder(reader);
+  for (const auto& name : source::avro_uuid_columns(source::AvroSchema::parse(avro_json))) decoded.types[name] = "uuid";
+  return {std::nullopt, {source::KafkaColumn::partition, source::KafkaColumn::offset}, std::move(decoded)};
+}
+
+}  // namespace
+
+TEST_F(PostgresSinkTest, AvroValuesAreTypedColumnsWithTombstonesAsNullsExactlyOnce) {
+  const auto in = unique_topic("pg-avro-in");
+  create_topic(in, 1);
+  std::vector<std::optional<protocol::Bytes>> values;
+  for (auto& v : avro_values(kAllTypes, kAllTypesRows)) values.emplace_back(std::move(v));
+  values.emplace_back(std::nullopt);  // a tombstone
+  produce_values(in, values);
+  pg_->query("SET TimeZone = 'UTC'");
+  TempDir dir;
+  {
+    // The batch commits in the database, then the query fails before its
+    // commit log: run again, the batch is not written a second time.
+    source::PostgresSink inner(sink_opts(), avro_columns(kAllTypes, in));
+    FailAfterCommit sink(inner, "crash after the database transaction committed");
+    source::StreamingQuery q(source_opts(in), dir / "ck", sink);
+    EXPECT_THROW(q.run(), std::runtime_error);
+  }
+  EXPECT_EQ(pg_->query(kAllTypesSelect + table_ + " ORDER BY \"offset\""), kAllTypesTable);
+  EXPECT_EQ(pg_->query("SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = '" +
+                       table_ + "'::regclass AND attnum > 0 ORDER BY attnum"),
+            (Rows{{"i", "integer"},
+                  {"l", "bigint"},
+                  {"f", "real"},
+                  {"d", "double precision"},
+                  {"s", "text"},
+                  {"e", "text"},
+                  {"b", "boolean"},
+                  {"raw", "bytea"},
+                  {"fx", "bytea"},
+                  {"dec", "numeric(6,2)"},
+                  {"day", "date"},
+                  {"ms", "timestamp with time zone"},
+                  {"us", "timestamp with time zone"},
+                  {"local", "timestamp without time zone"},
+                  {"id", "uuid"},
+                  {"inner", "jsonb"},
+                  {"tags", "jsonb"},
+                  {"counts", "jsonb"},
+                  {"opt", "integer"},
+                  {"partition", "integer"},
+                  {"offset", "bigint"}}));
+  // Again, with one more value: the replayed batch is skipped, the new one
+  // written, nothing twice.
+  auto more = avro_values(kAllTypes,
+                          {R"({"i":1,"l":2,"f":0.1,"d":1e300,"s":"x","e":"A","b":true,"raw":"AA==",)"
+                           R"("fx":"AAE=","dec":9999.99,"day":"9999-12-31","ms":0,"us":"1969-12-31T23:59:59.999999Z",)"
+                           R"("local":"2000-02-29T23:59:59.999","id":"6F1B3C1E-8D2A-4C55-9B0E-0A1B2C3D4E5F",)"
+                           R"("inner":{"x":0,"y":null},"tags":[null],"counts":{"a\"b":0},"opt":-1})"});
+  produce_values(in, {more[0]});
+  source::PostgresSink sink(sink_opts(), avro_columns(kAllTypes, in));
+  source::StreamingQuery q(source_opts(in), dir / "ck", sink);
+  std::vector<std::int64_t> output_rows;
+  q.run([&](const source::BatchProgress& p) { output_rows.push_back(p.num_output_rows); });
+  EXPECT_EQ(sink.batches_skipped(), 1);
+  EXPECT_EQ(output_rows, (std::vector<std::int64_t>{3, 1}));  // the replay of batch 0 (seen, not written)
+  Rows expected = kAllTypesTable;
+  expected.push_back({"1",
+                      "2",
+                      "0.1",
+                      "1e+300",
+                      "x",
+                      "A",
+                      "t",
+                      "\\x00",
+                      "\\x0001",
+                      "9999.99",
+                      "9999-12-31",
+                      "1970-01-01 00:00:00+00",
+                      "1969-12-31 23:59:59.999999+00",
+                      "2000-02-29 23:59:59.999",
+                      "6f1b3c1e-8d2a-4c55-9b0e-0a1b2c3d4e5f",
+                      R"({"x": 0})",
+                      "[null]",
+                      R"({"a\"b": 0})",
+                      "-1",
+                      "0",
+                      "3"});
+  EXPECT_EQ(pg_->query(kAllTypesSelect + table_ + " ORDER BY \"offset\""), expected);
+  EXPECT_EQ(pg_->value("SELECT count(DISTINCT \"offset\") FROM " + table_), "4");
+}
+
+TEST_F(PostgresSinkTest, StreamCliWritesAvroValuesIntoTypedColumns) {
+  const auto in = unique_topic("pg-avro-cli-in");
+  create_topic(in, 1);
+  std::vector<std::optional<protocol::Bytes>> values;
+  for (auto& v : avro_values(kAllTypes, kAllTypesRows)) values.emplace_back(std::move(v));
+  values.emplace_back(std::nullopt);
+  produce_values(in, values);
+  TempDir dir;
+  std::ofstream(dir / "all.avsc") << kAllTypes;
+  setenv("PGPASSWORD", password().c_str(), 1);
+  const std::vector<std::string> args = {"stream",
+                                         "-b",
+                                         bootstrap(),
+                                         "-o",
+                                         "subscribe=" + in,
+                                         "-o",
+                                         "startingOffsets=earliest",
+                                         "--checkpoint",
+                                         (dir / "ck").string(),
+                                         "--trigger",
+                                         "available-now",
+                                         "--value-format",
+                                         "avro",
+                                         "--schema",
+                                         "@" + (dir / "all.avsc").string(),
+                                         "--kafka-columns",
+                                         "partition,offset",
+                                         "--sink",
+                                         "postgres",
+                                         "-S",
+                                         "url=" + url(),
+                                         "-S",
+                                         "dbtable=" + table_};
+  auto r = run_kwire(args);
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  pg_->query("SET TimeZone = 'UTC'");
+  EXPECT_EQ(pg_->query(kAllTypesSelect + table_ + " ORDER BY \"offset\""), kAllTypesTable);
+  // Run again: nothing new, nothing written twice.
+  r = run_kwire(args);
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(count(), 3);
+  // A Kafka column of the same name as a decoded one is refused.
+  TempDir other;
+  std::ofstream(other / "p.avsc") << R"({"type":"record","name":"P","fields":[{"name":"offset","type":"long"}]})";
+  r = run_kwire({"stream", "-b", bootstrap(), "-o", "subscribe=" + in, "--checkpoint", (other / "ck").string(),
+                 "--value-format", "avro", "--schema", "@" + (other / "p.avsc").string(), "--kafka-columns",
+                 "partition,offset", "--sink", "postgres", "-S", "url=" + url(), "-S", "dbtable=" + table_ + "_p"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("'offset' is a decoded column of the values and a --kafka-columns one"), std::string::npos)
+      << r.describe();
 }

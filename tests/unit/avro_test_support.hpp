@@ -217,7 +217,7 @@ void finish_into(Source& d, Decoded& out) {
 
 inline std::span<const std::uint8_t> view(const Bytes& b) { return {b.data(), b.size()}; }
 
-/// The row of nulls a failed or null value gives: {a:null,b:null,...}.
+/// The row of nulls a malformed value gives (PERMISSIVE): {a:null,b:null,...}.
 inline std::string null_row(const Decoded& d) {
   std::string out = "{";
   for (std::int64_t c = 0; c < d.columns(); ++c) out += std::string(c ? "," : "") + d.field(c).name + ":null";

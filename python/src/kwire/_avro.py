@@ -95,14 +95,26 @@ class AvroReader:
         return _kwire.AvroReader(self._opts, topic)
 
     def decode(self, data: Any) -> pa.Table:
+        """The decoded values as a table, one column per field; a null value
+        (a tombstone) is null in every column."""
+        rows = self.decode_rows(data)
+        return pa.table({}) if rows is None else pa.Table.from_struct_array(rows)
+
+    def decode_rows(self, data: Any) -> Optional[pa.ChunkedArray]:
+        """The decoded values as one struct column, a row per input row (the
+        fields of the reader schema; one field ``value`` for a schema that is
+        not a record). A null value (a tombstone) gives a null row, as
+        Spark's ``from_avro`` gives null for a null input; a malformed one
+        (PERMISSIVE) a row whose fields are null. None when no reader schema
+        is known yet (a registry, no topic and no rows)."""
         if self._native is None:
             if self._topic is None and getattr(data, "num_rows", None) == 0:
-                return pa.table({})  # no record names the topic, so no reader schema yet
+                return None  # no record names the topic, so no reader schema yet
             self._native = self._reader(data)
         groups = _split_for_threads(data)
         if len(groups) < 2:
             stream, malformed, first = self._native.decode(data)
-            table = pa.RecordBatchReader.from_stream(stream).read_all()
+            rows = pa.chunked_array(stream)
         else:
             # A big table: its batches decoded on several cores, one reader
             # each (the C++ decode releases the GIL); the rows keep their order.
@@ -120,31 +132,33 @@ class AvroReader:
             malformed, first = 0, ""
             for f in futures:  # the first group's error first: FAILFAST names the earliest record
                 stream, n, why = f.result()
-                parts.append(pa.RecordBatchReader.from_stream(stream).read_all())
+                parts.append(pa.chunked_array(stream))
                 if n and not malformed:
                     first = why
                 malformed += n
-            table = pa.concat_tables(parts)
+            rows = pa.chunked_array([c for p in parts for c in p.chunks], type=parts[0].type)
         if malformed:
             _log.warning(
                 "from_avro (PERMISSIVE): %d malformed value(s) read as rows of nulls; the first: %s", malformed, first
             )
-        return table
+        return rows
 
 
-def decoded_column(decoder: Any, table: pa.Table) -> pa.Array:
-    """A decoder's table (AvroReader, ProtobufReader) as one column, as
-    Spark's from_avro / from_protobuf give it: a struct for an Avro record or
-    a Protobuf message, the value itself for other Avro schemas."""
+def decoded_column(decoder: Any, rows: Optional[pa.ChunkedArray]) -> pa.Array:
+    """A decoder's rows (AvroReader.decode_rows, ProtobufReader.decode_rows)
+    as one column, as Spark's from_avro / from_protobuf give it: a struct for
+    an Avro record or a Protobuf message (null for a tombstone), the value
+    itself for other Avro schemas."""
+    if rows is None:
+        return pa.array([], pa.struct([]))
     struct = True
     if isinstance(decoder, AvroReader):
         import json
 
         reader = json.loads(decoder._native.reader_schema)
         struct = isinstance(reader, dict) and reader.get("type") == "record"
-    if not struct:
-        return table.column(0).combine_chunks()
-    return pa.StructArray.from_arrays([c.combine_chunks() for c in table.columns], fields=list(table.schema))
+    column = rows.combine_chunks()
+    return column if struct else column.flatten()[0]
 
 
 _THREAD_ROWS = 1 << 17  # below this a table is decoded on one thread

@@ -45,19 +45,30 @@ class ProtobufReader:
             self._native = _kwire.ProtobufReader(self._opts, "", self._set)
 
     def decode(self, data: Any) -> pa.Table:
+        """The decoded values as a table, one column per field of the
+        message; a null value (a tombstone) is null in every column."""
+        rows = self.decode_rows(data)
+        return pa.table({}) if rows is None else pa.Table.from_struct_array(rows)
+
+    def decode_rows(self, data: Any) -> Optional[pa.ChunkedArray]:
+        """The decoded values as one struct column, a row per input row: null
+        for a null value (a tombstone), as Spark's ``from_protobuf`` gives
+        null for a null input; fields of nulls for a malformed one
+        (PERMISSIVE). None when no message is known yet (a registry, no
+        topic and no rows)."""
         if self._native is None:
             if self._topic is None and getattr(data, "num_rows", None) == 0:
-                return pa.table({})
+                return None
             topic = self._topic if self._topic is not None else _topic_of(data, self._opts)
             self._native = _kwire.ProtobufReader(self._opts, topic, self._set)
         stream, malformed, first = self._native.decode(data)
-        table = pa.RecordBatchReader.from_stream(stream).read_all()
+        rows = pa.chunked_array(stream)
         if malformed:
             _log.warning(
                 "from_protobuf (PERMISSIVE): %d malformed value(s) read as rows of nulls; the first: %s", malformed,
                 first,
             )
-        return table
+        return rows
 
 
 def from_protobuf(

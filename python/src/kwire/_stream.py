@@ -569,7 +569,7 @@ class StreamingQuery:
             if kafka is None:
                 kafka = table if self._value_format in (None, "raw") else pa.Table.from_batches(
                     [pa.record_batch(b) for b in kafka_batches])
-            key = decoded_column(self._key, self._key.decode(kafka))
+            key = decoded_column(self._key, self._key.decode_rows(kafka))
             if "key" in table.column_names:
                 table = table.set_column(table.column_names.index("key"), "key", key)
             else:

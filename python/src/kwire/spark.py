@@ -179,8 +179,8 @@ def _column_format(options: Dict[str, str], column: str) -> Optional[Dict[str, A
     decoder = _new_decoder(spec)
     empty = pa.table({column: pa.array([], pa.binary()), "topic": pa.array([], pa.string()),
                       "partition": pa.array([], pa.int32()), "offset": pa.array([], pa.int64())})
-    decoded = decoder.decode(empty)
-    if decoded.num_columns == 0:
+    decoded = decoder.decode_rows(empty)
+    if decoded is None:
         raise _kwire_error(
             "%s %s with %sschema.registry.url needs one subscribed topic (its subject <topic>-%s), %ssubject or a "
             "reader schema (%savroSchema, %sdescFilePath)" % (flag, name, prefix, column, prefix, prefix, prefix)
@@ -224,7 +224,7 @@ def _decode(batch: pa.RecordBatch, specs: List[Dict[str, Any]]) -> pa.RecordBatc
             while len(_DECODERS) >= _MAX_SESSIONS:
                 _DECODERS.pop(next(iter(_DECODERS)))
             decoder = _DECODERS[key] = _new_decoder(spec)
-        decoded = decoded_column(decoder, decoder.decode(table))
+        decoded = decoded_column(decoder, decoder.decode_rows(table))
         columns[spec["column"]] = decoded
         fields[spec["column"]] = pa.field(spec["column"], decoded.type)
     names = batch.schema.names

@@ -42,6 +42,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "kwire/client/schema_registry.hpp"
 #include "kwire/source/arrow.hpp"
@@ -102,16 +103,23 @@ class AvroDecoder {
   int add_writer(const AvroSchema& writer);
 
   /// Appends one row decoded from `value` (written with writer `writer`). A
-  /// null value (a Kafka tombstone) gives a row of nulls. A malformed value
-  /// gives a row of nulls too and returns false with the reason in `error`.
+  /// null value (a Kafka tombstone) gives a null row, as from_avro gives null
+  /// for a null input: the batch's struct is null at that row (validity bit
+  /// 0, counted in its null_count) and so is every column. A malformed value
+  /// gives a row of nulls (the struct valid, every column null) and returns
+  /// false with the reason in `error`.
   bool append(std::optional<std::span<const std::uint8_t>> value, int writer = 0, std::string* error = nullptr);
-  /// Appends a row of nulls.
+  /// Appends a row of nulls: the struct valid, every column null (a
+  /// malformed value's row under PERMISSIVE).
   void append_null();
 
   std::int64_t rows() const noexcept;
   /// Bytes held by the batch being built.
   std::size_t bytes() const noexcept;
-  /// The batch's schema: a struct ("+s") whose children are the columns.
+  /// The batch's schema: a nullable struct ("+s") whose children are the
+  /// columns. The batch has top-level nulls when a tombstone was appended:
+  /// import it as a struct array (or a stream of them as a chunked array),
+  /// not as a record batch, which Arrow refuses with top-level nulls.
   void export_schema(ArrowSchema* out) const;
   /// The rows appended so far; the decoder starts a new batch. Throws
   /// ArrowError when a column passed 2 GiB.
@@ -161,6 +169,11 @@ class AvroEncoder {
 /// dates as date.
 std::string avro_schema_of(const ArrowSchema& schema);
 
+/// The top-level columns of a record schema whose type is an Avro uuid (a
+/// string with logicalType uuid, nullable or not), in field order; empty for
+/// any other schema. (They decode to utf8; a PostgreSQL sink makes them uuid.)
+std::vector<std::string> avro_uuid_columns(const AvroSchema& schema);
+
 /// A malformed value under mode FAILFAST: Spark's message, then the record
 /// (topic, partition, offset) and what was wrong with it.
 class AvroDecodeError : public std::runtime_error {
@@ -181,7 +194,8 @@ class AvroDecodeError : public std::runtime_error {
 /// Confluent's wire format the registry's (schema_registry.hpp).
 struct AvroFormatOptions {
   /// "mode": FAILFAST (from_avro's default: a malformed value fails the read
-  /// with AvroDecodeError) or PERMISSIVE (a row of nulls, counted).
+  /// with AvroDecodeError) or PERMISSIVE (a row of nulls, counted; the
+  /// row's struct stays valid, as Spark's).
   bool permissive = false;
   /// The schema the values were written with, for plain Avro (from_avro's
   /// jsonFormatSchema). Without it the values must be in Confluent's wire
@@ -231,7 +245,8 @@ class AvroValueReader {
   AvroValueReader(AvroValueReader&&) noexcept;
   AvroValueReader& operator=(AvroValueReader&&) noexcept;
 
-  /// Appends the row of one record's value. Confluent's framing: a magic
+  /// Appends the row of one record's value (a null value, a tombstone, a
+  /// null row; see AvroDecoder::append). Confluent's framing: a magic
   /// byte other than 0 or a schema id the registry does not have is a
   /// malformed value. Throws AvroDecodeError (FAILFAST),
   /// client::SchemaRegistryError (the registry could not be asked),

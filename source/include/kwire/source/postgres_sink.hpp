@@ -25,7 +25,21 @@
 // Other options are refused with SinkOptionError, so that a misspelt one is
 // not silently ignored.
 //
-// Columns: with a value schema (--value-format json), the schema's columns,
+// Columns: with decoded Avro or Protobuf values (--value-format
+// avro|protobuf, PostgresColumns::decoded), the top-level columns of the
+// decoder's rows, then the chosen Kafka columns. Their types, from the Arrow
+// type of each column: int32 integer, int64 bigint, float32 real, float64
+// double precision, utf8 (string, enum) text, bool boolean, binary (bytes,
+// fixed) bytea, decimal128(p, s) numeric(p,s), date32 date, timestamp with a
+// zone (timestamp-millis / -micros, Protobuf's Timestamp) timestamptz,
+// without one (local-timestamp-*) timestamp, duration interval, null text,
+// and struct, list and map jsonb, holding the JSON RecordJsonWriter writes
+// for them (the JSON of `kwire stream --value-format avro` lines: bytes in
+// base64, timestamps in UTC to the millisecond); an Avro
+// uuid is uuid. A tombstone (a null value) is a row whose decoded columns are
+// all NULL. A malformed value fails the batch (the decoder's FAILFAST) or,
+// PERMISSIVE, is a row of NULLs as well.
+// With a value schema (--value-format json), the schema's columns,
 // then `_corrupt_record` (text) when the table has it, then the chosen Kafka
 // columns; without one, Spark's Kafka columns (key, value, topic, partition,
 // offset, timestamp, timestampType, headers). Types: STRING text, TINYINT and
@@ -77,6 +91,7 @@
 #include <string_view>
 #include <vector>
 
+#include "kwire/source/arrow.hpp"
 #include "kwire/source/json_writer.hpp"
 #include "kwire/source/sink.hpp"
 #include "kwire/source/value_format.hpp"
@@ -105,10 +120,40 @@ struct PostgresSinkOptions {
   std::string describe() const;
 };
 
+/// Values decoded into Arrow rows (AvroValueReader, ProtobufValueReader:
+/// see arrow_value_decoder) for the sink's decoded columns.
+struct ArrowValueDecoder {
+  /// The rows' schema: a struct ("+s") whose children are the columns.
+  std::function<void(ArrowSchema* out)> export_schema;
+  /// Appends one record's row; a null value gives a null row. Throws what
+  /// the decoder throws (e.g. AvroDecodeError for a malformed value under
+  /// FAILFAST).
+  std::function<void(std::optional<std::span<const std::uint8_t>> value, std::string_view topic, std::int32_t partition,
+                     std::int64_t offset)>
+      append;
+  /// The rows appended since the last call, as one batch.
+  std::function<ArrowBatch()> finish;
+  /// PostgreSQL types of columns whose Arrow type does not tell theirs
+  /// (an Avro uuid, a utf8 column, is "uuid"), by column name.
+  std::map<std::string, std::string> types;
+};
+
+/// An ArrowValueDecoder over a reader with append / export_schema / finish.
+template <class Reader>
+ArrowValueDecoder arrow_value_decoder(std::shared_ptr<Reader> reader) {
+  ArrowValueDecoder d;
+  d.export_schema = [reader](ArrowSchema* out) { reader->export_schema(out); };
+  d.append = [reader](std::optional<std::span<const std::uint8_t>> value, std::string_view topic,
+                      std::int32_t partition, std::int64_t offset) { reader->append(value, topic, partition, offset); };
+  d.finish = [reader] { return reader->finish(); };
+  return d;
+}
+
 /// The columns a PostgresSink writes (see the top of this file).
 struct PostgresColumns {
   std::optional<Schema> schema;  // decoded value columns (--value-format json)
   std::vector<KafkaColumn> kafka_columns = all_kafka_columns();
+  std::optional<ArrowValueDecoder> decoded = std::nullopt;  // --value-format avro|protobuf
 };
 
 /// One column the sink writes: its name and PostgreSQL type.
@@ -120,6 +165,11 @@ struct PostgresColumn {
 
 /// The columns written for `columns`, in order (without `_corrupt_record`).
 std::vector<PostgresColumn> postgres_columns(const PostgresColumns& columns);
+
+/// The PostgreSQL type of a column of decoded Arrow rows (see the top of
+/// this file). Throws SinkOptionError naming the column for an Arrow type
+/// the sink cannot write.
+std::string postgres_arrow_type(const ArrowSchema& field);
 
 /// Whether a table column of type `table_type` (as format_type() prints it:
 /// "integer", "character varying(20)", "numeric(10,2)", ...) takes the values
@@ -181,7 +231,12 @@ class PostgresSink : public Sink {
   PostgresColumns columns_;
   std::vector<PostgresColumn> sink_columns_;
   Filter filter_;
+  void write_decoded(std::span<const Row> rows);
+  // The row's Kafka columns in COPY text, each after a tab unless `first`.
+  void append_kafka_columns(const Row& row, bool first);
+
   std::unique_ptr<JsonValueDecoder> decoder_;
+  std::size_t decoded_columns_ = 0;  // columns of columns_.schema or columns_.decoded
   RecordJsonWriter headers_writer_;
   std::unique_ptr<Connection> conn_;
   std::optional<BatchContext> context_;

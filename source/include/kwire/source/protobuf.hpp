@@ -104,7 +104,11 @@ class ProtobufValueReader {
   /// One record's row. A malformed value (bytes that do not parse, a missing
   /// required field, a bad header, an unknown schema id) throws
   /// AvroDecodeError (avro.hpp: Spark's FAILFAST text, topic, partition,
-  /// offset) or, PERMISSIVE, gives a row of nulls.
+  /// offset) or, PERMISSIVE, gives a row of nulls (the row's struct valid,
+  /// every column null). A null value (a Kafka tombstone) gives a null row:
+  /// the batch's struct is null at that row (validity bit 0, counted in its
+  /// null_count) and so is every column, as from_protobuf gives null for a
+  /// null input.
   void append(std::optional<std::span<const std::uint8_t>> value, std::string_view topic, std::int32_t partition,
               std::int64_t offset);
   /// Every row of a batch with Spark's Kafka columns (as AvroValueReader).
