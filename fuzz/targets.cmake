@@ -18,7 +18,8 @@ set(KWIRE_FUZZ_TARGETS
   fuzz_value_format
   fuzz_sasl
   fuzz_avro
-  fuzz_protobuf)
+  fuzz_protobuf
+  fuzz_json_rows)
 
 # Every fuzz/fuzz_*.cpp must be in the list: a harness left out would never run.
 file(GLOB _kwire_fuzz_sources RELATIVE ${CMAKE_CURRENT_LIST_DIR} ${CMAKE_CURRENT_LIST_DIR}/fuzz_*.cpp)
