@@ -43,6 +43,9 @@ struct TlsStream {
 }  // namespace detail
 
 namespace {
+// The most one write call is given (the socket takes what its buffer has room for).
+constexpr std::size_t kMaxWriteCall = std::size_t{64} << 20;
+
 // Run `f` with the stream requests travel on: the TLS stream when there is one,
 // else the plain socket.
 template <class F>
@@ -510,7 +513,7 @@ std::int16_t Connection::pick_version(std::int16_t api_key, std::int16_t ours_mi
 
 std::shared_ptr<Bytes> Connection::request_buffer(std::size_t size) { return detail::make_empty_frame(size); }
 
-void Connection::enqueue(std::int32_t corr, std::int16_t api_key, std::int16_t version, std::shared_ptr<Bytes> frame,
+void Connection::enqueue(std::int32_t corr, std::int16_t api_key, std::int16_t version, OutFrame frame,
                          bool expect_response) {
   if (!error_ && abandoned_expired()) fail("a request went unanswered for request.timeout.ms");
   if (!socket_ || error_)
@@ -541,21 +544,47 @@ void Connection::start_write() {
     return;
   }
   writing_ = true;
-  auto frame = write_queue_.front();
+  const OutFrame& out = write_queue_.front();
   auto alive = alive_;
-  on_stream(tls_.get(), *socket_, [&](auto& stream) {
-    asio::async_write(stream, asio::buffer(*frame),
-                      [this, alive, frame](const boost::system::error_code& ec, std::size_t) {
-                        if (!*alive) return;
-                        writing_ = false;
-                        if (ec) {
-                          fail_io("write failed", ec);
-                          return;
-                        }
-                        write_queue_.pop_front();
-                        start_write();
-                      });
-  });
+  // The handler owns the frame and what the gaps point into (a copy of the
+  // entry's references) until the write has ended, even when the connection
+  // is closed or gone by then.
+  auto done = [this, alive, frame = out.frame, keep = out.keep](const boost::system::error_code& ec, std::size_t) {
+    if (!*alive) return;
+    writing_ = false;
+    if (ec) {
+      fail_io("write failed", ec);
+      return;
+    }
+    write_queue_.pop_front();
+    start_write();
+  };
+  // Each write call takes as much as the socket accepts (asio's default
+  // stops every call at 64 KiB: a syscall and a wake-up per 64 KiB of a
+  // Produce request of megabytes).
+  auto as_much_as_accepted = [](const boost::system::error_code& ec, std::size_t) -> std::size_t {
+    return ec ? 0 : kMaxWriteCall;
+  };
+  if (out.gaps.empty()) {
+    on_stream(tls_.get(), *socket_, [&](auto& stream) {
+      asio::async_write(stream, asio::buffer(*out.frame), as_much_as_accepted, std::move(done));
+    });
+    return;
+  }
+  // A gather write: the frame's pieces between the gaps, and the gaps'
+  // bytes from where they are.
+  std::vector<asio::const_buffer> buffers;
+  buffers.reserve(2 * out.gaps.size() + 1);
+  const Bytes& f = *out.frame;
+  std::size_t at = 0;
+  for (const auto& g : out.gaps) {
+    if (g.at > at) buffers.emplace_back(f.data() + at, g.at - at);
+    buffers.emplace_back(g.bytes.data(), g.bytes.size());
+    at = g.at;
+  }
+  if (f.size() > at) buffers.emplace_back(f.data() + at, f.size() - at);
+  on_stream(tls_.get(), *socket_,
+            [&](auto& stream) { asio::async_write(stream, std::move(buffers), as_much_as_accepted, std::move(done)); });
 }
 
 void Connection::start_read() {

@@ -144,11 +144,13 @@ class Producer::Impl {
     part_cv_.notify_all();
   }
 
-  // The partition count of `topic`, asking the sender for its metadata when
-  // unknown (waiting up to max.block.ms).
-  std::int32_t partitions(const std::string& topic, std::unique_lock<std::mutex>& lock) {
-    auto it = topics_.find(topic);
-    if (it != topics_.end() && it->second.count > 0) return it->second.count;
+  struct TopicInfo;
+  // The topic's entry, its partition count known (asking the sender for its
+  // metadata when unknown, waiting up to max.block.ms).
+  TopicInfo& partitions(std::string_view name, std::unique_lock<std::mutex>& lock) {
+    auto it = topics_.find(name);
+    if (it != topics_.end() && it->second.count > 0) return it->second;
+    const std::string topic(name);
     const auto until = Clock::now() + std::chrono::milliseconds(config_.max_block_ms);
     int asked = 0;
     for (;;) {
@@ -158,7 +160,7 @@ class Producer::Impl {
       lock.lock();
       const bool answered = part_cv_.wait_until(lock, until, [&] { return topics_[topic].answers > seen; });
       auto& info = topics_[topic];
-      if (info.count > 0) return info.count;
+      if (info.count > 0) return info;
       ++asked;
       const auto code = info.error;
       if (answered && code != 0 && code != static_cast<std::int16_t>(ErrorCode::network_exception) &&
@@ -189,8 +191,10 @@ class Producer::Impl {
           fmt::format("invalid record timestamp {}: a timestamp is never negative (-1: now)", r.timestamp));
     const std::int64_t ts = r.timestamp == -1 ? wall_ms() : r.timestamp;
     std::unique_lock lock(part_mu_);
-    const std::string topic(r.topic);
-    const std::int32_t count = partitions(topic, lock);
+    const std::string_view topic = r.topic;
+    TopicInfo& info = partitions(topic, lock);
+    if (!info.queues) info.queues = &acc_.topic(topic);
+    const std::int32_t count = info.count;
     std::int32_t partition;
     if (r.partition) {
       if (*r.partition < 0 || *r.partition >= count)
@@ -200,7 +204,7 @@ class Producer::Impl {
     } else if (r.key) {
       partition = static_cast<std::int32_t>((murmur2(*r.key) & 0x7fffffff) % count);
     } else {
-      Sticky& sticky = sticky_[topic];
+      Sticky& sticky = info.sticky;
       if (sticky.partition < 0 || sticky.partition >= count) {
         sticky.partition = static_cast<std::int32_t>(rng_() % static_cast<std::uint32_t>(count));
         sticky.bytes = 0;
@@ -208,7 +212,7 @@ class Producer::Impl {
       partition = sticky.partition;
       // KIP-794: move on once batch.size bytes went to the partition (the
       // record's size as the first of a batch: close enough for the count).
-      sticky.bytes += RecordBatchBuilder().record_size(ts, r.key, r.value, r.headers);
+      sticky.bytes += RecordBatchBuilder::first_record_size(r.key, r.value, r.headers);
       if (sticky.bytes >= static_cast<std::size_t>(std::max(config_.batch_size, 1)) && count > 1) {
         sticky.partition =
             static_cast<std::int32_t>((sticky.partition + 1 + rng_() % static_cast<std::uint32_t>(count - 1)) %
@@ -216,8 +220,9 @@ class Producer::Impl {
         sticky.bytes = 0;
       }
     }
+    RecordAccumulator::Topic* queues = info.queues;
     lock.unlock();
-    acc_.append(TopicPartition{topic, partition}, ts, r.key, r.value, r.headers, std::move(callback));
+    acc_.append(*queues, partition, ts, r.key, r.value, r.headers, std::move(callback));
   }
 
   void flush() {
@@ -275,19 +280,20 @@ class Producer::Impl {
   RecordAccumulator acc_;
   std::unique_ptr<Sender> sender_;
 
-  struct TopicInfo {
-    std::int32_t count = 0;
-    std::int16_t error = 0;
-    std::uint64_t answers = 0;
-  };
   struct Sticky {
     std::int32_t partition = -1;
     std::size_t bytes = 0;
   };
+  struct TopicInfo {
+    std::int32_t count = 0;
+    std::int16_t error = 0;
+    std::uint64_t answers = 0;
+    Sticky sticky;                               // of the records without key and partition
+    RecordAccumulator::Topic* queues = nullptr;  // the accumulator's, once known
+  };
   std::mutex part_mu_;
   std::condition_variable part_cv_;
-  std::map<std::string, TopicInfo> topics_;
-  std::map<std::string, Sticky> sticky_;
+  std::map<std::string, TopicInfo, std::less<>> topics_;  // entries never removed
   std::minstd_rand rng_;
 
   std::mutex err_mu_;

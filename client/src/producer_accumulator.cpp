@@ -44,11 +44,21 @@ BatchPtr RecordAccumulator::open_batch(const TopicPartition& tp, std::size_t fir
   b->id = next_id_++;
   b->tp = tp;
   if (!spare_.empty()) {
-    b->builder = std::move(spare_.back());
+    Spare& s = spare_.back();
+    spared_ -= std::min(spared_, s.bytes());
+    b->builder = std::move(s.builder);
+    b->callbacks = std::move(s.callbacks);
     spare_.pop_back();
     b->builder.clear();
   }
+  // The spare buffers and the batches' share buffer.memory (as Java's
+  // BufferPool): spare ones are freed to make room.
+  while (!spare_.empty() && used_ + spared_ + reserve > buffer_memory_) {
+    spared_ -= std::min(spared_, spare_.back().bytes());
+    spare_.pop_back();
+  }
   b->builder.reserve(reserve);
+  b->builder.checksum_while_appending(config_.compression_type == Compression::none);
   b->reserved = reserve;
   b->created = Clock::now();
   b->delivery_deadline = b->created + delivery_timeout_;
@@ -57,45 +67,62 @@ BatchPtr RecordAccumulator::open_batch(const TopicPartition& tp, std::size_t fir
   return b;
 }
 
-void RecordAccumulator::append(const TopicPartition& tp, std::int64_t timestamp, const std::optional<ByteSpan>& key,
-                               const std::optional<ByteSpan>& value, std::span<const RecordHeader> headers,
-                               SendCallback callback) {
+RecordAccumulator::Topic& RecordAccumulator::topic(std::string_view name) {
+  std::lock_guard lock(mu_);
+  auto t = topics_.find(name);
+  if (t == topics_.end()) t = topics_.emplace(std::string(name), Topic{std::string(name), {}}).first;
+  return t->second;
+}
+
+RecordAccumulator::Queue& RecordAccumulator::queue(Topic& topic, std::int32_t partition) {
+  auto& parts = topic.partitions;
+  const auto i = static_cast<std::size_t>(partition);
+  if (partition >= 0 && i < parts.size() && parts[i]) return *parts[i];
+  Queue& q = queues_[TopicPartition{topic.name, partition}];
+  queue_count_.store(queues_.size(), std::memory_order_release);
+  if (partition >= 0) {
+    if (parts.size() <= i) parts.resize(i + 1, nullptr);
+    parts[i] = &q;
+  }
+  return q;
+}
+
+void RecordAccumulator::append(Topic& topic, std::int32_t partition, std::int64_t timestamp,
+                               const std::optional<ByteSpan>& key, const std::optional<ByteSpan>& value,
+                               std::span<const RecordHeader> headers, SendCallback callback) {
   std::unique_lock lock(mu_);
   if (closed_) throw ClientError("the producer is closed: send() after close()");
   bool new_batch = false;
-  auto& q = queues_[tp];
+  Queue& q = queue(topic, partition);
   ProducerBatch* last = q.batches.empty() ? nullptr : q.batches.back().get();
-  // The size a record takes after others (its deltas are at most 10 bytes
-  // longer than in an empty batch): checked against batch.size.
-  std::size_t size = 0;
+  // The record goes into the open batch while the batch stays within the
+  // bytes it reserved (batch.size), else into a new one.
+  std::optional<std::int64_t> ts;
   if (last && !last->full) {
-    size = last->builder.record_size(timestamp, key, value, headers);
-    if (last->builder.size() + size > last->reserved) {
-      last->full = true;
-      last = nullptr;
-    }
-  } else {
-    last = nullptr;
+    ts = last->builder.append_within(last->reserved, timestamp, key, value, headers);
+    if (!ts) last->full = true;
   }
-  if (!last) {
-    RecordBatchBuilder probe;
-    size = probe.record_size(timestamp, key, value, headers);
+  if (!ts) {
+    const TopicPartition tp{topic.name, partition};
+    const std::size_t size = RecordBatchBuilder::first_record_size(key, value, headers);
     if (kBatchHeader + size > static_cast<std::size_t>(config_.max_request_size))
       throw RecordTooLargeError(
           tp, static_cast<std::int16_t>(ErrorCode::message_too_large), false,
           fmt::format("a record of {} bytes for {} is larger than max.request.size ({} bytes): record too large",
                       kBatchHeader + size, to_string(tp), config_.max_request_size));
     auto batch = open_batch(tp, size, lock);
+    // Room for the callbacks of as many records of this size as the batch holds.
+    if (callback)
+      batch->callbacks.reserve(std::min<std::size_t>(batch->reserved / std::max<std::size_t>(size, 1), 1 << 14));
     // open_batch may have waited (the lock released): append to the queue as it is now.
-    auto& queue = queues_[tp];
-    if (!queue.batches.empty()) queue.batches.back()->full = true;
-    queue.batches.push_back(std::move(batch));
-    last = queue.batches.back().get();
+    if (!q.batches.empty()) q.batches.back()->full = true;
+    q.batches.push_back(std::move(batch));
+    last = q.batches.back().get();
     new_batch = true;
+    ts = last->builder.append(timestamp, key, value, headers);
   }
-  const std::int32_t index = last->builder.count();
-  const std::int64_t ts = last->builder.append(timestamp, key, value, headers);
-  if (callback) last->callbacks.push_back({index, ts, std::move(callback)});
+  const std::int32_t index = last->builder.count() - 1;
+  if (callback) last->callbacks.push_back({index, *ts, std::move(callback)});
   else last->silent = true;
   const bool now_full = last->builder.size() >= last->reserved;
   if (now_full) last->full = true;
@@ -180,12 +207,21 @@ bool RecordAccumulator::any_fate_unknown() const {
   return false;
 }
 
-std::vector<TopicPartition> RecordAccumulator::queued_partitions() const {
+std::vector<TopicPartition> RecordAccumulator::partitions() const {
   std::lock_guard lock(mu_);
   std::vector<TopicPartition> out;
-  for (auto& [tp, q] : queues_)
-    if (!q.batches.empty()) out.push_back(tp);
+  out.reserve(queues_.size());
+  for (auto& [tp, q] : queues_) out.push_back(tp);
   return out;
+}
+
+bool RecordAccumulator::any_queued(std::span<const TopicPartition> tps) const {
+  std::lock_guard lock(mu_);
+  for (auto& tp : tps) {
+    auto it = queues_.find(tp);
+    if (it != queues_.end() && !it->second.batches.empty()) return true;
+  }
+  return false;
 }
 
 Clock::time_point RecordAccumulator::expire(Clock::time_point now, std::vector<BatchPtr>& out) {
@@ -216,18 +252,27 @@ void RecordAccumulator::take_all(std::vector<BatchPtr>& out) {
 void RecordAccumulator::reenqueue(BatchPtr batch) {
   std::lock_guard lock(mu_);
   auto& q = queues_[batch->tp].batches;
+  queue_count_.store(queues_.size(), std::memory_order_release);
   auto pos = q.begin();
   while (pos != q.end() && (*pos)->sequenced() && (*pos)->base_sequence < batch->base_sequence) ++pos;
   q.insert(pos, std::move(batch));
 }
 
 void RecordAccumulator::release(BatchPtr batch) {
+  // The callbacks (and what they hold) go before the lock is taken; their
+  // vector's room is kept.
+  Spare s{std::move(batch->builder), std::move(batch->callbacks)};
+  s.callbacks.clear();
   {
     std::lock_guard lock(mu_);
     used_ -= std::min(used_, batch->reserved);
     incomplete_.erase(batch->id);
-    // Keep the buffer for a later batch, up to what buffer.memory could use.
-    if (spare_.size() < 64 && spare_.size() * batch_size_ < buffer_memory_) spare_.push_back(std::move(batch->builder));
+    // Keep the buffers for a later batch while the batches and the spare
+    // buffers stay within buffer.memory.
+    if (spare_.size() < 64 && used_ + spared_ + s.bytes() <= buffer_memory_) {
+      spared_ += s.bytes();
+      spare_.push_back(std::move(s));
+    }
   }
   batch.reset();
   space_cv_.notify_all();

@@ -15,6 +15,7 @@
 // Thread-safe (one mutex); callbacks are never run under it.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -22,6 +23,8 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "producer_batch.hpp"
@@ -29,18 +32,25 @@
 namespace kwire::client {
 
 class RecordAccumulator {
+  struct Queue;
+
  public:
   RecordAccumulator(const ClientConfig& config, std::function<void()> wake_sender);
 
   // ---- callers' threads ----
 
-  /// Appends one record to `tp`'s batch. Throws BufferExhaustedError after
-  /// max.block.ms without room, RecordTooLargeError when the record alone is
-  /// larger than buffer.memory or max.request.size, ClientError when the
-  /// producer is closed.
-  void append(const TopicPartition& tp, std::int64_t timestamp, const std::optional<protocol::ByteSpan>& key,
-              const std::optional<protocol::ByteSpan>& value, std::span<const protocol::RecordHeader> headers,
-              SendCallback callback);
+  /// A topic's queues, found once (a record then names its topic without a
+  /// lookup by name); valid as long as the accumulator.
+  struct Topic;
+  Topic& topic(std::string_view name);
+
+  /// Appends one record to the batch of `topic`'s `partition`. Throws
+  /// BufferExhaustedError after max.block.ms without room,
+  /// RecordTooLargeError when the record alone is larger than buffer.memory
+  /// or max.request.size, ClientError when the producer is closed.
+  void append(Topic& topic, std::int32_t partition, std::int64_t timestamp,
+              const std::optional<protocol::ByteSpan>& key, const std::optional<protocol::ByteSpan>& value,
+              std::span<const protocol::RecordHeader> headers, SendCallback callback);
 
   /// Makes every batch opened so far ready and returns a mark for wait_flushed().
   std::uint64_t begin_flush();
@@ -62,8 +72,13 @@ class RecordAccumulator {
   Clock::time_point drain(Clock::time_point now,
                           const std::function<bool(const TopicPartition&, const ProducerBatch&)>& take,
                           std::vector<BatchPtr>& out);
-  /// The partitions with queued batches (for the metadata they need).
-  std::vector<TopicPartition> queued_partitions() const;
+  /// Every partition that has had a queue (with batches or not), and how
+  /// many there are: the count changes without the lock, so a caller can
+  /// keep the list and ask again only when it changed.
+  std::vector<TopicPartition> partitions() const;
+  std::size_t partition_count() const noexcept { return queue_count_.load(std::memory_order_acquire); }
+  /// Whether one of `tps` has queued batches (for the metadata they need).
+  bool any_queued(std::span<const TopicPartition> tps) const;
   /// Removes the queued batches whose delivery.timeout.ms has passed (into
   /// `out`); returns the earliest deadline left.
   Clock::time_point expire(Clock::time_point now, std::vector<BatchPtr>& out);
@@ -91,7 +106,18 @@ class RecordAccumulator {
   struct Queue {
     std::deque<BatchPtr> batches;
   };
+
+ public:
+  struct Topic {
+    std::string name;
+    std::vector<Queue*> partitions;  // made when a partition gets its first record
+  };
+
+ private:
   BatchPtr open_batch(const TopicPartition& tp, std::size_t first_record, std::unique_lock<std::mutex>& lock);
+  /// The partition's queue, made when missing (under mu_; queues are never
+  /// removed, so the reference stays valid).
+  Queue& queue(Topic& topic, std::int32_t partition);
 
   const ClientConfig& config_;
   std::function<void()> wake_sender_;
@@ -105,11 +131,23 @@ class RecordAccumulator {
   std::condition_variable space_cv_;  // buffer.memory freed
   std::condition_variable done_cv_;   // a batch completed
   std::map<TopicPartition, Queue> queues_;
-  std::size_t used_ = 0;  // buffer.memory held by batches
+  std::atomic<std::size_t> queue_count_{0};           // queues_.size()
+  std::map<std::string, Topic, std::less<>> topics_;  // never removed
+  std::size_t used_ = 0;                              // buffer.memory held by batches
+  std::size_t spared_ = 0;                            // ... and by the buffers of spare_ (capacity)
   std::uint64_t next_id_ = 1;
-  std::uint64_t flush_mark_ = 0;                     // batches with a lower id are ready
-  std::set<std::uint64_t> incomplete_;               // ids of batches not yet released
-  std::vector<protocol::RecordBatchBuilder> spare_;  // builders of completed batches
+  std::uint64_t flush_mark_ = 0;        // batches with a lower id are ready
+  std::set<std::uint64_t> incomplete_;  // ids of batches not yet released
+  // The buffers of a completed batch, kept for a later one: the records'
+  // and the callbacks' (neither allocated and page-faulted in again). The
+  // records' count against buffer.memory; the callbacks' are as many as
+  // the batches had.
+  struct Spare {
+    protocol::RecordBatchBuilder builder;
+    std::vector<ProducerBatch::Pending> callbacks;
+    std::size_t bytes() const noexcept { return builder.capacity(); }
+  };
+  std::vector<Spare> spare_;
   bool closed_ = false;
 };
 

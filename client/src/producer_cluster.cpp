@@ -98,18 +98,24 @@ std::string ProducerCluster::fmt_lost(const Sent& s) {
   return fmt::format("the connection to broker {} was closed with a request in flight", s.node);
 }
 
-void ProducerCluster::wait(Deadline until) {
+void ProducerCluster::wait(Deadline until, const std::function<bool()>& answered) {
   auto& io = *c_.io_;
-  const auto now = Clock::now();
+  auto now = Clock::now();
   if (io.stopped()) io.restart();
   if (until <= now || woken_.exchange(false)) {
     io.poll();
     return;
   }
-  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(until - now) + std::chrono::milliseconds(1);
-  io.run_one_for(std::min<std::chrono::milliseconds>(ms, std::chrono::hours(1)));
-  io.poll();
-  woken_.store(false);
+  for (;;) {
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(until - now) + std::chrono::milliseconds(1);
+    io.run_one_for(std::min<std::chrono::milliseconds>(ms, std::chrono::hours(1)));
+    io.poll();
+    // A handler that only moved a write along (the socket took more of a
+    // request) is no reason for the sender to look around again.
+    if (woken_.exchange(false) || !answered || answered() || io.stopped()) return;
+    now = Clock::now();
+    if (now >= until) return;
+  }
 }
 
 void ProducerCluster::wake() {

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -56,15 +57,19 @@ class ProducerCluster {
     std::uint64_t generation = 0;  // of the connection it went out on
     Deadline deadline{};           // late after this
   };
+  /// Sends a request; with `keep`, its RECORDS go out by a gather write from
+  /// the memory `keep` owns (Connection::send_gather), not copied.
   template <protocol::Message M>
-  Sent send(std::int32_t node, const M& request, std::int16_t version, bool expect_response, Deadline deadline) {
+  Sent send(std::int32_t node, const M& request, std::int16_t version, bool expect_response, Deadline deadline,
+            std::shared_ptr<const void> keep = nullptr) {
     Connection& conn = connection(node);
     Sent s;
     s.node = node;
     s.version = version;
     s.generation = generation(node);
     s.deadline = deadline;
-    s.corr = conn.send(request, version, expect_response);
+    s.corr = keep ? conn.send_gather(request, version, expect_response, std::move(keep))
+                  : conn.send(request, version, expect_response);
     return s;
   }
   /// True when receive() would not wait: answered, connection gone or replaced, or late.
@@ -88,9 +93,11 @@ class ProducerCluster {
   /// Requests not answered on the broker's connection.
   std::size_t in_flight(std::int32_t node) const;
 
-  /// Runs the client's I/O until something happened (an answer read, a
-  /// wake()) or `until` passed.
-  void wait(Deadline until);
+  /// Runs the client's I/O until something happened (a wake(), or
+  /// `answered()` true: an answer read, a connection lost) or `until`
+  /// passed. Other I/O (the rest of a request written as the socket takes
+  /// it) goes on inside the wait. Without `answered`, any handler run ends it.
+  void wait(Deadline until, const std::function<bool()>& answered = nullptr);
   /// Makes a wait() on the sender thread return. Thread-safe. A wake-up
   /// whose posted handler other I/O on the sender thread ran first (a
   /// metadata or coordinator request) still ends the next wait().

@@ -145,9 +145,12 @@ void Sender::loop_once() {
     if (closing_) next = std::min(next, close_deadline_);
     connection_stats_ = client_->connection_stats();
   }
-  bool answered = false;
-  for (auto& f : in_flight_) answered = answered || cluster_->ready(f.sent);
-  if (!answered && next > Clock::now()) cluster_->wait(next);
+  auto answered = [this] {
+    for (auto& f : in_flight_)
+      if (cluster_->ready(f.sent)) return true;
+    return false;
+  };
+  if (!answered() && next > Clock::now()) cluster_->wait(next, answered);
   collect();
 }
 
@@ -163,13 +166,16 @@ void Sender::refresh_metadata(Clock::time_point now) {
   if (!due && metadata_due_ && now >= metadata_not_before_) due = true;
   if (!due && !topics_.empty() && now >= metadata_at_ + std::chrono::milliseconds(config_.metadata_max_age_ms))
     due = true;
-  // A queued partition whose leader is unknown.
-  if (!due && now >= metadata_not_before_)
-    for (auto& tp : acc_.queued_partitions())
-      if (cluster_->leader(tp).node < 0) {
-        due = true;
-        break;
-      }
+  // A queued partition whose leader is unknown. The accumulator (and its
+  // lock, which send() takes for every record) is asked only about the
+  // partitions without a known leader, usually none.
+  if (!due && now >= metadata_not_before_) {
+    if (acc_.partition_count() != acc_partitions_.size()) acc_partitions_ = acc_.partitions();
+    std::vector<TopicPartition> leaderless;
+    for (auto& tp : acc_partitions_)
+      if (cluster_->leader(tp).node < 0) leaderless.push_back(tp);
+    if (!leaderless.empty() && acc_.any_queued(leaderless)) due = true;
+  }
   if (!due) return;
   for (auto& t : wanted) topics_.insert(t);
   if (topics_.empty()) return;
@@ -362,6 +368,11 @@ void Sender::send_request(std::int32_t node, std::vector<BatchPtr> batches, Cloc
   if (state_.transactional()) req.transactional_id = state_.transactional_id();
   req.acks = config_.acks;
   req.timeout_ms = config_.request_timeout_ms;
+  // The batches go to the socket from their builders' buffers (a gather
+  // write, no copy into the request frame); the write holds the buffers.
+  auto owners = std::make_shared<std::vector<std::shared_ptr<const void>>>();
+  owners->reserve(batches.size());
+  for (auto& b : batches) owners->push_back(b->builder.finished_owner());
   for (auto& b : batches) {
     if (req.topic_data.empty() || req.topic_data.back().name != b->tp.topic) {
       ProduceRequest::TopicProduceData td;
@@ -375,7 +386,7 @@ void Sender::send_request(std::int32_t node, std::vector<BatchPtr> batches, Cloc
     req.topic_data.back().partition_data.push_back(std::move(pd));
   }
   f.sent = cluster_->send(node, req, version, config_.acks != 0,
-                          now + std::chrono::milliseconds(config_.request_timeout_ms));
+                          now + std::chrono::milliseconds(config_.request_timeout_ms), std::move(owners));
   if (state_.transactional()) state_.set_started(true);
   {
     std::lock_guard lock(mu_);
@@ -415,8 +426,14 @@ void Sender::collect() {
 }
 
 Clock::time_point Sender::expire(Clock::time_point now) {
+  // No queued batch expires before expire_check_ (the earliest deadline the
+  // last look found; a batch made since has delivery.timeout.ms from after
+  // it; retry() lowers it for a batch put back): the accumulator's lock is
+  // not taken for nothing.
+  if (now < expire_check_) return expire_check_;
   std::vector<BatchPtr> expired;
   const auto next = acc_.expire(now, expired);
+  expire_check_ = std::min(next, now + std::chrono::milliseconds(config_.delivery_timeout_ms));
   for (auto& b : expired) {
     const std::int16_t code = b->last_error ? b->last_error : static_cast<std::int16_t>(ErrorCode::request_timed_out);
     auto error = std::make_exception_ptr(DeliveryTimeoutError(
@@ -426,7 +443,7 @@ Clock::time_point Sender::expire(Clock::time_point now) {
                     b->last_error ? fmt::format("; last error {}", error_name(b->last_error)) : std::string())));
     fail(std::move(b), error);
   }
-  return next;
+  return expire_check_;
 }
 
 }  // namespace kwire::client

@@ -157,7 +157,9 @@ class Sender {
   // sender thread only
   std::vector<InFlight> in_flight_;
   std::map<std::int32_t, int> node_in_flight_;
-  std::set<std::string> topics_;  // every topic sent to
+  std::set<std::string> topics_;                // every topic sent to
+  std::vector<TopicPartition> acc_partitions_;  // RecordAccumulator::partitions(), as last read
+  Clock::time_point expire_check_{};            // expire(): no batch expires before
   bool metadata_due_ = false;
   Clock::time_point metadata_at_{};  // last refresh
   Clock::time_point metadata_not_before_{};

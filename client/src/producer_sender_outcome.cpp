@@ -145,14 +145,15 @@ void Sender::retry(BatchPtr b, std::int16_t code, bool fate_unknown) {
   }
   b->fate_unknown = fate_unknown;
   b->retry_at = now + retry_backoff(config_, b->attempts - 1);
+  expire_check_ = std::min(expire_check_, b->delivery_deadline);
   acc_.reenqueue(std::move(b));
 }
 
 void Sender::complete(BatchPtr b, std::int64_t base_offset, std::int64_t append_time) {
   if (b->sequenced()) state_.acknowledged(*b);
+  RecordMetadata md;  // one for every record: its partition is copied once
+  md.partition = b->tp;
   for (auto& p : b->callbacks) {
-    RecordMetadata md;
-    md.partition = b->tp;
     md.offset = base_offset >= 0 ? base_offset + p.index : -1;
     md.timestamp = append_time >= 0 ? append_time : p.timestamp;
     try {
@@ -204,9 +205,9 @@ void Sender::fail(BatchPtr b, std::exception_ptr error) {
                          code, why + "; call abort_transaction(), then begin a new transaction")),
                      b->sequenced());
   }
+  RecordMetadata md;
+  md.partition = b->tp;
   for (auto& p : b->callbacks) {
-    RecordMetadata md;
-    md.partition = b->tp;
     md.timestamp = p.timestamp;
     try {
       p.callback(md, error);

@@ -325,6 +325,13 @@ void Writer::nullable_bytes(const std::optional<ByteSpan>& b, bool compact) {
   }
   bytes(*b, compact);
 }
+void Writer::records(const std::optional<ByteSpan>& b, bool compact) {
+  if (!b || !gaps_ || !out_ || b->empty()) return nullable_bytes(b, compact);
+  if (compact) uvarint(static_cast<std::uint32_t>(b->size() + 1));
+  else i32(static_cast<std::int32_t>(b->size()));
+  gaps_->push_back(Gap{out_->size(), *b});
+  count_ += b->size();
+}
 void Writer::array_length(std::optional<std::size_t> n, bool compact) {
   if (compact) uvarint(n ? static_cast<std::uint32_t>(*n + 1) : 0u);
   else i32(n ? static_cast<std::int32_t>(*n) : -1);

@@ -247,6 +247,11 @@ std::uint32_t crc32c(ByteSpan data, std::uint32_t crc) noexcept {
   return ~update(kBestPath, ~crc, data.data(), data.size());
 }
 
+std::uint32_t crc32c_combine(std::uint32_t crc_a, std::uint32_t crc_b, std::size_t length_b) noexcept {
+  // The inversions before and after cancel out: crc(a ++ b) = crc(a) * x^(8|b|) ^ crc(b).
+  return multiply_mod_p(x_pow_mod_p(8 * static_cast<std::uint64_t>(length_b)), crc_a) ^ crc_b;
+}
+
 std::uint32_t crc32_ieee(ByteSpan data, std::uint32_t crc) noexcept {
   uLong c = crc;
   const std::uint8_t* p = data.data();

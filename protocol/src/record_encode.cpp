@@ -3,6 +3,7 @@
 #include "kwire/protocol/record_batch.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cstring>
 #include <limits>
@@ -24,7 +25,11 @@ std::int64_t now_ms() {
   return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
 }
 
-inline std::size_t zigzag_size(std::int64_t v) noexcept { return varint_size(v); }
+// As varint_size(), inline: it runs a few times for every record.
+inline std::size_t zigzag_size(std::int64_t v) noexcept {
+  const auto u = (static_cast<std::uint64_t>(v) << 1) ^ static_cast<std::uint64_t>(v >> 63);
+  return static_cast<std::size_t>(64 - std::countl_zero(u | 1) + 6) / 7;
+}
 
 inline std::uint8_t* put_uvarint(std::uint8_t* p, std::uint64_t v) noexcept {
   while (v >= 0x80) {
@@ -76,10 +81,16 @@ void put_be64(std::uint8_t* p, std::uint64_t v) noexcept {
   put_be32(p + 4, static_cast<std::uint32_t>(v));
 }
 
+// Records checksummed while appending are folded in once this many bytes
+// wait (still in the L1 cache, and long enough for the three-stream loop).
+constexpr std::size_t kChecksumStep = 16 * 1024;
+
 // Fills a batch header in (every field but the CRC) for `count` records in
-// `length` bytes (the header's 61 included), then the CRC.
+// `length` bytes (the header's 61 included), then the CRC: over the whole
+// batch, or over the header's part combined with `records_crc` (the CRC of
+// the records, when known).
 void write_header(std::uint8_t* b, std::size_t length, const BatchOptions& o, int attributes, std::int32_t count,
-                  std::int64_t base_ts, std::int64_t max_ts) {
+                  std::int64_t base_ts, std::int64_t max_ts, const std::uint32_t* records_crc = nullptr) {
   put_be64(b + layout::kOffset, static_cast<std::uint64_t>(o.base_offset));
   put_be32(b + layout::kLength, static_cast<std::uint32_t>(length - kLogOverhead));
   put_be32(b + layout::kPartitionLeaderEpoch, static_cast<std::uint32_t>(o.partition_leader_epoch));
@@ -92,12 +103,27 @@ void write_header(std::uint8_t* b, std::size_t length, const BatchOptions& o, in
   put_be16(b + layout::kProducerEpoch, static_cast<std::uint16_t>(o.producer_epoch));
   put_be32(b + layout::kBaseSequence, static_cast<std::uint32_t>(o.base_sequence));
   put_be32(b + layout::kRecordsCount, static_cast<std::uint32_t>(count));
+  if (records_crc) {
+    const std::uint32_t header =
+        crc32c(ByteSpan(b + layout::kBatchAttributes, kRecordBatchHeaderSize - layout::kBatchAttributes));
+    put_be32(b + layout::kBatchCrc, crc32c_combine(header, *records_crc, length - kRecordBatchHeaderSize));
+    return;
+  }
   put_be32(b + layout::kBatchCrc, crc32c(ByteSpan(b + layout::kBatchAttributes, length - layout::kBatchAttributes)));
 }
 
 }  // namespace
 
 void RecordBatchBuilder::clear() noexcept {
+  // A finished batch still held elsewhere (finished_owner()) keeps its
+  // buffer; this builder takes a new one.
+  if (buf_.use_count() > 1) {
+    buf_.reset();
+    cap_ = 0;
+  }
+  if (out_.use_count() > 1) out_.reset();
+  records_crc_ = 0;
+  crc_end_ = kRecordBatchHeaderSize;
   size_ = 0;
   count_ = 0;
   base_ts_ = -1;
@@ -107,7 +133,7 @@ void RecordBatchBuilder::clear() noexcept {
 void RecordBatchBuilder::grow(std::size_t need) {
   if (need <= cap_) return;
   std::size_t cap = std::max<std::size_t>({need, cap_ * 2, 256});
-  auto next = std::make_unique_for_overwrite<std::uint8_t[]>(cap);  // written before read
+  std::shared_ptr<std::uint8_t[]> next(new std::uint8_t[cap]);  // not zeroed: written before read
   if (size_) std::memcpy(next.get(), buf_.get(), size_);
   buf_ = std::move(next);
   cap_ = cap;
@@ -123,10 +149,28 @@ std::size_t RecordBatchBuilder::record_size(std::int64_t timestamp, const std::o
   return zigzag_size(static_cast<std::int64_t>(body)) + body;
 }
 
+std::size_t RecordBatchBuilder::first_record_size(const std::optional<ByteSpan>& key,
+                                                  const std::optional<ByteSpan>& value,
+                                                  std::span<const RecordHeader> headers) noexcept {
+  const std::size_t body = body_size(0, 0, key, value, headers);
+  return zigzag_size(static_cast<std::int64_t>(body)) + body;
+}
+
 std::int64_t RecordBatchBuilder::append(std::int64_t timestamp, const std::optional<ByteSpan>& key,
                                         const std::optional<ByteSpan>& value, std::span<const RecordHeader> headers) {
+  return *append_within(std::numeric_limits<std::size_t>::max(), timestamp, key, value, headers);
+}
+
+std::optional<std::int64_t> RecordBatchBuilder::append_within(std::size_t limit, std::int64_t timestamp,
+                                                              const std::optional<ByteSpan>& key,
+                                                              const std::optional<ByteSpan>& value,
+                                                              std::span<const RecordHeader> headers) {
   if (count_ == std::numeric_limits<std::int32_t>::max()) throw ProtocolError("too many records for one batch");
   if (timestamp == -1) timestamp = now_ms();
+  const std::int64_t ts_delta = count_ == 0 ? 0 : timestamp - base_ts_;
+  const std::size_t body = body_size(ts_delta, count_, key, value, headers);
+  const std::size_t record = zigzag_size(static_cast<std::int64_t>(body)) + body;
+  if ((count_ == 0 ? std::max(size_, kRecordBatchHeaderSize) : size_) + record > limit) return std::nullopt;
   if (count_ == 0) {
     if (size_ < kRecordBatchHeaderSize) {
       grow(kRecordBatchHeaderSize);
@@ -134,9 +178,7 @@ std::int64_t RecordBatchBuilder::append(std::int64_t timestamp, const std::optio
     }
     base_ts_ = max_ts_ = timestamp;
   }
-  const std::int64_t ts_delta = timestamp - base_ts_;
-  const std::size_t body = body_size(ts_delta, count_, key, value, headers);
-  grow(size_ + body + 5);
+  grow(size_ + record);
   std::uint8_t* p = buf_.get() + size_;
   p = put_varint(p, static_cast<std::int64_t>(body));
   *p++ = 0;  // attributes
@@ -152,7 +194,13 @@ std::int64_t RecordBatchBuilder::append(std::int64_t timestamp, const std::optio
   size_ = static_cast<std::size_t>(p - buf_.get());
   ++count_;
   max_ts_ = std::max(max_ts_, timestamp);
+  if (checksum_records_ && size_ - crc_end_ >= kChecksumStep) checksum_appended();
   return timestamp;
+}
+
+void RecordBatchBuilder::checksum_appended() noexcept {
+  records_crc_ = crc32c(ByteSpan(buf_.get() + crc_end_, size_ - crc_end_), records_crc_);
+  crc_end_ = size_;
 }
 
 std::span<std::uint8_t> RecordBatchBuilder::finish(const BatchOptions& options) {
@@ -162,17 +210,29 @@ std::span<std::uint8_t> RecordBatchBuilder::finish(const BatchOptions& options) 
   if (options.compression == Compression::none) {
     if (size_ - kLogOverhead > static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max()))
       throw ProtocolError("record batch too large");
-    write_header(buf_.get(), size_, options, attributes, count_, base_ts_, max_ts_);
+    if (checksum_records_) {
+      checksum_appended();
+      write_header(buf_.get(), size_, options, attributes, count_, base_ts_, max_ts_, &records_crc_);
+    } else {
+      write_header(buf_.get(), size_, options, attributes, count_, base_ts_, max_ts_);
+    }
+    finished_compressed_ = false;
     return {buf_.get(), size_};
   }
-  compress(options.compression, ByteSpan(buf_.get() + kRecordBatchHeaderSize, size_ - kRecordBatchHeaderSize), packed_);
-  const std::size_t length = kRecordBatchHeaderSize + packed_.size();
+  // The codecs write into room for their worst case: one scratch buffer for
+  // the thread, not one for every builder (a producer keeps many).
+  thread_local Bytes packed;
+  compress(options.compression, ByteSpan(buf_.get() + kRecordBatchHeaderSize, size_ - kRecordBatchHeaderSize), packed);
+  const std::size_t length = kRecordBatchHeaderSize + packed.size();
   if (length - kLogOverhead > static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max()))
     throw ProtocolError("record batch too large");
-  out_.resize(length);
-  std::memcpy(out_.data() + kRecordBatchHeaderSize, packed_.data(), packed_.size());
-  write_header(out_.data(), length, options, attributes, count_, base_ts_, max_ts_);
-  return {out_.data(), out_.size()};
+  if (!out_ || out_.use_count() > 1) out_ = std::make_shared<Bytes>();
+  Bytes& out = *out_;
+  out.resize(length);
+  std::memcpy(out.data() + kRecordBatchHeaderSize, packed.data(), packed.size());
+  write_header(out.data(), length, options, attributes, count_, base_ts_, max_ts_);
+  finished_compressed_ = true;
+  return {out.data(), out.size()};
 }
 
 void set_batch_producer_state(std::span<std::uint8_t> batch, std::int64_t producer_id, std::int16_t producer_epoch,

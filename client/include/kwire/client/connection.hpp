@@ -34,6 +34,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -146,7 +147,24 @@ class Connection {
     std::int32_t corr = next_correlation_id_++;
     auto frame = request_buffer(protocol::request_frame_size(request, version, corr, opts_.client_id));
     protocol::encode_request_frame(*frame, request, version, corr, opts_.client_id);
-    enqueue(corr, static_cast<std::int16_t>(M::api_key), version, std::move(frame), expect_response);
+    enqueue(corr, static_cast<std::int16_t>(M::api_key), version, OutFrame{std::move(frame), {}, nullptr},
+            expect_response);
+    return corr;
+  }
+
+  /// send() without copying the request's RECORDS (a Produce request's
+  /// record batches) into the frame: the frame holds the rest, and one
+  /// gather write sends it with the batches from where they are. `keep` owns
+  /// the batches' memory; it is held until the write has ended (or the
+  /// connection is gone), and the bytes must not change before then.
+  template <protocol::Message M>
+  std::int32_t send_gather(const M& request, std::int16_t version, bool expect_response,
+                           std::shared_ptr<const void> keep) {
+    std::int32_t corr = next_correlation_id_++;
+    OutFrame f{std::make_shared<protocol::Bytes>(), {}, std::move(keep)};
+    f.frame->reserve(256);
+    protocol::encode_request_frame_gather(*f.frame, f.gaps, request, version, corr, opts_.client_id);
+    enqueue(corr, static_cast<std::int16_t>(M::api_key), version, std::move(f), expect_response);
     return corr;
   }
 
@@ -238,8 +256,14 @@ class Connection {
   // An empty buffer with room for `size` bytes, from the frame pool: a
   // request of megabytes is not page-faulted in afresh each time.
   static std::shared_ptr<protocol::Bytes> request_buffer(std::size_t size);
-  void enqueue(std::int32_t corr, std::int16_t api_key, std::int16_t version, std::shared_ptr<protocol::Bytes> frame,
-               bool expect_response);
+  /// A request frame waiting to be written: `frame`, with the bytes of each
+  /// gap (owned by `keep`) written at its offset.
+  struct OutFrame {
+    std::shared_ptr<protocol::Bytes> frame;
+    std::vector<protocol::Writer::Gap> gaps;
+    std::shared_ptr<const void> keep;
+  };
+  void enqueue(std::int32_t corr, std::int16_t api_key, std::int16_t version, OutFrame frame, bool expect_response);
   /// The answer to `corr` by `deadline`. With `cut_short`, `cut` may end the
   /// wait sooner: then *cut_short is set and the request stays pending.
   std::shared_ptr<const protocol::Bytes> wait_frame(std::int32_t corr, Deadline deadline,
@@ -271,7 +295,7 @@ class Connection {
   std::optional<std::string> tls_failure_;  // set when error_ comes from the TLS layer
   std::int32_t next_correlation_id_ = 1;
   std::map<std::int32_t, Pending> pending_;
-  std::deque<std::shared_ptr<protocol::Bytes>> write_queue_;
+  std::deque<OutFrame> write_queue_;
   bool writing_ = false;
   std::uint8_t size_buf_[4] = {};
   std::shared_ptr<protocol::Bytes> read_buf_;

@@ -205,9 +205,24 @@ class Writer {
   void patch_i32(std::size_t at, std::int32_t v);
   void patch_u32(std::size_t at, std::uint32_t v);
 
+  /// Bytes counted but left out of the buffer: they belong at offset `at` of
+  /// it (before the byte there), for a gather write that sends them from
+  /// where they are.
+  struct Gap {
+    std::size_t at = 0;
+    ByteSpan bytes;
+  };
+  /// From now on RECORDS values (records()) are not copied: only their length
+  /// goes into the buffer, and each is listed in `gaps`, in order. The buffer
+  /// then holds the encoding with those bytes cut out; size() still counts them.
+  void leave_out_records(std::vector<Gap>* gaps) noexcept { gaps_ = gaps; }
+  /// A RECORDS value: nullable bytes, left out when leave_out_records() was called.
+  void records(const std::optional<ByteSpan>& b, bool compact);
+
  private:
   Bytes* out_ = nullptr;
   std::size_t count_ = 0;
+  std::vector<Gap>* gaps_ = nullptr;
 };
 
 /// Number of bytes an unsigned varint / zig-zag varint occupies.

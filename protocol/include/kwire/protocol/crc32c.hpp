@@ -9,6 +9,7 @@
 //   crc32c(b, crc32c(a)) == crc32c(a ++ b)
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "kwire/protocol/bytes.hpp"
@@ -48,6 +49,11 @@ bool crc32c_hardware_available() noexcept;
 /// Falls back to the portable code when crc32c_hardware_available() is false,
 /// so it is always safe to call.
 std::uint32_t crc32c_hardware(ByteSpan data, std::uint32_t crc = 0) noexcept;
+
+/// The CRC-32C of a ++ b from crc32c(a), crc32c(b) and the length of b (as
+/// zlib's crc32_combine): a checksum of pieces computed apart, e.g. a record
+/// batch's records checksummed as they were written and its header last.
+std::uint32_t crc32c_combine(std::uint32_t crc_a, std::uint32_t crc_b, std::size_t length_b) noexcept;
 
 /// CRC-32 (IEEE, as zlib's crc32) of `data`.
 std::uint32_t crc32_ieee(ByteSpan data, std::uint32_t crc = 0) noexcept;

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "kwire/protocol/message.hpp"
 
@@ -67,6 +68,26 @@ void encode_request_frame(Bytes& out, const M& body, std::int16_t version, std::
   encode_request_header(w, h, request_header_version(ctx.flexible));
   encode_struct(w, body, ctx);
   w.patch_i32(start, static_cast<std::int32_t>(out.size() - start - 4));
+}
+
+/// encode_request_frame() with the RECORDS bytes left out of `out` (see
+/// Writer::leave_out_records): the frame is `out` with each gap's bytes put
+/// back at its offset, and its size prefix counts them. For a gather write of
+/// a Produce request, whose record batches then go to the socket from their
+/// own buffers. `out` must be empty; `gaps` is cleared first.
+template <Message M>
+void encode_request_frame_gather(Bytes& out, std::vector<Writer::Gap>& gaps, const M& body, std::int16_t version,
+                                 std::int32_t correlation_id, const std::optional<std::string>& client_id) {
+  auto ctx = context_for<M>(version);
+  RequestHeader h{static_cast<std::int16_t>(M::api_key), version, correlation_id, client_id, {}};
+  out.clear();
+  gaps.clear();
+  Writer w(out);
+  w.leave_out_records(&gaps);
+  w.i32(0);
+  encode_request_header(w, h, request_header_version(ctx.flexible));
+  encode_struct(w, body, ctx);
+  w.patch_i32(0, static_cast<std::int32_t>(w.size() - 4));
 }
 
 /// A complete request frame: int32 size, header, body; allocated once, at

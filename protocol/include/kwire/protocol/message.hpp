@@ -174,7 +174,7 @@ void encode_value(Writer& w, const T& x, const CodecContext& ctx) {
     if (x) w.bytes(ByteSpan(*x), c);
     else w.nullable_bytes(std::nullopt, c);
   } else if constexpr (std::is_same_v<T, Records>) {
-    w.nullable_bytes(x.data, c);
+    w.records(x.data, c);
   } else if constexpr (detail::is_vector<T>::value) {
     w.array_length(x.size(), c);
     for (const auto& e : x) encode_value(w, e, ctx);

@@ -195,12 +195,20 @@ class RecordBatchBuilder {
 
   /// Starts an empty batch, keeping the buffers.
   void clear() noexcept;
+  /// With it on, the records are checksummed (CRC-32C) a few KB at a time as
+  /// they are appended, while they are still in the CPU's cache, and finish()
+  /// without compression only adds the header's part instead of reading the
+  /// whole batch again. Leave it off for a batch to be compressed (its
+  /// checksum is over the compressed bytes). Kept across clear(); off at first.
+  void checksum_while_appending(bool on) noexcept { checksum_records_ = on; }
   /// Reserves room for `bytes` of header and records.
   void reserve(std::size_t bytes);
   bool empty() const noexcept { return count_ == 0; }
   std::int32_t count() const noexcept { return count_; }
   /// Bytes of header and uncompressed records so far.
   std::size_t size() const noexcept { return size_; }
+  /// Bytes of the records buffer allocated (kept across clear()).
+  std::size_t capacity() const noexcept { return cap_; }
   std::int64_t base_timestamp() const noexcept { return base_ts_; }
   std::int64_t max_timestamp() const noexcept { return max_ts_; }
 
@@ -208,26 +216,46 @@ class RecordBatchBuilder {
   /// (its length prefix included); `timestamp` as append() resolves it.
   std::size_t record_size(std::int64_t timestamp, const std::optional<ByteSpan>& key,
                           const std::optional<ByteSpan>& value, std::span<const RecordHeader> headers) const noexcept;
+  /// record_size() of the record as the first of a batch.
+  static std::size_t first_record_size(const std::optional<ByteSpan>& key, const std::optional<ByteSpan>& value,
+                                       std::span<const RecordHeader> headers) noexcept;
   /// Appends one record with a timestamp in ms (-1: the wall clock now);
   /// returns the timestamp written. Throws ProtocolError past 2^31-1 records.
   std::int64_t append(std::int64_t timestamp, const std::optional<ByteSpan>& key, const std::optional<ByteSpan>& value,
                       std::span<const RecordHeader> headers);
+  /// append() when the batch stays within `limit` bytes with the record
+  /// (size() + record_size() <= limit); nullopt, with nothing appended, when
+  /// it would not.
+  std::optional<std::int64_t> append_within(std::size_t limit, std::int64_t timestamp,
+                                            const std::optional<ByteSpan>& key, const std::optional<ByteSpan>& value,
+                                            std::span<const RecordHeader> headers);
   /// The finished batch: header from `options` (producer id, epoch, base
   /// sequence, transactional flag, base offset), records compressed with
   /// options.compression, CRC-32C. The span stays valid until the next
   /// append(), clear() or finish(). Throws ProtocolError for an empty batch.
   std::span<std::uint8_t> finish(const BatchOptions& options);
+  /// Shared ownership of the memory the last finish() returned: it stays
+  /// allocated while the pointer is held, whatever the builder does next (a
+  /// later clear() gives the builder a fresh buffer instead of reusing one
+  /// still held), so a gather write may send the batch from it.
+  std::shared_ptr<const void> finished_owner() const noexcept {
+    return finished_compressed_ ? std::shared_ptr<const void>(out_) : std::shared_ptr<const void>(buf_);
+  }
 
  private:
   void grow(std::size_t need);
-  std::unique_ptr<std::uint8_t[]> buf_;
+  void checksum_appended() noexcept;  // folds the records after crc_end_ into records_crc_
+  std::shared_ptr<std::uint8_t[]> buf_;
   std::size_t size_ = 0;
   std::size_t cap_ = 0;
   std::int32_t count_ = 0;
   std::int64_t base_ts_ = -1;
   std::int64_t max_ts_ = -1;
-  Bytes packed_;  // compressed records
-  Bytes out_;     // a compressed batch
+  bool finished_compressed_ = false;
+  bool checksum_records_ = false;
+  std::uint32_t records_crc_ = 0;  // CRC-32C of the records bytes [header, crc_end_)
+  std::size_t crc_end_ = kRecordBatchHeaderSize;
+  std::shared_ptr<Bytes> out_;  // a compressed batch
 };
 
 /// Rewrites the producer fields of one finished magic-2 batch in place
