@@ -28,33 +28,29 @@ constexpr std::size_t kMinRowsPerThread = 512;
 }  // namespace
 
 // The formatting threads. With one, the caller formats each round and
-// appends it to the file. With more, the rounds are pipelined: while
-// `threads` slots 1..n format round k into `current`, slot 0 (the caller)
-// appends round k - 1's lines (`pending`) to the file; the last round's
-// lines wait in `pending` for the next write() or the commit.
+// appends it to the file. With more, slots 1..n of `threads` format a round
+// (slot 0, the caller, waits) and `appender` writes each thread's lines to
+// the file on a thread of its own, in order, while the caller goes on.
 struct JsonLinesSink::Lines {
-  explicit Lines(unsigned n) : formatting(n), threads(n > 1 ? n + 1 : 1), current(n), pending(n), kept(n) {}
+  explicit Lines(unsigned n) : formatting(n), threads(n > 1 ? n + 1 : 1), current(n), kept(n) {
+    if (n > 1) appender = std::make_unique<detail::FileAppender>();
+  }
   const Formatter& formatter(unsigned i) const {
     static const Formatter none;
     return formatters.empty() ? none : formatters[i];
   }
-  void write_pending(checkpoint::AtomicFileWriter& file) {
-    for (std::string& lines : pending) {
-      if (!lines.empty()) file.append(lines);
-      lines.clear();
-    }
-  }
+  /// Drops the lines not yet written and waits for the append in progress.
   void discard() {
     for (std::string& lines : current) lines.clear();
-    for (std::string& lines : pending) lines.clear();
+    if (appender) appender->reset();
   }
   unsigned formatting;
   std::vector<Formatter> formatters;  // one per formatting thread, or none for `writer`
   RecordJsonWriter writer;
   detail::WorkerThreads threads;
   std::vector<std::string> current;  // each formatting thread's lines of this round
-  std::vector<std::string> pending;  // the previous round's, not yet in the file
   std::vector<std::int64_t> kept;
+  std::unique_ptr<detail::FileAppender> appender;
 };
 
 JsonLinesSink::JsonLinesSink(fs::path dir, Formatter formatter, std::size_t buffer_bytes)
@@ -88,8 +84,9 @@ unsigned JsonLinesSink::format_threads() const noexcept { return lines_->formatt
 
 unsigned JsonLinesSink::default_format_threads() { return std::clamp(std::thread::hardware_concurrency(), 1U, 4U); }
 
-// The open batch's temp file, if any, is deleted (AtomicFileWriter's destructor).
-JsonLinesSink::~JsonLinesSink() = default;
+// The open batch's temp file, if any, is deleted (AtomicFileWriter's
+// destructor), once no append to it is in progress.
+JsonLinesSink::~JsonLinesSink() { lines_->discard(); }
 
 fs::path JsonLinesSink::part_path(std::int64_t batch_id) const {
   return dir_ / fmt::format("part-{:020d}.jsonl", batch_id);
@@ -97,8 +94,8 @@ fs::path JsonLinesSink::part_path(std::int64_t batch_id) const {
 
 void JsonLinesSink::begin_batch(std::int64_t batch_id) {
   // A batch begun and never committed (it failed) leaves nothing behind.
-  file_.reset();
   lines_->discard();
+  file_.reset();
   kept_ = 0;
   batch_id_ = batch_id;
   file_ = std::make_unique<checkpoint::AtomicFileWriter>(part_path(batch_id), buffer_bytes_);
@@ -168,15 +165,16 @@ void JsonLinesSink::write(std::span<const Row> rows) {
     }
     try {
       lines.threads.run([&](unsigned slot) {
-        if (slot == 0) lines.write_pending(*file_);
-        else format(slot - 1);
+        if (slot > 0) format(slot - 1);
       });
+      for (std::size_t i = 0; i < n; ++i) {
+        kept_ += lines.kept[i];
+        if (!lines.current[i].empty()) lines.appender->push(*file_, lines.current[i]);
+      }
     } catch (...) {
       lines.discard();
       throw;
     }
-    for (std::size_t i = 0; i < n; ++i) kept_ += lines.kept[i];
-    std::swap(lines.current, lines.pending);
   }
 }
 
@@ -186,8 +184,8 @@ std::int64_t JsonLinesSink::commit_batch(std::int64_t batch_id) {
                                        batch_id, batch_id_));
   // A commit without begin_batch writes an empty batch file.
   if (!file_) file_ = std::make_unique<checkpoint::AtomicFileWriter>(part_path(batch_id), buffer_bytes_);
+  if (lines_->appender) lines_->appender->drain();
   auto file = std::move(file_);
-  lines_->write_pending(*file);
   file->commit();
   return kept_;
 }

@@ -1,5 +1,7 @@
 #include "worker_threads.hpp"
 
+#include "kwire/checkpoint/checkpoint.hpp"
+
 namespace kwire::source::detail {
 
 WorkerThreads::WorkerThreads(unsigned threads) : size_(threads == 0 ? 1 : threads), errors_(size_) {
@@ -61,6 +63,76 @@ void WorkerThreads::run(const std::function<void(unsigned slot)>& work) {
     for (auto& e : errors_) e = nullptr;
   }
   if (first) std::rethrow_exception(first);
+}
+
+FileAppender::FileAppender() : thread_([this] { loop(); }) {}
+
+FileAppender::~FileAppender() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+    queue_.clear();
+  }
+  changed_.notify_all();
+  thread_.join();
+}
+
+void FileAppender::loop() {
+  std::unique_lock lock(mu_);
+  while (true) {
+    changed_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+    if (stop_) return;
+    auto [file, data] = std::move(queue_.front());
+    queue_.pop_front();
+    const bool failed = error_ != nullptr;
+    busy_ = true;
+    lock.unlock();
+    std::exception_ptr error;
+    if (!failed) {
+      try {
+        file->append(data);
+      } catch (...) {
+        error = std::current_exception();
+      }
+    }
+    data.clear();
+    lock.lock();
+    busy_ = false;
+    if (error && !error_) error_ = error;
+    if (spare_.size() < kMaxQueued + 2) spare_.push_back(std::move(data));
+    changed_.notify_all();
+  }
+}
+
+void FileAppender::push(checkpoint::AtomicFileWriter& file, std::string& data) {
+  std::unique_lock lock(mu_);
+  changed_.wait(lock, [&] { return queue_.size() < kMaxQueued || error_; });
+  if (error_) std::rethrow_exception(error_);
+  queue_.emplace_back(&file, std::move(data));
+  data = std::string();
+  if (!spare_.empty()) {
+    data = std::move(spare_.back());
+    spare_.pop_back();
+  }
+  changed_.notify_all();
+}
+
+void FileAppender::drain() {
+  std::unique_lock lock(mu_);
+  changed_.wait(lock, [&] { return (queue_.empty() && !busy_) || error_; });
+  if (error_) {
+    // What waits is not appended after an error.
+    changed_.wait(lock, [&] { return !busy_; });
+    queue_.clear();
+    std::rethrow_exception(error_);
+  }
+}
+
+void FileAppender::reset() {
+  std::unique_lock lock(mu_);
+  queue_.clear();
+  changed_.wait(lock, [&] { return !busy_; });
+  error_ = nullptr;
 }
 
 }  // namespace kwire::source::detail

@@ -1,15 +1,24 @@
-// A fixed set of threads that run one piece of work per slot, with the
-// calling thread taking slot 0: the JSON Lines sink formats the rows of a
-// write on several cores with it.
+// The JSON Lines sink's threads: a fixed set that runs one piece of work per
+// slot (the calling thread takes slot 0), which formats the rows of a write
+// on several cores, and a file appender, which writes the lines to the file
+// while the next ones are read and formatted.
 #pragma once
 
 #include <condition_variable>
+#include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <exception>
 #include <functional>
 #include <mutex>
+#include <string>
 #include <thread>
+#include <utility>
 #include <vector>
+
+namespace kwire::checkpoint {
+class AtomicFileWriter;
+}
 
 namespace kwire::source::detail {
 
@@ -42,6 +51,42 @@ class WorkerThreads {
   bool stop_ = false;
   std::vector<std::exception_ptr> errors_;
   std::vector<std::thread> threads_;
+};
+
+/// Appends buffers to files on a thread of its own, in the order they were
+/// given. At most kMaxQueued buffers wait; push() blocks beyond that.
+class FileAppender {
+ public:
+  static constexpr std::size_t kMaxQueued = 4;
+  FileAppender();
+  /// Drops what waits and returns once the append in progress is done.
+  ~FileAppender();
+  FileAppender(const FileAppender&) = delete;
+  FileAppender& operator=(const FileAppender&) = delete;
+
+  /// Queues `data` to be appended to `file` (which must outlive the append:
+  /// drain() or reset() first). `data` is taken; it comes back empty, with
+  /// the capacity of a buffer already written when there is one. Rethrows
+  /// the error of a failed append (checkpoint::CheckpointError), after which
+  /// nothing more is appended until reset().
+  void push(checkpoint::AtomicFileWriter& file, std::string& data);
+  /// Returns once everything queued is appended; rethrows a failed append's error.
+  void drain();
+  /// Drops what waits, returns once the append in progress is done, and
+  /// forgets any error.
+  void reset();
+
+ private:
+  void loop();
+
+  std::mutex mu_;
+  std::condition_variable changed_;
+  std::deque<std::pair<checkpoint::AtomicFileWriter*, std::string>> queue_;
+  std::vector<std::string> spare_;  // written buffers, kept for their capacity
+  bool busy_ = false;
+  bool stop_ = false;
+  std::exception_ptr error_;
+  std::thread thread_;
 };
 
 }  // namespace kwire::source::detail

@@ -72,15 +72,15 @@ class Sink {
 /// has more than one formatting thread (the RecordJsonWriter's default:
 /// default_format_threads()): each thread formats a contiguous run of the
 /// rows, in rounds of at most kRowsPerThread rows per thread, and the runs are
-/// written in row order, so the file is the same as with one thread. While
-/// they format a round, the calling thread appends the previous round's
-/// lines to the file; the last round's lines wait in memory for the next
-/// write() or the commit. A custom formatter runs on one thread unless it
-/// comes from a FormatterFactory, which makes one formatter per thread.
+/// written in row order, so the file is the same as with one thread. The
+/// lines are then appended to the file by a thread of the sink's own while
+/// write() returns and the next rows are read; commit_batch waits for them.
+/// A custom formatter runs on one thread unless it comes from a
+/// FormatterFactory, which makes one formatter per thread.
 ///
 /// Rows go to a temp file in DIR as they arrive, through a buffer of at most
-/// `buffer_bytes` (default 1 MiB) plus two rounds' lines (at most
-/// 2 x kRowsPerThread lines per formatting thread), so memory does not grow
+/// `buffer_bytes` (default 1 MiB) plus the round being formatted and at most
+/// 4 x kRowsPerThread lines waiting to be appended, so memory does not grow
 /// with the batch;
 /// commit_batch fsyncs the temp file, renames it to the part file and fsyncs
 /// DIR (checkpoint::AtomicFileWriter). A batch that fails before its commit
