@@ -486,6 +486,9 @@ JsonRowBuilder& JsonRowBuilder::operator=(JsonRowBuilder&&) noexcept = default;
 
 void JsonRowBuilder::append(std::string_view json) {
   Impl& m = *impl_;
+  // An empty view may have no data pointer at all, which the parser must not
+  // be given.
+  if (json.empty()) throw JsonRowError("", "is not JSON: the text is empty");
   element doc;
   if (auto err = m.parser.parse(json.data(), json.size(), true).get(doc))
     throw JsonRowError("", fmt::format("is not JSON: {}", simdjson::error_message(err)));

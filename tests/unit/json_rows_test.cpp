@@ -130,6 +130,17 @@ TEST(JsonRows, ErrorsNameTheFieldAndKeepNoPartRow) {
   EXPECT_EQ(error_of(kUser, R"({"id":1,"nick":"x"})"), R"(field "nick": the schema has no field of this name)");
   EXPECT_EQ(error_of(kUser, "[1]"), "is an array, not a JSON object of the schema's fields");
   EXPECT_EQ(error_of(kUser, "{\"id\":").rfind("is not JSON: ", 0), 0u);
+  EXPECT_EQ(error_of(kUser, ""), "is not JSON: the text is empty");
+  {
+    // A view without a data pointer (what a fuzzer first found).
+    const AvroSchema avro = AvroSchema::parse(R"("string")");
+    Schema shape(avro);
+    JsonRowBuilder rows(shape.s, true);
+    EXPECT_THROW(rows.append(std::string_view()), JsonRowError);
+    EXPECT_EQ(rows.rows(), 0);
+    rows.append(R"("x")");
+    EXPECT_EQ(rows.rows(), 1);
+  }
   const char* nested = R"({"type":"record","name":"N","fields":[{"name":"a","type":{"type":"record","name":"A",
     "fields":[{"name":"tags","type":{"type":"array","items":"int"}},{"name":"m","type":{"type":"map",
     "values":"int"}},{"name":"d","type":{"type":"bytes","logicalType":"decimal","precision":4,"scale":1}}]}}]})";
