@@ -24,24 +24,33 @@ namespace {
 // Bytes written as they are: printable ASCII other than " and \.
 constexpr bool plain(unsigned char c) { return c >= 0x20 && c < 0x80 && c != '"' && c != '\\'; }
 
-// The first byte at or after `p` that is not plain, or `end`. With SSE2
-// (every x86-64), 16 bytes per step: a signed compare below 0x20 catches the
-// control bytes and the bytes >= 0x80 at once.
-const char* next_special(const char* p, const char* end) {
+// Copies the plain bytes from `p` to `w` up to the first other byte or
+// `end`, advancing both. With SSE2 (every x86-64), 16 bytes per step, each
+// block stored whole (the caller's room covers it: at least two bytes per
+// input byte left) of which only the bytes before the first special one are
+// kept; a signed compare below 0x20 catches the control bytes and the bytes
+// >= 0x80 at once.
+inline void copy_plain(const char*& p, char*& w, const char* end) {
 #if defined(__SSE2__)
   const __m128i quote = _mm_set1_epi8('"');
   const __m128i backslash = _mm_set1_epi8('\\');
   const __m128i space = _mm_set1_epi8(0x20);
   while (end - p >= 16) {
     const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(w), v);
     const __m128i hit =
         _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)), _mm_cmplt_epi8(v, space));
-    if (const int mask = _mm_movemask_epi8(hit); mask != 0) return p + __builtin_ctz(static_cast<unsigned>(mask));
+    if (const int mask = _mm_movemask_epi8(hit); mask != 0) {
+      const auto n = __builtin_ctz(static_cast<unsigned>(mask));
+      p += n;
+      w += n;
+      return;
+    }
     p += 16;
+    w += 16;
   }
 #endif
-  while (p < end && plain(static_cast<unsigned char>(*p))) ++p;
-  return p;
+  while (p < end && plain(static_cast<unsigned char>(*p))) *w++ = *p++;
 }
 
 }  // namespace
@@ -62,12 +71,8 @@ void append_json_string(std::string& out, std::string_view s) {
   static constexpr char hex[] = "0123456789abcdef";
   while (true) {
     // Runs of plain bytes (most of most keys and values) are copied whole.
-    const char* special = next_special(p, end);
-    const auto run = static_cast<std::size_t>(special - p);
-    std::memcpy(w, p, run);
-    w += run;
-    if (special == end) break;
-    p = special;
+    copy_plain(p, w, end);
+    if (p == end) break;
     const auto c = static_cast<unsigned char>(*p);
     char second = 0;
     switch (c) {

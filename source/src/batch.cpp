@@ -102,6 +102,8 @@ class StoppableSink : public Sink {
     inner_.write(rows);
   }
   std::int64_t commit_batch(std::int64_t batch_id) override { return inner_.commit_batch(batch_id); }
+  bool writes_behind() const override { return inner_.writes_behind(); }
+  void release_rows() noexcept override { inner_.release_rows(); }
   std::string description() const override { return inner_.description(); }
 
  private:

@@ -25,6 +25,8 @@ class MeteringSink : public Sink {
   }
   void write(std::span<const Row> rows) override;
   std::int64_t commit_batch(std::int64_t batch_id) override { return inner_.commit_batch(batch_id); }
+  bool writes_behind() const override { return inner_.writes_behind(); }
+  void release_rows() noexcept override { inner_.release_rows(); }
   std::string description() const override { return inner_.description(); }
   /// (records, bytes) per partition since begin_batch.
   std::map<TopicPartition, std::pair<std::int64_t, std::int64_t>> take() { return std::move(seen_); }

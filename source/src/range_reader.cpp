@@ -199,11 +199,24 @@ RangeReadResult RangeReader::read(const std::vector<OffsetRange>& ranges, Sink& 
     return *it;
   };
 
-  std::vector<Row> rows;
+  // A sink that writes behind reads a write's rows (and the polled records
+  // they point into) until its next write returns: two sets alternate, and
+  // the sink is done with both before they go.
+  struct Held {
+    client::ConsumerRecords recs;
+    std::vector<Row> rows;
+  };
+  const bool behind = sink.writes_behind();
+  Held held[2];
+  std::size_t turn = 0;
+  struct Release {
+    Sink& sink;
+    ~Release() { sink.release_rows(); }
+  } release{sink};
   while (open > 0) {
+    auto& [recs, rows] = held[turn];
     for (auto& c : cursors)
       if (!c.done) c.expected = position(c);
-    client::ConsumerRecords recs;
     try {
       recs = consumer_.poll(std::min(poll_timeout, std::chrono::milliseconds(1000)));
     } catch (const client::LogTruncationError& e) {
@@ -277,6 +290,7 @@ RangeReadResult RangeReader::read(const std::vector<OffsetRange>& ranges, Sink& 
       sink.write(rows);
       result.rows += static_cast<std::int64_t>(rows.size());
       last_progress = std::chrono::steady_clock::now();
+      if (behind) turn ^= 1;
     }
     for (auto& cur : cursors) {
       if (cur.done) continue;

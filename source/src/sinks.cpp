@@ -27,20 +27,26 @@ constexpr std::size_t kMinRowsPerThread = 512;
 
 }  // namespace
 
-// The formatting threads. With one, the caller formats each round and
-// appends it to the file. With more, slots 1..n of `threads` format a round
-// (slot 0, the caller, waits) and `appender` writes each thread's lines to
-// the file on a thread of its own, in order, while the caller goes on.
+// The formatting threads. Given a single custom Formatter (`behind` false),
+// the caller formats each round and appends it to the file. Otherwise the
+// sink writes behind: `task` runs each write() on a thread of the sink's own,
+// where slots 0..n-1 of `threads` format a round and `appender` writes each
+// slot's lines to the file, in order, on a thread of its own.
 struct JsonLinesSink::Lines {
-  explicit Lines(unsigned n) : formatting(n), threads(n > 1 ? n + 1 : 1), current(n), kept(n) {
-    if (n > 1) appender = std::make_unique<detail::FileAppender>();
+  Lines(unsigned n, bool behind) : formatting(n), threads(behind ? n : 1), current(n), kept(n) {
+    if (behind) {
+      appender = std::make_unique<detail::FileAppender>();
+      task = std::make_unique<detail::BackgroundTask>();
+    }
   }
   const Formatter& formatter(unsigned i) const {
     static const Formatter none;
     return formatters.empty() ? none : formatters[i];
   }
-  /// Drops the lines not yet written and waits for the append in progress.
-  void discard() {
+  /// Waits for the write in progress, drops the lines not yet written and
+  /// waits for the append in progress; forgets their errors.
+  void discard() noexcept {
+    if (task) task->reset();
     for (std::string& lines : current) lines.clear();
     if (appender) appender->reset();
   }
@@ -51,11 +57,12 @@ struct JsonLinesSink::Lines {
   std::vector<std::string> current;  // each formatting thread's lines of this round
   std::vector<std::int64_t> kept;
   std::unique_ptr<detail::FileAppender> appender;
+  std::unique_ptr<detail::BackgroundTask> task;  // last: stopped first
 };
 
 JsonLinesSink::JsonLinesSink(fs::path dir, Formatter formatter, std::size_t buffer_bytes)
     : dir_(std::move(dir)), buffer_bytes_(buffer_bytes) {
-  lines_ = std::make_unique<Lines>(formatter ? 1 : default_format_threads());
+  lines_ = formatter ? std::make_unique<Lines>(1, false) : std::make_unique<Lines>(default_format_threads(), true);
   if (formatter) lines_->formatters.push_back(std::move(formatter));
   fs::create_directories(dir_);
   // A process killed while writing a batch file leaves its temp file.
@@ -69,7 +76,7 @@ JsonLinesSink::JsonLinesSink(fs::path dir, RecordJsonWriter writer, std::size_t 
 
 JsonLinesSink::JsonLinesSink(fs::path dir, const FormatterFactory& factory, unsigned threads, std::size_t buffer_bytes)
     : dir_(std::move(dir)), buffer_bytes_(buffer_bytes) {
-  lines_ = std::make_unique<Lines>(std::max(threads, 1U));
+  lines_ = std::make_unique<Lines>(std::max(threads, 1U), true);
   for (unsigned i = 0; i < lines_->formatting; ++i) {
     lines_->formatters.push_back(factory());
     if (!lines_->formatters.back())
@@ -140,42 +147,56 @@ constexpr std::size_t kChunkBytes = std::size_t{256} << 10;
 void JsonLinesSink::write(std::span<const Row> rows) {
   if (!file_) throw std::logic_error(fmt::format("JsonLinesSink[{}]: write without begin_batch", dir_.string()));
   Lines& lines = *lines_;
+  if (!lines.task) {
+    for (std::size_t i = 0; i < rows.size(); i += kRowsPerThread) {
+      const auto round = rows.subspan(i, std::min(kRowsPerThread, rows.size() - i));
+      std::string& out = lines.current[0];
+      out.clear();
+      kept_ +=
+          format_lines(out, round, lines.formatter(0), lines.writer, std::numeric_limits<std::size_t>::max(), [] {});
+      file_->append(out);
+    }
+    return;
+  }
+  try {
+    lines.task->post([this, rows] { format_behind(rows); });
+  } catch (...) {
+    // The earlier write failed: the batch is lost; its lines are dropped.
+    lines.discard();
+    throw;
+  }
+}
+
+// Runs on the sink's task thread.
+void JsonLinesSink::format_behind(std::span<const Row> rows) {
+  Lines& lines = *lines_;
   const std::size_t n = lines.formatting;
   while (!rows.empty()) {
     const std::size_t take = std::min(rows.size(), n * kRowsPerThread);
     const std::span<const Row> round = rows.first(take);
     rows = rows.subspan(take);
     const std::size_t used = std::clamp<std::size_t>(take / kMinRowsPerThread, 1, n);
-    // Formatting thread i's run of the round's rows.
-    auto format = [&](std::size_t i) {
-      std::string& out = lines.current[i];
+    lines.threads.run([&](unsigned slot) {
+      std::string& out = lines.current[slot];
       out.clear();
-      lines.kept[i] = 0;
-      if (i >= used) return;
-      const std::size_t from = take * i / used;
-      const std::size_t to = take * (i + 1) / used;
-      lines.kept[i] = format_lines(out, round.subspan(from, to - from), lines.formatter(static_cast<unsigned>(i)),
-                                   lines.writer, std::numeric_limits<std::size_t>::max(), [] {});
-    };
-    if (n == 1) {
-      format(0);
-      file_->append(lines.current[0]);
-      kept_ += lines.kept[0];
-      continue;
-    }
-    try {
-      lines.threads.run([&](unsigned slot) {
-        if (slot > 0) format(slot - 1);
-      });
-      for (std::size_t i = 0; i < n; ++i) {
-        kept_ += lines.kept[i];
-        if (!lines.current[i].empty()) lines.appender->push(*file_, lines.current[i]);
-      }
-    } catch (...) {
-      lines.discard();
-      throw;
+      lines.kept[slot] = 0;
+      if (slot >= used) return;
+      const std::size_t from = take * slot / used;
+      const std::size_t to = take * (slot + 1) / used;
+      lines.kept[slot] = format_lines(out, round.subspan(from, to - from), lines.formatter(slot), lines.writer,
+                                      std::numeric_limits<std::size_t>::max(), [] {});
+    });
+    for (std::size_t i = 0; i < n; ++i) {
+      kept_ += lines.kept[i];
+      if (!lines.current[i].empty()) lines.appender->push(*file_, lines.current[i]);
     }
   }
+}
+
+bool JsonLinesSink::writes_behind() const { return lines_->task != nullptr; }
+
+void JsonLinesSink::release_rows() noexcept {
+  if (lines_->task) lines_->task->settle();
 }
 
 std::int64_t JsonLinesSink::commit_batch(std::int64_t batch_id) {
@@ -184,7 +205,13 @@ std::int64_t JsonLinesSink::commit_batch(std::int64_t batch_id) {
                                        batch_id, batch_id_));
   // A commit without begin_batch writes an empty batch file.
   if (!file_) file_ = std::make_unique<checkpoint::AtomicFileWriter>(part_path(batch_id), buffer_bytes_);
-  if (lines_->appender) lines_->appender->drain();
+  try {
+    if (lines_->task) lines_->task->wait();
+    if (lines_->appender) lines_->appender->drain();
+  } catch (...) {
+    lines_->discard();
+    throw;
+  }
   auto file = std::move(file_);
   file->commit();
   return kept_;

@@ -65,6 +65,65 @@ void WorkerThreads::run(const std::function<void(unsigned slot)>& work) {
   if (first) std::rethrow_exception(first);
 }
 
+BackgroundTask::BackgroundTask() : thread_([this] { loop(); }) {}
+
+BackgroundTask::~BackgroundTask() {
+  {
+    std::unique_lock lock(mu_);
+    changed_.wait(lock, [&] { return !busy_; });
+    stop_ = true;
+  }
+  changed_.notify_all();
+  thread_.join();
+}
+
+void BackgroundTask::loop() {
+  std::unique_lock lock(mu_);
+  while (true) {
+    changed_.wait(lock, [&] { return stop_ || busy_; });
+    if (stop_) return;
+    auto work = std::move(work_);
+    lock.unlock();
+    std::exception_ptr error;
+    try {
+      work();
+    } catch (...) {
+      error = std::current_exception();
+    }
+    work = nullptr;  // what it holds goes before the caller is told
+    lock.lock();
+    busy_ = false;
+    if (error && !error_) error_ = error;
+    changed_.notify_all();
+  }
+}
+
+void BackgroundTask::post(std::function<void()> work) {
+  std::unique_lock lock(mu_);
+  changed_.wait(lock, [&] { return !busy_; });
+  if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
+  work_ = std::move(work);
+  busy_ = true;
+  changed_.notify_all();
+}
+
+void BackgroundTask::wait() {
+  std::unique_lock lock(mu_);
+  changed_.wait(lock, [&] { return !busy_; });
+  if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
+}
+
+void BackgroundTask::settle() noexcept {
+  std::unique_lock lock(mu_);
+  changed_.wait(lock, [&] { return !busy_; });
+}
+
+void BackgroundTask::reset() noexcept {
+  std::unique_lock lock(mu_);
+  changed_.wait(lock, [&] { return !busy_; });
+  error_ = nullptr;
+}
+
 FileAppender::FileAppender() : thread_([this] { loop(); }) {}
 
 FileAppender::~FileAppender() {

@@ -53,6 +53,39 @@ class WorkerThreads {
   std::vector<std::thread> threads_;
 };
 
+/// Runs one piece of work at a time on a thread of its own while the caller
+/// goes on.
+class BackgroundTask {
+ public:
+  BackgroundTask();
+  /// Waits for the work in progress.
+  ~BackgroundTask();
+  BackgroundTask(const BackgroundTask&) = delete;
+  BackgroundTask& operator=(const BackgroundTask&) = delete;
+
+  /// Waits for the work in progress, then starts `work`. When the earlier
+  /// work failed, its error is rethrown (once) and `work` is not started.
+  void post(std::function<void()> work);
+  /// Returns once the work in progress is done; rethrows its error (once).
+  void wait();
+  /// Returns once the work in progress is done; its error is kept for the
+  /// next post() or wait().
+  void settle() noexcept;
+  /// settle(), then forgets the error.
+  void reset() noexcept;
+
+ private:
+  void loop();
+
+  std::mutex mu_;
+  std::condition_variable changed_;
+  std::function<void()> work_;
+  bool busy_ = false;
+  bool stop_ = false;
+  std::exception_ptr error_;
+  std::thread thread_;
+};
+
 /// Appends buffers to files on a thread of its own, in the order they were
 /// given. At most kMaxQueued buffers wait; push() blocks beyond that.
 class FileAppender {

@@ -9,11 +9,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
@@ -239,8 +241,20 @@ TEST(JsonLinesSink, FormatterErrorOnAnotherThreadFailsTheWrite) {
       2);
   Rows rows(0, 8000);
   sink.begin_batch(2);
+  // The sink writes behind: the error comes with the commit.
+  ASSERT_TRUE(sink.writes_behind());
+  sink.write(rows.rows);
   try {
-    sink.write(rows.rows);
+    sink.commit_batch(2);
+    FAIL() << "no error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "bad row 7000");
+  }
+  // Or with the next write.
+  sink.begin_batch(2);
+  sink.write(rows.rows);
+  try {
+    sink.write(std::span<const Row>(rows.rows).first(10));
     FAIL() << "no error";
   } catch (const std::runtime_error& e) {
     EXPECT_STREQ(e.what(), "bad row 7000");
@@ -251,6 +265,40 @@ TEST(JsonLinesSink, FormatterErrorOnAnotherThreadFailsTheWrite) {
   EXPECT_EQ(sink.commit_batch(2), 7000);
   EXPECT_EQ(read_all(sink.part_path(2)), expected_lines(0, 7000));
   EXPECT_EQ(names_in(dir / "out"), std::vector<std::string>{"part-00000000000000000002.jsonl"});
+}
+
+TEST(JsonLinesSink, WriteReturnsBeforeTheRowsAreFormattedAndReleaseRowsWaitsForThem) {
+  TempDir dir;
+  RecordJsonWriter writer;
+  std::atomic<bool> go{false};
+  std::atomic<int> formatted{0};
+  JsonLinesSink sink(
+      dir / "out",
+      [&]() -> JsonLinesSink::Formatter {
+        return [&, writer](std::string& out, const Row& row) {
+          while (!go.load()) std::this_thread::yield();
+          writer.append(out, row);
+          formatted.fetch_add(1);
+          return true;
+        };
+      },
+      2);
+  ASSERT_TRUE(sink.writes_behind());
+  Rows rows(0, 3000);
+  sink.begin_batch(3);
+  sink.write(rows.rows);  // returns although no row can be formatted yet
+  EXPECT_EQ(formatted.load(), 0);
+  go.store(true);
+  sink.release_rows();
+  EXPECT_EQ(formatted.load(), 3000);
+  // A single custom formatter runs in write().
+  JsonLinesSink plain(dir / "plain", [&](std::string& out, const Row& row) {
+    writer.append(out, row);
+    return true;
+  });
+  EXPECT_FALSE(plain.writes_behind());
+  EXPECT_EQ(sink.commit_batch(3), 3000);
+  EXPECT_EQ(read_all(sink.part_path(3)), expected_lines(0, 3000));
 }
 
 TEST(JsonLinesSink, ReplayedBatchReplacesItsFileWithIdenticalContent) {

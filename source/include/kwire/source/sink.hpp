@@ -57,6 +57,17 @@ class Sink {
   virtual void write(std::span<const Row> rows) = 0;
   /// Make the batch durable. Returns how many rows the sink kept.
   virtual std::int64_t commit_batch(std::int64_t batch_id) = 0;
+  /// True when write() may return while the sink still reads the rows (and
+  /// the bytes they point into) on a thread of its own, so that the caller
+  /// reads the next rows meanwhile. The caller then keeps them alive and
+  /// unchanged until the sink's next write(), begin_batch() or commit_batch()
+  /// returns, or until release_rows() does. An error of that work is
+  /// rethrown by the next write() or commit_batch(). Default: false (write()
+  /// is done with the rows when it returns).
+  virtual bool writes_behind() const { return false; }
+  /// Returns once the sink reads no row of an earlier write() any more; an
+  /// error of that work waits for the next write() or commit_batch().
+  virtual void release_rows() noexcept {}
   /// Shown as the progress JSON's sink description.
   virtual std::string description() const { return "Sink"; }
 };
@@ -68,15 +79,17 @@ class Sink {
 /// value as text or base64), or by a custom formatter, which may also drop
 /// rows.
 ///
-/// The lines of a write() are made by several threads at once when the sink
-/// has more than one formatting thread (the RecordJsonWriter's default:
-/// default_format_threads()): each thread formats a contiguous run of the
-/// rows, in rounds of at most kRowsPerThread rows per thread, and the runs are
-/// written in row order, so the file is the same as with one thread. The
-/// lines are then appended to the file by a thread of the sink's own while
-/// write() returns and the next rows are read; commit_batch waits for them.
-/// A custom formatter runs on one thread unless it comes from a
-/// FormatterFactory, which makes one formatter per thread.
+/// The sink writes behind (writes_behind() is true) unless it was given a
+/// single custom Formatter: write() hands the rows to the sink's threads and
+/// returns, so the next rows are read while these are formatted and
+/// appended; commit_batch waits for them. The lines of a write() are made by
+/// several threads at once when the sink has more than one formatting thread
+/// (the RecordJsonWriter's default: default_format_threads()): each thread
+/// formats a contiguous run of the rows, in rounds of at most kRowsPerThread
+/// rows per thread, and the runs are written in row order, so the file is
+/// the same as with one thread. A custom Formatter runs on the caller's
+/// thread, one row at a time; formatters from a FormatterFactory (one per
+/// thread) and the RecordJsonWriter run on the sink's threads.
 ///
 /// Rows go to a temp file in DIR as they arrive, through a buffer of at most
 /// `buffer_bytes` (default 1 MiB) plus the round being formatted and at most
@@ -88,7 +101,8 @@ class Sink {
 /// destroyed; a killed process leaves ".part-<id>.jsonl.<16 hex>.tmp", which
 /// the next JsonLinesSink on DIR deletes. The constructor creates DIR.
 /// Errors: checkpoint::CheckpointError naming the file and the OS reason; a
-/// formatter's exception is rethrown by write() once every thread is done.
+/// formatter's exception is rethrown once every thread is done, by that
+/// write() or, writing behind, by the next write() or commit_batch().
 class JsonLinesSink : public Sink {
  public:
   /// Appends the line for a row to `out` (without the newline) and returns
@@ -113,6 +127,8 @@ class JsonLinesSink : public Sink {
   void begin_batch(std::int64_t batch_id) override;
   void write(std::span<const Row> rows) override;
   std::int64_t commit_batch(std::int64_t batch_id) override;
+  bool writes_behind() const override;
+  void release_rows() noexcept override;
   /// The default line for a row (RecordJsonWriter with default options).
   static std::string to_json(const Row& row);
   /// DIR/part-<batch id, 20 digits>.jsonl.
@@ -126,6 +142,7 @@ class JsonLinesSink : public Sink {
 
  private:
   struct Lines;  // the formatting threads, their formatters and lines
+  void format_behind(std::span<const Row> rows);
   std::filesystem::path dir_;
   std::size_t buffer_bytes_;
   std::unique_ptr<Lines> lines_;
