@@ -357,7 +357,7 @@ ConsumerRecords Fetcher::poll_until(Deadline deadline, std::size_t max_records) 
 }
 
 ConsumerRecords Fetcher::collect(std::size_t max_records) {
-  auto round = std::make_shared<ConsumerRecords::Round>();
+  auto round = reusable_round();
   // One allocation instead of a doubling series while records are appended.
   if (!ready_.empty()) round->records.reserve(std::min(max_records, std::max<std::size_t>(last_round_size_, 4096)));
   // ready_[0, held) are partitions whose error waits for the next poll (this
@@ -477,6 +477,27 @@ ConsumerRecords Fetcher::collect(std::size_t max_records) {
     out.round_ = std::move(round);
   }
   return out;
+}
+
+std::shared_ptr<ConsumerRecords::Round> Fetcher::reusable_round() {
+  // Every released round lets go of what its records pointed into (frames
+  // and decoded sets go back to their pools); the first is reused.
+  std::shared_ptr<ConsumerRecords::Round> free;
+  for (auto& r : round_pool_)
+    if (r.use_count() == 1) {
+      r->records.clear();
+      r->frames.clear();
+      r->decoded.clear();
+      r->topics.clear();
+      if (!free) free = r;
+    }
+  if (free) return free;
+  auto r = std::make_shared<ConsumerRecords::Round>();
+  // A reader holds a round or two while it reads the next (a sink that
+  // writes behind); more are not kept.
+  constexpr std::size_t kKeptRounds = 3;
+  if (round_pool_.size() < kKeptRounds) round_pool_.push_back(r);
+  return r;
 }
 
 std::shared_ptr<DecodedRecords> Fetcher::reusable_decoded() {

@@ -262,7 +262,57 @@ void RecordJsonWriter::append_timestamp_us(std::string& out, std::int64_t us) co
   append_timestamp_ms(out, ms);
 }
 
+namespace {
+
+// The text std::to_chars gives for `v` (the shortest that reads back as v,
+// fixed or scientific, whichever is shorter, fixed on a tie), computed
+// directly for a common case: 1e-3 <= |v| with v * 10^k below 2^50 for the
+// fewest fraction digits k <= 9 that read back as v, and fixed notation
+// not longer than scientific. Returns false (nothing appended) otherwise.
+// Below 2^50 the scaled value's rounding errors stay under 1/4, so m is the
+// one k-digit decimal that reads back as v and none with fewer digits does.
+bool append_short_fixed(std::string& out, double v) {
+  static constexpr double kPow10[] = {1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9};
+  const double a = std::fabs(v);
+  if (!(a >= 1e-3 && a < 0x1p50)) return false;  // also NaN, infinities, 0
+  for (int k = 0; k <= 9; ++k) {
+    const double scaled = a * kPow10[k];
+    if (scaled >= 0x1p50) return false;
+    const double m = std::nearbyint(scaled);
+    if (m / kPow10[k] != a) continue;
+    auto u = static_cast<std::uint64_t>(m);
+    char digits[20];
+    const auto end = std::to_chars(digits, digits + sizeof digits, u).ptr;
+    const int n = static_cast<int>(end - digits);
+    int significant = n;
+    if (k == 0)
+      while (significant > 1 && digits[significant - 1] == '0') --significant;
+    const int fixed = a >= 1 ? (k == 0 ? n : n + 1) : 2 + k;
+    const int scientific = significant + (significant > 1 ? 1 : 0) + 4;  // d.ddde+XX: |exponent| < 100 here
+    if (fixed > scientific) return false;
+    if (v < 0) out += '-';
+    if (a >= 1) {
+      out.append(digits, static_cast<std::size_t>(n - k));
+      if (k == 0) {
+        out += ".0";
+      } else {
+        out += '.';
+        out.append(digits + (n - k), static_cast<std::size_t>(k));
+      }
+    } else {
+      out += "0.";
+      out.append(static_cast<std::size_t>(k - n), '0');
+      out.append(digits, static_cast<std::size_t>(n));
+    }
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 void RecordJsonWriter::append_double(std::string& out, double v, bool as_float) {
+  if (!as_float && append_short_fixed(out, v)) return;
   if (std::isnan(v)) {
     out += "\"NaN\"";
     return;

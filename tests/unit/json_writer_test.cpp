@@ -1,11 +1,15 @@
 // RecordJsonWriter: rows, decoded values and Arrow batches written as Spark's
 // JSON writer writes them (timestamps, binary, nulls), and TimeZone.
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
+#include <random>
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "kwire/source/arrow.hpp"
@@ -129,6 +133,45 @@ TEST(RecordJsonWriter, DoublesAsSparkWritesThem) {
   out += ' ';
   RecordJsonWriter::append_double(out, -1.0 / 0.0);
   EXPECT_EQ(out, R"(1.5 3.0 "NaN" "-Infinity")");
+}
+
+// The text std::to_chars gives (shortest round trip), with ".0" added
+// when it has no point or exponent: what append_double must write for
+// every finite double.
+std::string reference_double(double v) {
+  char buf[64];
+  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  std::string text(buf, r.ptr);
+  if (text.find_first_of(".eEn") == std::string::npos) text += ".0";
+  return text;
+}
+
+TEST(RecordJsonWriter, DoublesAreWrittenAsTheShortestRoundTripText) {
+  std::vector<double> values = {
+      0.0,  -0.0,          1.0,       -1.0,   0.001,   0.0001,     0.00123,  0.1,       0.2,
+      0.3,  172.2,         172.20,    32.58,  1e6,     1e7,        1e14,     1e15,      1e16,
+      1e22, 123456789.125, 0.5e-3,    9.999,  99999.9, 1e-3,       1.5e-3,   2e-3,      1e5,
+      1e8,  1e9,           1000000.5, 0x1p50, 0x1p49,  0x1p50 - 1, 0x1p53,   5e-324,    1.7976931348623157e308,
+      100,  120,           1200,      12000,  120000,  1200000,    12000000, 0.1 + 0.2, 1.0 / 3};
+  std::mt19937_64 rng(7);
+  for (int i = 0; i < 200000; ++i) {
+    // Decimals of up to 12 fraction digits at many magnitudes, and raw bit
+    // patterns.
+    const auto digits = static_cast<int>(rng() % 13);
+    const double scale = std::pow(10.0, digits);
+    const auto mantissa = static_cast<double>(rng() % 100000000000ULL);
+    values.push_back((rng() % 2 ? -1 : 1) * mantissa / scale / std::pow(10.0, static_cast<double>(rng() % 8)));
+    values.push_back(static_cast<double>(rng() % 1000000) * std::pow(10.0, static_cast<double>(rng() % 12)));
+    std::uint64_t bits = rng();
+    double d = 0;
+    std::memcpy(&d, &bits, sizeof d);
+    if (std::isfinite(d)) values.push_back(d);
+  }
+  for (double v : values) {
+    std::string out;
+    RecordJsonWriter::append_double(out, v);
+    ASSERT_EQ(out, reference_double(v)) << "for " << fmt::format("{:a}", v);
+  }
 }
 
 TEST(RecordJsonWriter, ArrowBatchesOfTheKafkaSchemaGiveTheSameLinesAsRows) {

@@ -250,6 +250,7 @@ class Fetcher {
                  std::int32_t divergent_epoch);
   void decode(const TopicPartition& tp, PartitionState& s, Answer& a, std::size_t max_records);
   std::shared_ptr<protocol::DecodedRecords> reusable_decoded();
+  std::shared_ptr<ConsumerRecords::Round> reusable_round();
 
   FetchCluster& cluster_;
   ClientConfig config_;
@@ -263,6 +264,10 @@ class Fetcher {
   // Partitions with answers to hand out, in the order they arrived.
   std::deque<TopicPartition> ready_;
   std::vector<std::shared_ptr<protocol::DecodedRecords>> decoded_pool_;
+  // Rounds handed out earlier, reused once their records are released: a
+  // round's record array is megabytes, which a fresh allocation takes as
+  // fresh pages from the kernel.
+  std::vector<std::shared_ptr<ConsumerRecords::Round>> round_pool_;
   // The most records one poll has handed out: a poll's room is made for as
   // many at once (no doubling series while records are appended).
   std::size_t last_round_size_ = 0;
