@@ -274,6 +274,9 @@ Clock::time_point Sender::send_ready(Clock::time_point now) {
   const int max_in_flight = std::max(config_.max_in_flight_requests_per_connection, 1);
   const auto max_bytes = static_cast<std::size_t>(config_.max_request_size);
   const bool bumping = state_.bump_due();
+  // Transactions v2: the next transaction's batches wait for the markers of
+  // the one just ended (end_transaction()).
+  if (state_.transactional() && now < txn_produce_not_before_) return txn_produce_not_before_;
   Clock::time_point next = Clock::time_point::max();
   for (int round = 0; round < max_in_flight; ++round) {
     std::map<std::int32_t, std::size_t> bytes;  // of this round's request per broker

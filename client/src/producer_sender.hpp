@@ -170,6 +170,9 @@ class Sender {
   std::set<TopicPartition> to_add_;  // transactions v1: partitions to add before their batches go
   int add_failures_ = 0;
   Clock::time_point add_not_before_{};
+  // Transactions v2: the next transaction's batches wait until then (see
+  // end_transaction()).
+  Clock::time_point txn_produce_not_before_{};
 };
 
 }  // namespace kwire::client

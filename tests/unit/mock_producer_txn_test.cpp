@@ -138,6 +138,35 @@ TEST_P(MockProducerTxn, CommitWritesTransactionalBatchesToEveryPartition) {
   EXPECT_EQ(c.requests(ApiKey::init_producer_id).size(), 1u);
 }
 
+// Transactions v2: the coordinator writes a transaction's markers after it
+// answers EndTxn, and a broker holds a Produce of the next transaction that
+// comes before them for 20 ms. The next transaction's batches go no sooner
+// than one EndTxn round trip after the answer: here EndTxn is held 60 ms, so
+// the next Produce reaches the broker at least 120 ms after the EndTxn did.
+TEST(MockProducerTxnState, NextTransactionsBatchesWaitOneEndTxnRoundTripAfterIt) {
+  MockCluster c(1);
+  c.create_topic("t", 1);
+  MockTransactions txn(c, true);
+  Producer p(txn_props(c, "tx"));
+  p.init_transactions();
+  p.begin_transaction();
+  p.send(message("t", 0, "a"));
+  kwire::mock::Fault held;
+  held.api = ApiKey::end_txn;
+  held.delay = 60ms;
+  c.inject(held);
+  p.commit_transaction();
+  p.begin_transaction();
+  p.send(message("t", 0, "b"));
+  p.commit_transaction();
+  const auto ends = c.requests(ApiKey::end_txn);
+  const auto produces = c.requests(ApiKey::produce);
+  ASSERT_EQ(ends.size(), 2u);
+  ASSERT_EQ(produces.size(), 2u);
+  EXPECT_GE(produces[1].received - ends[0].received, 120ms);
+  EXPECT_EQ(txn.written("t", 0).size(), 2u);
+}
+
 TEST_P(MockProducerTxn, AbortFailsTheQueuedRecordsAndEndsTheTransaction) {
   MockCluster c(1);
   c.create_topic("t", 2);
