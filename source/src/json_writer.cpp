@@ -17,11 +17,9 @@ namespace kwire::source {
 namespace {
 
 void append_int(std::string& out, std::int64_t v) {
-  // Written in place: room for the longest (20 characters) first.
-  const std::size_t at = out.size();
-  out.resize(at + 20);
-  auto r = std::to_chars(out.data() + at, out.data() + out.size(), v);
-  out.resize(static_cast<std::size_t>(r.ptr - out.data()));
+  char buf[20];
+  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  out.append(buf, static_cast<std::size_t>(r.ptr - buf));
 }
 
 // Two / three / four digits, zero-padded.
@@ -398,19 +396,18 @@ void RecordJsonWriter::append(std::string& out, const Row& row, const Schema& sc
 
 std::size_t RecordJsonWriter::append_members(std::string& out, const Schema& schema, const DecodedValue& value) const {
   std::size_t written = 0;
-  // The columns' "name": texts, kept per thread for the last schema written.
+  // The columns' ,"name": texts, kept per thread for the last schema written.
   thread_local std::vector<std::pair<std::string, std::string>> names;
   auto name = [&](std::string_view n, std::size_t i) {
-    if (written++) out += ',';
     if (i >= names.size()) names.resize(i + 1);
     auto& [raw, json] = names[i];
     if (raw != n || json.empty()) {
       raw.assign(n);
-      json.clear();
+      json.assign(1, ',');
       append_json_string(json, n);
       json += ':';
     }
-    out += json;
+    out.append(written++ ? json : std::string_view(json).substr(1));
   };
   for (std::size_t i = 0; i < schema.columns.size(); ++i) {
     const auto& col = schema.columns[i];
