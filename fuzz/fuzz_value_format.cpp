@@ -1,6 +1,7 @@
 // JsonValueDecoder with a fixed schema holding every column type, on
 // arbitrary text (and as a tombstone). decode() never throws; every cell
-// matches its column's type; append_json_members() never throws. The input
+// matches its column's type; append_json_members() never throws, and
+// append_decoded_json() (no cells) writes the same members. The input
 // is also tried as a DDL schema (SchemaError allowed; to_ddl() must parse
 // back to the same schema) and as a timestamp.
 #include <cstddef>
@@ -11,6 +12,7 @@
 #include <variant>
 
 #include "fuzz_common.hpp"
+#include "kwire/source/json_writer.hpp"
 #include "kwire/source/value_format.hpp"
 
 namespace {
@@ -54,6 +56,9 @@ void decode_and_check(std::optional<std::string_view> text) {
     if (!std::holds_alternative<std::monostate>(c)) ++want;
   KWIRE_FUZZ_CHECK(members == want);
   KWIRE_FUZZ_CHECK(json.empty() == (members == 0));
+  std::string direct;
+  KWIRE_FUZZ_CHECK(d.append_decoded_json(direct, text, RecordJsonWriter()) == members);
+  KWIRE_FUZZ_CHECK(direct == json);
 }
 
 }  // namespace

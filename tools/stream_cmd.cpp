@@ -180,16 +180,12 @@ RecordOutput record_output(const RecordOutputArgs& args, const std::string& topi
             fmt::format("--kafka-columns: '{}' is also a column of --schema; leave it out of one of them", c.name));
   PostgresColumns columns{decoder->schema(), options.kafka_columns};
   RecordJsonWriter writer(std::move(options));
-  // One decoder and one decoded row (reused row after row) per formatter:
-  // the JSON Lines sink formats on several threads, each with its own.
+  // One decoder per formatter: the JSON Lines sink formats on several
+  // threads, each with its own.
   JsonLinesSink::FormatterFactory formatters = [schema = decoder->schema(), writer]() -> JsonLinesSink::Formatter {
     auto decoder = std::make_shared<JsonValueDecoder>(schema);
-    auto decoded = std::make_shared<DecodedValue>();
-    return [decoder, decoded, writer](std::string& out, const Row& row) {
-      std::optional<std::string_view> text;
-      if (row.value) text = row.value_string();
-      decoder->decode(text, *decoded);
-      writer.append(out, row, decoder->schema(), *decoded);
+    return [decoder, writer](std::string& out, const Row& row) {
+      writer.append(out, row, *decoder);
       return true;
     };
   };

@@ -4,6 +4,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <utility>
 #include <vector>
@@ -15,12 +16,6 @@
 namespace kwire::source {
 
 namespace {
-
-void append_int(std::string& out, std::int64_t v) {
-  char buf[20];
-  auto r = std::to_chars(buf, buf + sizeof buf, v);
-  out.append(buf, static_cast<std::size_t>(r.ptr - buf));
-}
 
 // Two / three / four digits, zero-padded.
 char* put2(char* p, unsigned v) {
@@ -215,6 +210,32 @@ RecordJsonWriter::RecordJsonWriter(JsonWriterOptions options) : options_(std::mo
     member_names_[static_cast<std::size_t>(c)] = fmt::format(",\"{}\":", kafka_column_name(c));
 }
 
+namespace {
+
+// Room for a member's name before a value formatted on the stack; longer
+// names take their own append.
+constexpr std::size_t kShortMember = 48;
+
+// Copies `member` to the start of `buf` when it is short; else appends it
+// to `out`. Returns where the value goes.
+char* put_member(std::string& out, char* buf, std::string_view member) {
+  if (member.size() > kShortMember) {
+    out.append(member);
+    return buf;
+  }
+  if (!member.empty()) std::memcpy(buf, member.data(), member.size());  // a default view's data() is null
+  return buf + member.size();
+}
+
+}  // namespace
+
+void RecordJsonWriter::append_integer(std::string& out, std::int64_t v, std::string_view member) {
+  char buf[kShortMember + 20];
+  char* p = put_member(out, buf, member);
+  p = std::to_chars(p, buf + sizeof buf, v).ptr;
+  out.append(buf, static_cast<std::size_t>(p - buf));
+}
+
 void RecordJsonWriter::append_binary(std::string& out, protocol::ByteSpan bytes) const {
   if (options_.binary == BinaryFormat::base64) {
     out += '"';
@@ -225,7 +246,7 @@ void RecordJsonWriter::append_binary(std::string& out, protocol::ByteSpan bytes)
   }
 }
 
-void RecordJsonWriter::append_timestamp_ms(std::string& out, std::int64_t ms) const {
+void RecordJsonWriter::append_timestamp_ms(std::string& out, std::int64_t ms, std::string_view member) const {
   std::int64_t millis = 0;
   const std::int64_t secs = floor_div(ms, 1000, millis);
   if (utc_) {
@@ -239,14 +260,23 @@ void RecordJsonWriter::append_timestamp_ms(std::string& out, std::int64_t ms) co
       cached.resize(cached.size() - 3);  // the milliseconds
       cached_secs = secs;
     }
-    out += cached;
-    char tail[5];
-    put3(tail, static_cast<unsigned>(millis));
-    tail[3] = 'Z';
-    tail[4] = '"';
-    out.append(tail, sizeof tail);
+    char buf[kShortMember + 64];
+    char* p = put_member(out, buf, member);
+    if (cached.size() > 64 - 5) {  // a year of more than four digits, or a negative one
+      out.append(buf, static_cast<std::size_t>(p - buf));
+      out += cached;
+      p = buf;
+    } else {
+      std::memcpy(p, cached.data(), cached.size());
+      p += cached.size();
+    }
+    p = put3(p, static_cast<unsigned>(millis));
+    *p++ = 'Z';
+    *p++ = '"';
+    out.append(buf, static_cast<std::size_t>(p - buf));
     return;
   }
+  out.append(member);
   const std::int32_t offset = options_.time_zone.offset_at(secs);
   out += '"';
   append_local_time(out, secs + offset, static_cast<unsigned>(millis));
@@ -266,16 +296,17 @@ namespace {
 // fixed or scientific, whichever is shorter, fixed on a tie), computed
 // directly for a common case: 1e-3 <= |v| with v * 10^k below 2^50 for the
 // fewest fraction digits k <= 9 that read back as v, and fixed notation
-// not longer than scientific. Returns false (nothing appended) otherwise.
+// not longer than scientific. Writes it at `p` (at most 24 bytes) and
+// returns its end; nullptr (nothing written) otherwise.
 // Below 2^50 the scaled value's rounding errors stay under 1/4, so m is the
 // one k-digit decimal that reads back as v and none with fewer digits does.
-bool append_short_fixed(std::string& out, double v) {
+char* put_short_fixed(char* p, double v) {
   static constexpr double kPow10[] = {1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9};
   const double a = std::fabs(v);
-  if (!(a >= 1e-3 && a < 0x1p50)) return false;  // also NaN, infinities, 0
+  if (!(a >= 1e-3 && a < 0x1p50)) return nullptr;  // also NaN, infinities, 0
   for (int k = 0; k <= 9; ++k) {
     const double scaled = a * kPow10[k];
-    if (scaled >= 0x1p50) return false;
+    if (scaled >= 0x1p50) return nullptr;
     const double m = std::nearbyint(scaled);
     if (m / kPow10[k] != a) continue;
     auto u = static_cast<std::uint64_t>(m);
@@ -287,44 +318,53 @@ bool append_short_fixed(std::string& out, double v) {
       while (significant > 1 && digits[significant - 1] == '0') --significant;
     const int fixed = a >= 1 ? (k == 0 ? n : n + 1) : 2 + k;
     const int scientific = significant + (significant > 1 ? 1 : 0) + 4;  // d.ddde+XX: |exponent| < 100 here
-    if (fixed > scientific) return false;
-    if (v < 0) out += '-';
+    if (fixed > scientific) return nullptr;
+    if (v < 0) *p++ = '-';
     if (a >= 1) {
-      out.append(digits, static_cast<std::size_t>(n - k));
+      std::memcpy(p, digits, static_cast<std::size_t>(n - k));
+      p += n - k;
+      *p++ = '.';
       if (k == 0) {
-        out += ".0";
+        *p++ = '0';
       } else {
-        out += '.';
-        out.append(digits + (n - k), static_cast<std::size_t>(k));
+        std::memcpy(p, digits + (n - k), static_cast<std::size_t>(k));
+        p += k;
       }
     } else {
-      out += "0.";
-      out.append(static_cast<std::size_t>(k - n), '0');
-      out.append(digits, static_cast<std::size_t>(n));
+      *p++ = '0';
+      *p++ = '.';
+      std::memset(p, '0', static_cast<std::size_t>(k - n));
+      p += k - n;
+      std::memcpy(p, digits, static_cast<std::size_t>(n));
+      p += n;
     }
-    return true;
+    return p;
   }
-  return false;
+  return nullptr;
 }
 
 }  // namespace
 
-void RecordJsonWriter::append_double(std::string& out, double v, bool as_float) {
-  if (!as_float && append_short_fixed(out, v)) return;
-  if (std::isnan(v)) {
-    out += "\"NaN\"";
+void RecordJsonWriter::append_double(std::string& out, double v, bool as_float, std::string_view member) {
+  char buf[kShortMember + 64];
+  char* p = put_member(out, buf, member);
+  if (char* end = as_float ? nullptr : put_short_fixed(p, v)) {
+    out.append(buf, static_cast<std::size_t>(end - buf));
     return;
   }
-  if (std::isinf(v)) {
-    out += v > 0 ? "\"Infinity\"" : "\"-Infinity\"";
+  if (std::isnan(v) || std::isinf(v)) {
+    std::string_view text = std::isnan(v) ? "\"NaN\"" : v > 0 ? "\"Infinity\"" : "\"-Infinity\"";
+    std::memcpy(p, text.data(), text.size());
+    out.append(buf, static_cast<std::size_t>(p + text.size() - buf));
     return;
   }
-  char buf[64];
-  auto r =
-      as_float ? std::to_chars(buf, buf + sizeof buf, static_cast<float>(v)) : std::to_chars(buf, buf + sizeof buf, v);
-  std::string_view text(buf, static_cast<std::size_t>(r.ptr - buf));
-  out += text;
-  if (text.find_first_of(".eEn") == std::string_view::npos) out += ".0";
+  char* end = as_float ? std::to_chars(p, buf + sizeof buf - 2, static_cast<float>(v)).ptr
+                       : std::to_chars(p, buf + sizeof buf - 2, v).ptr;
+  if (std::string_view(p, static_cast<std::size_t>(end - p)).find_first_of(".eEn") == std::string_view::npos) {
+    *end++ = '.';
+    *end++ = '0';
+  }
+  out.append(buf, static_cast<std::size_t>(end - buf));
 }
 
 void RecordJsonWriter::append_kafka_members(std::string& out, const Row& row, bool any) const {
@@ -345,9 +385,17 @@ void RecordJsonWriter::append_kafka_members(std::string& out, const Row& row, bo
       default: break;
     }
     // ,"name":
-    const std::string_view member = member_names_[static_cast<std::size_t>(c)];
-    out.append(any ? member : member.substr(1));
+    std::string_view member = member_names_[static_cast<std::size_t>(c)];
+    if (!any) member.remove_prefix(1);
     any = true;
+    switch (c) {
+      case KafkaColumn::partition: append_integer(out, row.partition, member); continue;
+      case KafkaColumn::offset: append_integer(out, row.offset, member); continue;
+      case KafkaColumn::timestamp: append_timestamp_ms(out, row.timestamp, member); continue;
+      case KafkaColumn::timestamp_type: append_integer(out, row.timestamp_type, member); continue;
+      default: break;
+    }
+    out.append(member);
     switch (c) {
       case KafkaColumn::key: append_binary(out, *row.key); break;
       case KafkaColumn::value: append_binary(out, *row.value); break;
@@ -359,10 +407,10 @@ void RecordJsonWriter::append_kafka_members(std::string& out, const Row& row, bo
         }
         out += cached_topic_json;
         break;
-      case KafkaColumn::partition: append_int(out, row.partition); break;
-      case KafkaColumn::offset: append_int(out, row.offset); break;
-      case KafkaColumn::timestamp: append_timestamp_ms(out, row.timestamp); break;
-      case KafkaColumn::timestamp_type: append_int(out, row.timestamp_type); break;
+      case KafkaColumn::partition:
+      case KafkaColumn::offset:
+      case KafkaColumn::timestamp:
+      case KafkaColumn::timestamp_type: break;  // above
       case KafkaColumn::headers:
         out += '[';
         for (std::size_t i = 0; i < row.headers->size(); ++i) {
@@ -394,6 +442,15 @@ void RecordJsonWriter::append(std::string& out, const Row& row, const Schema& sc
   out += '}';
 }
 
+void RecordJsonWriter::append(std::string& out, const Row& row, JsonValueDecoder& decoder) const {
+  out += '{';
+  std::optional<std::string_view> text;
+  if (row.value) text = row.value_string();
+  const bool any = decoder.append_decoded_json(out, text, *this) > 0;
+  append_kafka_members(out, row, any);
+  out += '}';
+}
+
 std::size_t RecordJsonWriter::append_members(std::string& out, const Schema& schema, const DecodedValue& value) const {
   std::size_t written = 0;
   // The columns' ,"name": texts, kept per thread for the last schema written.
@@ -407,26 +464,28 @@ std::size_t RecordJsonWriter::append_members(std::string& out, const Schema& sch
       append_json_string(json, n);
       json += ':';
     }
-    out.append(written++ ? json : std::string_view(json).substr(1));
+    return written++ ? std::string_view(json) : std::string_view(json).substr(1);
   };
   for (std::size_t i = 0; i < schema.columns.size(); ++i) {
     const auto& col = schema.columns[i];
     const Cell& c = i < value.cells.size() ? value.cells[i] : Cell{};
     if (std::holds_alternative<std::monostate>(c)) continue;
-    name(col.name, i);
+    const std::string_view member = name(col.name, i);
     if (auto* s = std::get_if<std::string>(&c)) {
+      out.append(member);
       append_json_string(out, *s);
     } else if (auto* n = std::get_if<std::int64_t>(&c)) {
-      if (col.type == ColumnType::timestamp) append_timestamp_ms(out, *n);
-      else append_int(out, *n);
+      if (col.type == ColumnType::timestamp) append_timestamp_ms(out, *n, member);
+      else append_integer(out, *n, member);
     } else if (auto* d = std::get_if<double>(&c)) {
-      append_double(out, *d, col.type == ColumnType::float32);
+      append_double(out, *d, col.type == ColumnType::float32, member);
     } else if (auto* b = std::get_if<bool>(&c)) {
+      out.append(member);
       out += *b ? "true" : "false";
     }
   }
   if (value.corrupt_record) {
-    name(JsonValueDecoder::kCorruptRecordColumn, schema.columns.size());
+    out.append(name(JsonValueDecoder::kCorruptRecordColumn, schema.columns.size()));
     append_json_string(out, *value.corrupt_record);
   }
   return written;

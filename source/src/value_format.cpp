@@ -3,11 +3,14 @@
 #include <charconv>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 #include <unordered_map>
+#include <utility>
 
 #include <fmt/format.h>
 #include <simdjson.h>
 
+#include "kwire/source/json_escape.hpp"
 #include "kwire/source/json_writer.hpp"
 
 namespace kwire::source {
@@ -21,6 +24,13 @@ std::string upper(std::string_view s) {
 }
 
 bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+// Whitespace only (or empty). A JSON value mostly starts with a brace.
+bool is_blank(std::string_view s) {
+  for (char c : s)
+    if (!is_space(c)) return false;
+  return true;
+}
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
@@ -285,10 +295,20 @@ std::string format_timestamp_ms(std::int64_t ms) {
 struct JsonValueDecoder::Impl {
   simdjson::dom::parser parser;
   std::unordered_map<std::string_view, std::size_t> index;  // views into schema_ names
+  std::vector<std::string> member_names;                    // ,"name": per column, then _corrupt_record's
+  DecodedValue scratch;                                     // append_decoded_json's cells, when it needs them
 };
 
 JsonValueDecoder::JsonValueDecoder(Schema schema) : schema_(std::move(schema)), impl_(std::make_unique<Impl>()) {
   for (std::size_t i = 0; i < schema_.columns.size(); ++i) impl_->index[schema_.columns[i].name] = i;
+  auto member_name = [](std::string_view name) {
+    std::string json(1, ',');
+    append_json_string(json, name);
+    json += ':';
+    return json;
+  };
+  for (auto& c : schema_.columns) impl_->member_names.push_back(member_name(c.name));
+  impl_->member_names.push_back(member_name(kCorruptRecordColumn));
 }
 
 JsonValueDecoder::~JsonValueDecoder() = default;
@@ -297,28 +317,39 @@ JsonValueDecoder& JsonValueDecoder::operator=(JsonValueDecoder&&) noexcept = def
 
 namespace {
 
-// Converts one JSON element to a column's type. nullopt: wrong type.
-std::optional<Cell> convert(simdjson::dom::element e, ColumnType type) {
+// The one conversion of a JSON element to a column's type (the rules at the
+// top of value_format.hpp). Calls `put` once with the value: std::monostate
+// for JSON null, std::string_view (a JSON string) or std::string (any other
+// JSON text) for STRING, std::int64_t for the integer types and TIMESTAMP
+// (in ms), double for FLOAT / DOUBLE, bool for BOOLEAN. Returns false, without
+// calling `put`, when the element does not fit the column.
+template <class Put>
+bool convert(simdjson::dom::element e, ColumnType type, Put&& put) {
   using simdjson::dom::element_type;
   const element_type et = e.type();
-  if (et == element_type::NULL_VALUE) return Cell{};
+  if (et == element_type::NULL_VALUE) {
+    put(std::monostate{});
+    return true;
+  }
   switch (type) {
     case ColumnType::string:
-      if (et == element_type::STRING) return Cell{std::string(std::string_view(e.get_string().value_unsafe()))};
-      return Cell{simdjson::minify(e)};
+      if (et == element_type::STRING) put(std::string_view(e.get_string().value_unsafe()));
+      else put(simdjson::minify(e));
+      return true;
     case ColumnType::int8:
     case ColumnType::int16:
     case ColumnType::int32:
     case ColumnType::int64: {
-      if (et != element_type::INT64) return std::nullopt;  // floats, strings, uint64 > int64 max: no
+      if (et != element_type::INT64) return false;  // floats, strings, uint64 > int64 max: no
       const std::int64_t v = e.get_int64().value_unsafe();
       std::int64_t lo = std::numeric_limits<std::int64_t>::min(), hi = std::numeric_limits<std::int64_t>::max();
       if (type == ColumnType::int8) lo = -128, hi = 127;
       if (type == ColumnType::int16) lo = -32768, hi = 32767;
       if (type == ColumnType::int32)
         lo = std::numeric_limits<std::int32_t>::min(), hi = std::numeric_limits<std::int32_t>::max();
-      if (v < lo || v > hi) return std::nullopt;
-      return Cell{v};
+      if (v < lo || v > hi) return false;
+      put(v);
+      return true;
     }
     case ColumnType::float32:
     case ColumnType::float64: {
@@ -335,32 +366,53 @@ std::optional<Cell> convert(simdjson::dom::element e, ColumnType type) {
         else if (s == "Infinity" || s == "+Infinity" || s == "INF" || s == "+INF")
           v = std::numeric_limits<double>::infinity();
         else if (s == "-Infinity" || s == "-INF") v = -std::numeric_limits<double>::infinity();
-        else return std::nullopt;
+        else return false;
       } else {
-        return std::nullopt;
+        return false;
       }
       if (type == ColumnType::float32) v = static_cast<double>(static_cast<float>(v));
-      return Cell{v};
+      put(v);
+      return true;
     }
     case ColumnType::boolean:
-      if (et != element_type::BOOL) return std::nullopt;
-      return Cell{e.get_bool().value_unsafe()};
+      if (et != element_type::BOOL) return false;
+      put(e.get_bool().value_unsafe());
+      return true;
     case ColumnType::timestamp:
       if (et == element_type::INT64) {
         const std::int64_t secs = e.get_int64().value_unsafe();
         if (secs > std::numeric_limits<std::int64_t>::max() / 1000 ||
             secs < std::numeric_limits<std::int64_t>::min() / 1000)
-          return std::nullopt;
-        return Cell{secs * 1000};
+          return false;
+        put(secs * 1000);
+        return true;
       }
       if (et == element_type::STRING) {
         auto ms = parse_timestamp_ms(e.get_string().value_unsafe());
-        if (!ms) return std::nullopt;
-        return Cell{*ms};
+        if (!ms) return false;
+        put(*ms);
+        return true;
       }
-      return std::nullopt;
+      return false;
   }
-  return std::nullopt;
+  return false;
+}
+
+// Parses `text` into an object; false when it is not a JSON object.
+bool parse_object(simdjson::dom::parser& parser, std::string_view text, simdjson::dom::object& object) {
+  simdjson::dom::element doc;
+  if (parser.parse(text.data(), text.size(), true).get(doc)) return false;
+  return doc.type() == simdjson::dom::element_type::OBJECT && !doc.get_object().get(object);
+}
+
+// The column of an object's field, or npos. Values of one topic mostly list
+// their fields in one order: the column after the last one found is tried
+// before the name index.
+template <class Index>
+std::size_t column_of(const std::vector<Column>& columns, const Index& index, std::string_view key, std::size_t next) {
+  if (next < columns.size() && columns[next].name == key) return next;
+  auto it = index.find(key);
+  return it == index.end() ? std::string_view::npos : it->second;
 }
 
 }  // namespace
@@ -369,40 +421,91 @@ void JsonValueDecoder::decode(std::optional<std::string_view> text, DecodedValue
   out.cells.assign(schema_.columns.size(), Cell{});
   out.corrupt_record.reset();
   if (!text) return;
-  if (trim(*text).empty()) return;  // Spark: no token, no row (all null)
-  simdjson::dom::element doc;
-  auto err = impl_->parser.parse(text->data(), text->size(), true).get(doc);
-  if (err || doc.type() != simdjson::dom::element_type::OBJECT) {
-    out.corrupt_record = std::string(*text);
-    return;
-  }
+  if (is_blank(*text)) return;  // Spark: no token, no row (all null)
   simdjson::dom::object object;
-  if (doc.get_object().get(object)) {
+  if (!parse_object(impl_->parser, *text, object)) {
     out.corrupt_record = std::string(*text);
     return;
   }
   bool bad = false;
-  // Values of one topic mostly list their fields in one order: the column
-  // after the last one found is tried before the name index.
   const auto& columns = schema_.columns;
   std::size_t next = 0;
   for (auto field : object) {
-    std::size_t column = next;
-    if (column >= columns.size() || columns[column].name != field.key) {
-      auto it = impl_->index.find(field.key);
-      if (it == impl_->index.end()) continue;
-      column = it->second;
-    }
+    const std::size_t column = column_of(columns, impl_->index, field.key, next);
+    if (column == std::string_view::npos) continue;
     next = column + 1;
-    auto cell = convert(field.value, columns[column].type);
-    if (cell) {
-      out.cells[column] = std::move(*cell);
-    } else {
-      out.cells[column] = Cell{};
+    Cell& cell = out.cells[column];
+    const bool fits = convert(field.value, columns[column].type, [&cell](auto&& v) {
+      using V = std::decay_t<decltype(v)>;
+      if constexpr (std::is_same_v<V, std::string_view>) cell = std::string(v);
+      else cell = std::forward<decltype(v)>(v);
+    });
+    if (!fits) {
+      cell = Cell{};
       bad = true;
     }
   }
   if (bad) out.corrupt_record = std::string(*text);
+}
+
+std::size_t JsonValueDecoder::append_decoded_json(std::string& out, std::optional<std::string_view> text,
+                                                  const RecordJsonWriter& writer) {
+  if (!text || is_blank(*text)) return 0;
+  const auto& names = impl_->member_names;
+  std::size_t written = 0;
+  auto name = [&](std::size_t column) {
+    return written++ ? std::string_view(names[column]) : std::string_view(names[column]).substr(1);
+  };
+  simdjson::dom::object object;
+  if (!parse_object(impl_->parser, *text, object)) {
+    out.append(name(schema_.columns.size()));
+    append_json_string(out, *text);
+    return written;
+  }
+  // Fields in schema order, each key once: each is written as it is
+  // converted. Any other order takes the cells (a repeated key's last value
+  // wins, and members are written in schema order).
+  const std::size_t start = out.size();
+  bool bad = false;
+  const auto& columns = schema_.columns;
+  std::size_t next = 0;
+  for (auto field : object) {
+    const std::size_t column = column_of(columns, impl_->index, field.key, next);
+    if (column == std::string_view::npos) continue;
+    if (column < next) {
+      out.resize(start);
+      decode(text, impl_->scratch);
+      return writer.append_members(out, schema_, impl_->scratch);
+    }
+    next = column + 1;
+    const ColumnType type = columns[column].type;
+    const bool fits = convert(field.value, type, [&](auto&& v) {
+      using V = std::decay_t<decltype(v)>;
+      if constexpr (std::is_same_v<V, std::monostate>) {
+        return;  // null: left out
+      } else {
+        const std::string_view member = name(column);
+        if constexpr (std::is_same_v<V, std::string_view> || std::is_same_v<V, std::string>) {
+          out.append(member);
+          append_json_string(out, v);
+        } else if constexpr (std::is_same_v<V, std::int64_t>) {
+          if (type == ColumnType::timestamp) writer.append_timestamp_ms(out, v, member);
+          else RecordJsonWriter::append_integer(out, v, member);
+        } else if constexpr (std::is_same_v<V, double>) {
+          RecordJsonWriter::append_double(out, v, type == ColumnType::float32, member);
+        } else {
+          out.append(member);
+          out += v ? "true" : "false";
+        }
+      }
+    });
+    if (!fits) bad = true;
+  }
+  if (bad) {
+    out.append(name(columns.size()));
+    append_json_string(out, *text);
+  }
+  return written;
 }
 
 DecodedValue JsonValueDecoder::decode(std::optional<std::string_view> text) {

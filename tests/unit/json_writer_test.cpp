@@ -118,6 +118,19 @@ TEST(RecordJsonWriter, DecodedColumnsThenTheChosenKafkaColumns) {
   out.clear();
   RecordJsonWriter(o).append(out, r.row, d.schema(), d.decode("not json"));
   EXPECT_EQ(out, R"({"_corrupt_record":"not json","partition":2,"offset":42})");
+  // The row's value decoded as it is written gives the same line.
+  for (std::string value : {R"({"id":7,"name":null,"ts":"2024-05-01T10:00:00.250Z","x":2,"f":0.1,"ok":true})",
+                            R"({"ok":true,"id":7})", "not json", R"({"name":"n","id":1.5})"}) {
+    r.row.value = bytes(value);
+    std::string cells, direct;
+    RecordJsonWriter(o).append(cells, r.row, d.schema(), d.decode(value));
+    RecordJsonWriter(o).append(direct, r.row, d);
+    EXPECT_EQ(direct, cells) << value;
+  }
+  r.row.value.reset();
+  out.clear();
+  RecordJsonWriter(o).append(out, r.row, d);
+  EXPECT_EQ(out, R"({"partition":2,"offset":42})");
   EXPECT_THROW(parse_kafka_columns("offset,nope"), JsonWriterError);
   EXPECT_THROW(parse_kafka_columns("offset,offset"), JsonWriterError);
   EXPECT_TRUE(parse_kafka_columns("none").empty());

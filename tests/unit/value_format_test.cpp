@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "kwire/source/json_writer.hpp"
 #include "kwire/source/value_format.hpp"
 
 using namespace kwire::source;
@@ -13,9 +14,14 @@ JsonValueDecoder demo_decoder() {
   return JsonValueDecoder(Schema::parse_ddl("user_id STRING, amount DOUBLE, action STRING, event_ts BIGINT"));
 }
 
+// The members through the cells, checked against the members written
+// straight from the text.
 std::string members(JsonValueDecoder& d, std::optional<std::string_view> text) {
   std::string out;
-  d.append_json_members(out, d.decode(text));
+  const std::size_t n = d.append_json_members(out, d.decode(text));
+  std::string direct = "prefix";
+  EXPECT_EQ(d.append_decoded_json(direct, text, RecordJsonWriter()), n) << text.value_or("(null)");
+  EXPECT_EQ(direct, "prefix" + out) << text.value_or("(null)");
   return out;
 }
 
@@ -173,4 +179,38 @@ TEST(ValueFormat, Timestamps) {
   std::string out;
   d.append_json_members(out, d.decode(R"({"ts":"2024-05-01T10:00:00.250Z"})"));
   EXPECT_EQ(out, R"("ts":"2024-05-01T10:00:00.250Z")");
+}
+
+TEST(ValueFormat, MembersWrittenStraightFromTheTextEqualTheCellsOnes) {
+  JsonValueDecoder d(Schema::parse_ddl(
+      "id BIGINT, name STRING, ts TIMESTAMP, x DOUBLE, f FLOAT, ok BOOLEAN, t TINYINT, `we\"ird` STRING"));
+  // In schema order, out of order, repeated keys (the last wins), nulls,
+  // wrong types (the raw text in _corrupt_record), unknown fields, text that
+  // is not an object, and empty or missing values.
+  EXPECT_EQ(members(d, R"({"id":7,"name":"a\nb","ts":"2024-05-01T10:00:00.250Z","x":2,"f":0.1,"ok":true,"t":-3})"),
+            R"("id":7,"name":"a\nb","ts":"2024-05-01T10:00:00.250Z","x":2.0,"f":0.1,"ok":true,"t":-3)");
+  EXPECT_EQ(members(d, R"({"ok":false,"id":1,"name":"n"})"), R"("id":1,"name":"n","ok":false)");
+  EXPECT_EQ(members(d, R"({"id":1,"id":2})"), R"("id":2)");
+  EXPECT_EQ(members(d, R"({"id":1,"name":"n","id":null})"), R"("name":"n")");
+  EXPECT_EQ(
+      members(d, R"({"id":"one","name":{"a":[1, 2]},"x":"NaN"})"),
+      R"("name":"{\"a\":[1,2]}","x":"NaN","_corrupt_record":"{\"id\":\"one\",\"name\":{\"a\":[1, 2]},\"x\":\"NaN\"}")");
+  EXPECT_EQ(members(d, R"({"other":1,"t":300,"we\"ird":"w"})"),
+            R"("we\"ird":"w","_corrupt_record":"{\"other\":1,\"t\":300,\"we\\\"ird\":\"w\"}")");
+  EXPECT_EQ(members(d, R"({"ts":1714557600,"x":null,"f":1e40})"), R"("ts":"2024-05-01T10:00:00.000Z","f":"Infinity")");
+  for (std::optional<std::string_view> text :
+       {std::optional<std::string_view>{}, std::optional<std::string_view>{""}, std::optional<std::string_view>{" \n"},
+        std::optional<std::string_view>{"[1]"}, std::optional<std::string_view>{"{\"id\":"},
+        std::optional<std::string_view>{"{}"}, std::optional<std::string_view>{"{\"id\":1}{}"}})
+    members(d, text);
+  // Names longer than the writer's stack room for a member.
+  const std::string long_name(60, 'n');
+  JsonValueDecoder wide(
+      Schema::parse_ddl(long_name + "1 BIGINT, " + long_name + "2 DOUBLE, " + long_name + "3 TIMESTAMP"));
+  EXPECT_EQ(
+      members(wide, "{\"" + long_name + "1\":-5,\"" + long_name + "2\":0.25,\"" + long_name + "3\":0}"),
+      "\"" + long_name + "1\":-5,\"" + long_name + "2\":0.25,\"" + long_name + "3\":\"1970-01-01T00:00:00.000Z\"");
+  // The same after a value that took the cells (the scratch row is reused).
+  members(d, R"({"x":1.5,"id":9})");
+  EXPECT_EQ(members(d, R"({"id":9,"x":1.5})"), R"("id":9,"x":1.5)");
 }

@@ -134,6 +134,10 @@ class RecordJsonWriter {
   /// configured Kafka columns of `row`: the line of `--value-format json`.
   void append(std::string& out, const Row& row, const Schema& schema, const DecodedValue& value) const;
 
+  /// The same line with `row`'s value decoded by `decoder` as it is written
+  /// (JsonValueDecoder::append_decoded_json): no DecodedValue is built.
+  void append(std::string& out, const Row& row, JsonValueDecoder& decoder) const;
+
   /// Only the decoded value's members, without braces or a leading comma;
   /// returns how many were written.
   std::size_t append_members(std::string& out, const Schema& schema, const DecodedValue& value) const;
@@ -150,16 +154,20 @@ class RecordJsonWriter {
   /// that is not a struct array. Returns the number of rows written.
   std::int64_t append_arrow_lines(std::string& out, const ArrowSchema& schema, const ArrowArray& batch) const;
 
-  /// Building blocks, written the same way by every method above.
+  /// Building blocks, written the same way by every method above. Those
+  /// taking `member` write it (a member's `,"name":` text) just before the
+  /// value; a short member and its value take one append.
+  /// An integer in decimal.
+  static void append_integer(std::string& out, std::int64_t v, std::string_view member = {});
   /// Bytes per BinaryFormat (a JSON string either way).
   void append_binary(std::string& out, protocol::ByteSpan bytes) const;
   /// A timestamp in ms since the epoch, as a quoted string in the zone.
-  void append_timestamp_ms(std::string& out, std::int64_t ms) const;
+  void append_timestamp_ms(std::string& out, std::int64_t ms, std::string_view member = {}) const;
   /// A timestamp in microseconds since the epoch (Spark's precision).
   void append_timestamp_us(std::string& out, std::int64_t us) const;
   /// A double as Spark writes it ("NaN" etc. quoted); `as_float` writes the
   /// shortest form of the float32 value.
-  static void append_double(std::string& out, double v, bool as_float = false);
+  static void append_double(std::string& out, double v, bool as_float = false, std::string_view member = {});
 
  private:
   void append_kafka_members(std::string& out, const Row& row, bool any) const;

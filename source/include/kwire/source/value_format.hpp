@@ -33,6 +33,8 @@
 
 namespace kwire::source {
 
+class RecordJsonWriter;  // json_writer.hpp
+
 /// Thrown for a schema that cannot be parsed or uses an unsupported type.
 class SchemaError : public std::invalid_argument {
  public:
@@ -102,6 +104,14 @@ class JsonValueDecoder {
   /// JSON writer does). Returns the number of members written (0 for an
   /// all-null row).
   std::size_t append_json_members(std::string& out, const DecodedValue& value) const;
+
+  /// Decodes one value and appends exactly what
+  /// `writer.append_members(out, schema(), decode(text))` appends, written
+  /// straight from the parsed text: no cells are built. (A value whose
+  /// fields are out of schema order, or that repeats a key, is decoded into
+  /// cells first; the result is the same.) Returns the number of members.
+  std::size_t append_decoded_json(std::string& out, std::optional<std::string_view> text,
+                                  const RecordJsonWriter& writer);
 
   /// Name of the column that receives malformed text.
   static constexpr std::string_view kCorruptRecordColumn = "_corrupt_record";
