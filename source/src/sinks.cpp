@@ -1,10 +1,12 @@
 // The sinks: JsonLinesSink (a file per batch, written as rows arrive and made
 // durable at commit), ConsoleSink, and the query's internal MeteringSink.
 #include <algorithm>
+#include <condition_variable>
 #include <cstdio>
 #include <iterator>
 #include <limits>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <thread>
 
@@ -30,10 +32,11 @@ constexpr std::size_t kMinRowsPerThread = 512;
 // The formatting threads. Given a single custom Formatter (`behind` false),
 // the caller formats each round and appends it to the file. Otherwise the
 // sink writes behind: `task` runs each write() on a thread of the sink's own,
-// where slots 0..n-1 of `threads` format a round and `appender` writes each
-// slot's lines to the file, in order, on a thread of its own.
+// where slots 0..n-1 of `threads` format its chunks and `appender` writes
+// their lines to the file, in order, on a thread of its own.
 struct JsonLinesSink::Lines {
-  Lines(unsigned n, bool behind) : formatting(n), threads(behind ? n : 1), current(n), kept(n) {
+  Lines(unsigned n, bool behind)
+      : formatting(n), threads(behind ? n : 1), current(1), ready(behind ? 2 * n : 0), done(ready.size()) {
     if (behind) {
       appender = std::make_unique<detail::FileAppender>();
       task = std::make_unique<detail::BackgroundTask>();
@@ -48,14 +51,16 @@ struct JsonLinesSink::Lines {
   void discard() noexcept {
     if (task) task->reset();
     for (std::string& lines : current) lines.clear();
+    for (std::string& lines : ready) lines.clear();
     if (appender) appender->reset();
   }
   unsigned formatting;
   std::vector<Formatter> formatters;  // one per formatting thread, or none for `writer`
   RecordJsonWriter writer;
   detail::WorkerThreads threads;
-  std::vector<std::string> current;  // each formatting thread's lines of this round
-  std::vector<std::int64_t> kept;
+  std::vector<std::string> current;  // the lines of the caller's round, when it formats
+  std::vector<std::string> ready;    // writing behind: the lines of the chunks being formatted
+  std::vector<char> done;            // ... and whether each is formatted
   std::unique_ptr<detail::FileAppender> appender;
   std::unique_ptr<detail::BackgroundTask> task;  // last: stopped first
 };
@@ -167,30 +172,64 @@ void JsonLinesSink::write(std::span<const Row> rows) {
   }
 }
 
-// Runs on the sink's task thread.
+// Runs on the sink's task thread. The rows are cut into chunks; each
+// formatting thread takes the next chunk whenever it is free, so a thread
+// that loses its core for a while does not hold the others back. A chunk's
+// lines go to the appender, in row order, as soon as it and every chunk
+// before it are formatted. At most `window` chunks are formatted ahead of
+// the first one not yet handed over.
 void JsonLinesSink::format_behind(std::span<const Row> rows) {
   Lines& lines = *lines_;
   const std::size_t n = lines.formatting;
-  while (!rows.empty()) {
-    const std::size_t take = std::min(rows.size(), n * kRowsPerThread);
-    const std::span<const Row> round = rows.first(take);
-    rows = rows.subspan(take);
-    const std::size_t used = std::clamp<std::size_t>(take / kMinRowsPerThread, 1, n);
-    lines.threads.run([&](unsigned slot) {
-      std::string& out = lines.current[slot];
+  const std::size_t per_chunk = std::clamp<std::size_t>((rows.size() + n - 1) / n, kMinRowsPerThread, kRowsPerThread);
+  const std::size_t chunks = (rows.size() + per_chunk - 1) / per_chunk;
+  const std::size_t window = lines.ready.size();  // chunk i is formatted into ready[i % window]
+  std::mutex mu;
+  std::condition_variable changed;
+  std::size_t next = 0;    // the next chunk to format
+  std::size_t handed = 0;  // chunks handed to the appender
+  bool failed = false;
+  std::fill(lines.done.begin(), lines.done.end(), 0);
+  lines.threads.run([&](unsigned slot) {
+    std::unique_lock lock(mu);
+    auto fail = [&] {
+      failed = true;
+      changed.notify_all();
+    };
+    for (;;) {
+      changed.wait(lock, [&] { return failed || next >= chunks || next < handed + window; });
+      if (failed || next >= chunks) return;
+      const std::size_t i = next++;
+      std::string& out = lines.ready[i % window];  // chunk i - window was handed over
+      lock.unlock();
       out.clear();
-      lines.kept[slot] = 0;
-      if (slot >= used) return;
-      const std::size_t from = take * slot / used;
-      const std::size_t to = take * (slot + 1) / used;
-      lines.kept[slot] = format_lines(out, round.subspan(from, to - from), lines.formatter(slot), lines.writer,
-                                      std::numeric_limits<std::size_t>::max(), [] {});
-    });
-    for (std::size_t i = 0; i < n; ++i) {
-      kept_ += lines.kept[i];
-      if (!lines.current[i].empty()) lines.appender->push(*file_, lines.current[i]);
+      std::int64_t kept = 0;
+      try {
+        const std::size_t from = i * per_chunk;
+        kept = format_lines(out, rows.subspan(from, std::min(per_chunk, rows.size() - from)), lines.formatter(slot),
+                            lines.writer, std::numeric_limits<std::size_t>::max(), [] {});
+      } catch (...) {
+        lock.lock();
+        fail();
+        throw;
+      }
+      lock.lock();
+      kept_ += kept;
+      lines.done[i % window] = 1;
+      for (; handed < chunks && lines.done[handed % window]; ++handed) {
+        lines.done[handed % window] = 0;
+        std::string& ready = lines.ready[handed % window];
+        if (ready.empty()) continue;
+        try {
+          lines.appender->push(*file_, ready);  // waits while the appender is 4 chunks behind
+        } catch (...) {
+          fail();
+          throw;
+        }
+      }
+      changed.notify_all();
     }
-  }
+  });
 }
 
 bool JsonLinesSink::writes_behind() const { return lines_->task != nullptr; }

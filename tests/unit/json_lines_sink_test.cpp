@@ -10,9 +10,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -199,6 +202,44 @@ TEST(JsonLinesSink, SeveralFormattingThreadsWriteTheLinesInRowOrder) {
   sink.write(std::span<const Row>(rows.rows).subspan(at));
   EXPECT_EQ(sink.commit_batch(0), 30001);
   EXPECT_EQ(read_all(sink.part_path(0)), expected_lines(0, 30001));
+}
+
+TEST(JsonLinesSink, AFormattingThreadHeldUpDoesNotHoldBackTheOthersBeyondTheirWindow) {
+  TempDir dir;
+  RecordJsonWriter writer;
+  constexpr std::int64_t kChunk = JsonLinesSink::kRowsPerThread;
+  std::mutex mu;
+  std::condition_variable changed;
+  std::int64_t highest = -1;  // the highest offset formatted before row 0 is
+  bool row0_done = false, released = false;
+  JsonLinesSink sink(
+      dir / "out",
+      [&]() -> JsonLinesSink::Formatter {
+        return [&, writer](std::string& out, const Row& row) {
+          std::unique_lock lock(mu);
+          if (row.offset == 0) {
+            // The thread with the first chunk waits until the other has
+            // formatted the start of chunk 3.
+            released = changed.wait_for(lock, std::chrono::seconds(10), [&] { return highest >= 3 * kChunk; });
+            row0_done = true;
+          } else if (!row0_done) {
+            highest = std::max(highest, row.offset);
+            changed.notify_all();
+          }
+          lock.unlock();
+          writer.append(out, row);
+          return true;
+        };
+      },
+      2);
+  Rows rows(0, 10 * kChunk + 5);
+  sink.begin_batch(0);
+  sink.write(rows.rows);
+  EXPECT_EQ(sink.commit_batch(0), 10 * kChunk + 5);
+  EXPECT_TRUE(released) << "the other thread stopped before chunk 3";
+  // Two chunks per thread: chunks 1-3 at most while chunk 0 is not done.
+  EXPECT_LT(highest, 4 * kChunk);
+  EXPECT_EQ(read_all(sink.part_path(0)), expected_lines(0, 10 * kChunk + 5));
 }
 
 TEST(JsonLinesSink, RowsDroppedByFormattersOnSeveralThreadsAreNotCounted) {

@@ -84,16 +84,17 @@ class Sink {
 /// returns, so the next rows are read while these are formatted and
 /// appended; commit_batch waits for them. The lines of a write() are made by
 /// several threads at once when the sink has more than one formatting thread
-/// (the RecordJsonWriter's default: default_format_threads()): each thread
-/// formats a contiguous run of the rows, in rounds of at most kRowsPerThread
-/// rows per thread, and the runs are written in row order, so the file is
-/// the same as with one thread. A custom Formatter runs on the caller's
+/// (the RecordJsonWriter's default: default_format_threads()): the rows are
+/// cut into chunks of at most kRowsPerThread rows, each thread formats the
+/// next chunk whenever it is free, and the chunks are written in row order,
+/// so the file is the same as with one thread. A custom Formatter runs on the caller's
 /// thread, one row at a time; formatters from a FormatterFactory (one per
 /// thread) and the RecordJsonWriter run on the sink's threads.
 ///
 /// Rows go to a temp file in DIR as they arrive, through a buffer of at most
-/// `buffer_bytes` (default 1 MiB) plus the round being formatted and at most
-/// 4 x kRowsPerThread lines waiting to be appended, so memory does not grow
+/// `buffer_bytes` (default 1 MiB) plus the lines of at most 2 chunks per
+/// formatting thread being formatted or waiting for the chunks before them,
+/// and of at most 4 chunks waiting to be appended, so memory does not grow
 /// with the batch;
 /// commit_batch fsyncs the temp file, renames it to the part file and fsyncs
 /// DIR (checkpoint::AtomicFileWriter). A batch that fails before its commit
@@ -112,7 +113,7 @@ class JsonLinesSink : public Sink {
   /// from the constructor).
   using FormatterFactory = std::function<Formatter()>;
   static constexpr std::size_t kDefaultBufferBytes = std::size_t{1} << 20;
-  /// Rows one thread formats per round.
+  /// Rows of a chunk, the most one thread formats at a time.
   static constexpr std::size_t kRowsPerThread = 4096;
   /// Lines by `formatter`, on one thread, or by a default RecordJsonWriter
   /// (on default_format_threads() threads) when it is empty.
