@@ -121,6 +121,20 @@ void KafkaBatchBuilder::append(const client::ConsumerRecord& r) {
                    r.partition, r.offset, r.timestamp, r.timestamp_type, r.headers, include_headers_);
 }
 
+void KafkaBatchBuilder::reserve(std::int64_t rows, std::size_t key_bytes, std::size_t value_bytes,
+                                std::size_t topic_bytes) {
+  if (rows <= 0) return;
+  Columns& c = *columns_;
+  const auto n = static_cast<std::size_t>(rows);
+  c.key.reserve(n, key_bytes);
+  c.value.reserve(n, value_bytes);
+  c.topic.reserve(n, topic_bytes);
+  c.partition.reserve(n);
+  c.offset.reserve(n);
+  c.timestamp.reserve(n);
+  c.timestamp_type.reserve(n);
+}
+
 std::int64_t KafkaBatchBuilder::rows() const noexcept { return columns_->rows; }
 std::size_t KafkaBatchBuilder::bytes() const noexcept { return columns_->bytes(); }
 
@@ -296,12 +310,30 @@ ArrowSink::ArrowSink(bool include_headers, std::int64_t max_rows, std::size_t ma
 
 void ArrowSink::begin_batch(std::int64_t) {
   builder_ = KafkaBatchBuilder(builder_.include_headers());
+  sized_ = false;
   batches_.clear();
   rows_ = 0;
 }
 
 void ArrowSink::write(std::span<const Row> rows) {
   if (interrupt_ && interrupt_()) throw ReadInterrupted();
+  if (!sized_ && !rows.empty()) {
+    // The first rows give the builder its room for a whole batch (the
+    // builder keeps each batch's size as the next one's room).
+    sized_ = true;
+    const std::size_t sample = std::min<std::size_t>(rows.size(), 1024);
+    std::size_t key = 0, value = 0, topic = 0;
+    for (const Row& r : rows.first(sample)) {
+      key += r.key ? r.key->size() : 0;
+      value += r.value ? r.value->size() : 0;
+      topic += r.topic.size();
+    }
+    const std::size_t per_row = (key + value + topic) / sample + 25;  // + offsets, partition, offset, timestamps
+    const auto batch_rows = static_cast<std::int64_t>(
+        std::min<std::size_t>(static_cast<std::size_t>(max_rows_), std::max<std::size_t>(max_bytes_ / per_row, 1)));
+    const auto scale = [&](std::size_t bytes) { return bytes * static_cast<std::size_t>(batch_rows) / sample; };
+    builder_.reserve(batch_rows, scale(key), scale(value), scale(topic));
+  }
   for (const Row& row : rows) {
     builder_.append(row);
     // The byte budget is summed every 64 rows, or after a row of 64 KiB or more.

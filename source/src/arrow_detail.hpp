@@ -125,6 +125,11 @@ class BinaryColumn {
     append(std::span<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(value.data()), value.size()));
   }
   void append_null() { append(std::optional<std::span<const std::uint8_t>>()); }
+  /// Room for `rows` more values of `bytes` in all.
+  void reserve(std::size_t rows, std::size_t bytes) {
+    offsets_.reserve(offsets_.size() + rows * sizeof(std::int32_t));
+    data_.reserve(data_.size() + bytes);
+  }
   std::size_t bytes() const noexcept { return validity_.bytes() + offsets_.size() + data_.size(); }
   OwnedArray take();
 
@@ -146,6 +151,8 @@ class FixedColumn {
     push_value<T>(data_, value.value_or(T{}));
     ++length_;
   }
+  /// Room for `rows` more values.
+  void reserve(std::size_t rows) { data_.reserve(data_.size() + rows * sizeof(T)); }
   std::size_t bytes() const noexcept { return validity_.bytes() + data_.size(); }
   OwnedArray take() {
     OwnedArray a;

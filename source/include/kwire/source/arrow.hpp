@@ -160,6 +160,11 @@ class KafkaBatchBuilder {
   bool include_headers() const noexcept { return include_headers_; }
   void append(const Row& row);
   void append(const client::ConsumerRecord& record);
+  /// Makes room for `rows` rows whose keys, values and topics hold about
+  /// `key_bytes`, `value_bytes` and `topic_bytes` in all (headers aside), so
+  /// a batch is not grown by doubling, each step a copy. Room only: nothing
+  /// is written, and untouched room costs no resident memory.
+  void reserve(std::int64_t rows, std::size_t key_bytes, std::size_t value_bytes, std::size_t topic_bytes);
   /// Rows appended since the last finish().
   std::int64_t rows() const noexcept;
   /// Bytes held by the batch being built (all buffers).
@@ -233,6 +238,7 @@ class ArrowSink : public Sink {
   InterruptCheck interrupt_;
   std::vector<ArrowBatch> batches_;
   std::int64_t rows_ = 0;
+  bool sized_ = false;  // the builder has room for a batch like the first rows
 };
 
 /// Exports `batches` (of the schema in `schema`, which is moved) as a stream
