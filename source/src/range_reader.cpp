@@ -76,7 +76,11 @@ std::string executor_group_id(const SourceOptions& options, std::optional<std::s
 
 std::map<std::string, std::string> RangeReader::consumer_properties(std::map<std::string, std::string> props) {
   props["auto.offset.reset"] = "none";
-  if (!props.count("max.poll.records")) props["max.poll.records"] = "100000";
+  // A polled record is held as about 250 bytes of views (the decoded
+  // record, the poll's entry, the sink's row) besides its bytes, for up to
+  // three polls at a time (a sink that writes behind holds two). 20,000 keeps
+  // that near 15 MB, and a poll still fills every formatting thread.
+  if (!props.count("max.poll.records")) props["max.poll.records"] = "20000";
   return props;
 }
 

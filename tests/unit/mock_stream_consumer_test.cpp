@@ -188,7 +188,7 @@ TEST(RangeReader, ReadsRangesOneAfterAnotherWithTheCallersConsumer) {
   auto props = RangeReader::consumer_properties(
       {{"bootstrap.servers", c.bootstrap_servers()}, {"fetch.max.wait.ms", "20"}, {"request.timeout.ms", "3000"}});
   EXPECT_EQ(props.at("auto.offset.reset"), "none");
-  EXPECT_EQ(props.at("max.poll.records"), "100000");
+  EXPECT_EQ(props.at("max.poll.records"), "20000");
   kwire::client::Consumer consumer(props);
   RangeReaderOptions opts;
   opts.poll_timeout_ms = 5000;

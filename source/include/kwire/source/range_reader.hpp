@@ -106,7 +106,7 @@ struct RangeReadResult {
 class RangeReader {
  public:
   /// Properties for the consumer: `client_properties` with
-  /// auto.offset.reset=none and max.poll.records defaulting to 100000.
+  /// auto.offset.reset=none and max.poll.records defaulting to 20000.
   static std::map<std::string, std::string> consumer_properties(std::map<std::string, std::string> client_properties);
 
   RangeReader(client::Consumer& consumer, RangeReaderOptions options)
