@@ -6,7 +6,9 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include <fmt/format.h>
@@ -389,29 +391,29 @@ void RecordJsonWriter::append_kafka_members(std::string& out, const Row& row, bo
     if (!any) member.remove_prefix(1);
     any = true;
     switch (c) {
-      case KafkaColumn::partition: append_integer(out, row.partition, member); continue;
-      case KafkaColumn::offset: append_integer(out, row.offset, member); continue;
-      case KafkaColumn::timestamp: append_timestamp_ms(out, row.timestamp, member); continue;
-      case KafkaColumn::timestamp_type: append_integer(out, row.timestamp_type, member); continue;
-      default: break;
-    }
-    out.append(member);
-    switch (c) {
-      case KafkaColumn::key: append_binary(out, *row.key); break;
-      case KafkaColumn::value: append_binary(out, *row.value); break;
+      case KafkaColumn::key:
+        out.append(member);
+        append_binary(out, *row.key);
+        break;
+      case KafkaColumn::value:
+        out.append(member);
+        append_binary(out, *row.value);
+        break;
       case KafkaColumn::topic:
         if (row.topic != cached_topic) {
           cached_topic.assign(row.topic);
           cached_topic_json.clear();
           append_json_string(cached_topic_json, row.topic);
         }
+        out.append(member);
         out += cached_topic_json;
         break;
-      case KafkaColumn::partition:
-      case KafkaColumn::offset:
-      case KafkaColumn::timestamp:
-      case KafkaColumn::timestamp_type: break;  // above
+      case KafkaColumn::partition: append_integer(out, row.partition, member); break;
+      case KafkaColumn::offset: append_integer(out, row.offset, member); break;
+      case KafkaColumn::timestamp: append_timestamp_ms(out, row.timestamp, member); break;
+      case KafkaColumn::timestamp_type: append_integer(out, row.timestamp_type, member); break;
       case KafkaColumn::headers:
+        out.append(member);
         out += '[';
         for (std::size_t i = 0; i < row.headers->size(); ++i) {
           auto& h = (*row.headers)[i];
@@ -451,6 +453,25 @@ void RecordJsonWriter::append(std::string& out, const Row& row, JsonValueDecoder
   out += '}';
 }
 
+void RecordJsonWriter::append_column(std::string& out, std::string_view member, ColumnType, std::string_view v) const {
+  out.append(member);
+  append_json_string(out, v);
+}
+
+void RecordJsonWriter::append_column(std::string& out, std::string_view member, ColumnType type, std::int64_t v) const {
+  if (type == ColumnType::timestamp) append_timestamp_ms(out, v, member);
+  else append_integer(out, v, member);
+}
+
+void RecordJsonWriter::append_column(std::string& out, std::string_view member, ColumnType type, double v) const {
+  append_double(out, v, type == ColumnType::float32, member);
+}
+
+void RecordJsonWriter::append_column(std::string& out, std::string_view member, ColumnType, bool v) const {
+  out.append(member);
+  out += v ? "true" : "false";
+}
+
 std::size_t RecordJsonWriter::append_members(std::string& out, const Schema& schema, const DecodedValue& value) const {
   std::size_t written = 0;
   // The columns' ,"name": texts, kept per thread for the last schema written.
@@ -471,18 +492,12 @@ std::size_t RecordJsonWriter::append_members(std::string& out, const Schema& sch
     const Cell& c = i < value.cells.size() ? value.cells[i] : Cell{};
     if (std::holds_alternative<std::monostate>(c)) continue;
     const std::string_view member = name(col.name, i);
-    if (auto* s = std::get_if<std::string>(&c)) {
-      out.append(member);
-      append_json_string(out, *s);
-    } else if (auto* n = std::get_if<std::int64_t>(&c)) {
-      if (col.type == ColumnType::timestamp) append_timestamp_ms(out, *n, member);
-      else append_integer(out, *n, member);
-    } else if (auto* d = std::get_if<double>(&c)) {
-      append_double(out, *d, col.type == ColumnType::float32, member);
-    } else if (auto* b = std::get_if<bool>(&c)) {
-      out.append(member);
-      out += *b ? "true" : "false";
-    }
+    std::visit(
+        [&](const auto& v) {
+          if constexpr (!std::is_same_v<std::decay_t<decltype(v)>, std::monostate>)
+            append_column(out, member, col.type, v);
+        },
+        c);
   }
   if (value.corrupt_record) {
     out.append(name(JsonValueDecoder::kCorruptRecordColumn, schema.columns.size()));

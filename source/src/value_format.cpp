@@ -405,14 +405,33 @@ bool parse_object(simdjson::dom::parser& parser, std::string_view text, simdjson
   return doc.type() == simdjson::dom::element_type::OBJECT && !doc.get_object().get(object);
 }
 
-// The column of an object's field, or npos. Values of one topic mostly list
-// their fields in one order: the column after the last one found is tried
-// before the name index.
-template <class Index>
-std::size_t column_of(const std::vector<Column>& columns, const Index& index, std::string_view key, std::size_t next) {
-  if (next < columns.size() && columns[next].name == key) return next;
-  auto it = index.find(key);
-  return it == index.end() ? std::string_view::npos : it->second;
+// Converts each field of `object` that names a column of `columns` and hands
+// it over as put(column, value); a field that does not fit its column is
+// handed over as null (std::monostate). Returns whether one did not fit.
+// With `in_order`, stops at the first field whose column is not after the
+// last one handed over (fields out of schema order, or a repeated key) and
+// returns nullopt. Values of one topic mostly list their fields in one
+// order: the column after the last one found is tried before the name index.
+template <class Index, class Put>
+std::optional<bool> convert_fields(const simdjson::dom::object& object, const std::vector<Column>& columns,
+                                   const Index& index, bool in_order, Put&& put) {
+  bool bad = false;
+  std::size_t next = 0;
+  for (auto field : object) {
+    std::size_t column = next;
+    if (column >= columns.size() || columns[column].name != field.key) {
+      auto it = index.find(field.key);
+      if (it == index.end()) continue;
+      column = it->second;
+    }
+    if (in_order && column < next) return std::nullopt;
+    next = column + 1;
+    if (!convert(field.value, columns[column].type, [&](auto&& v) { put(column, std::forward<decltype(v)>(v)); })) {
+      put(column, std::monostate{});
+      bad = true;
+    }
+  }
+  return bad;
 }
 
 }  // namespace
@@ -427,24 +446,11 @@ void JsonValueDecoder::decode(std::optional<std::string_view> text, DecodedValue
     out.corrupt_record = std::string(*text);
     return;
   }
-  bool bad = false;
-  const auto& columns = schema_.columns;
-  std::size_t next = 0;
-  for (auto field : object) {
-    const std::size_t column = column_of(columns, impl_->index, field.key, next);
-    if (column == std::string_view::npos) continue;
-    next = column + 1;
-    Cell& cell = out.cells[column];
-    const bool fits = convert(field.value, columns[column].type, [&cell](auto&& v) {
-      using V = std::decay_t<decltype(v)>;
-      if constexpr (std::is_same_v<V, std::string_view>) cell = std::string(v);
-      else cell = std::forward<decltype(v)>(v);
-    });
-    if (!fits) {
-      cell = Cell{};
-      bad = true;
-    }
-  }
+  const bool bad = *convert_fields(object, schema_.columns, impl_->index, false, [&](std::size_t column, auto&& v) {
+    using V = std::decay_t<decltype(v)>;
+    if constexpr (std::is_same_v<V, std::string_view>) out.cells[column] = std::string(v);
+    else out.cells[column] = std::forward<decltype(v)>(v);
+  });
   if (bad) out.corrupt_record = std::string(*text);
 }
 
@@ -466,42 +472,17 @@ std::size_t JsonValueDecoder::append_decoded_json(std::string& out, std::optiona
   // converted. Any other order takes the cells (a repeated key's last value
   // wins, and members are written in schema order).
   const std::size_t start = out.size();
-  bool bad = false;
   const auto& columns = schema_.columns;
-  std::size_t next = 0;
-  for (auto field : object) {
-    const std::size_t column = column_of(columns, impl_->index, field.key, next);
-    if (column == std::string_view::npos) continue;
-    if (column < next) {
-      out.resize(start);
-      decode(text, impl_->scratch);
-      return writer.append_members(out, schema_, impl_->scratch);
-    }
-    next = column + 1;
-    const ColumnType type = columns[column].type;
-    const bool fits = convert(field.value, type, [&](auto&& v) {
-      using V = std::decay_t<decltype(v)>;
-      if constexpr (std::is_same_v<V, std::monostate>) {
-        return;  // null: left out
-      } else {
-        const std::string_view member = name(column);
-        if constexpr (std::is_same_v<V, std::string_view> || std::is_same_v<V, std::string>) {
-          out.append(member);
-          append_json_string(out, v);
-        } else if constexpr (std::is_same_v<V, std::int64_t>) {
-          if (type == ColumnType::timestamp) writer.append_timestamp_ms(out, v, member);
-          else RecordJsonWriter::append_integer(out, v, member);
-        } else if constexpr (std::is_same_v<V, double>) {
-          RecordJsonWriter::append_double(out, v, type == ColumnType::float32, member);
-        } else {
-          out.append(member);
-          out += v ? "true" : "false";
-        }
-      }
-    });
-    if (!fits) bad = true;
+  const auto bad = convert_fields(object, columns, impl_->index, true, [&](std::size_t column, auto&& v) {
+    if constexpr (!std::is_same_v<std::decay_t<decltype(v)>, std::monostate>)  // null: left out
+      writer.append_column(out, name(column), columns[column].type, v);
+  });
+  if (!bad) {
+    out.resize(start);
+    decode(text, impl_->scratch);
+    return writer.append_members(out, schema_, impl_->scratch);
   }
-  if (bad) {
+  if (*bad) {
     out.append(name(columns.size()));
     append_json_string(out, *text);
   }

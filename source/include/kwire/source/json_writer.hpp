@@ -159,6 +159,14 @@ class RecordJsonWriter {
   /// value; a short member and its value take one append.
   /// An integer in decimal.
   static void append_integer(std::string& out, std::int64_t v, std::string_view member = {});
+  /// A decoded column (value_format.hpp): `member`, then the value as its
+  /// column's type is written: a STRING as a JSON string, an integer type as
+  /// an integer and a TIMESTAMP (ms) as a timestamp, a FLOAT / DOUBLE as
+  /// append_double writes it, a BOOLEAN as true / false.
+  void append_column(std::string& out, std::string_view member, ColumnType type, std::string_view v) const;
+  void append_column(std::string& out, std::string_view member, ColumnType type, std::int64_t v) const;
+  void append_column(std::string& out, std::string_view member, ColumnType type, double v) const;
+  void append_column(std::string& out, std::string_view member, ColumnType type, bool v) const;
   /// Bytes per BinaryFormat (a JSON string either way).
   void append_binary(std::string& out, protocol::ByteSpan bytes) const;
   /// A timestamp in ms since the epoch, as a quoted string in the zone.
