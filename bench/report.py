@@ -16,7 +16,7 @@ import platform
 import statistics
 
 CONTENDERS = ["kwire", "librdkafka-newest", "librdkafka-debian", "franz-go", "kcat", "java"]
-PRODUCE_CONTENDERS = ["kwire", "librdkafka-newest", "franz-go", "java"]
+PRODUCE_CONTENDERS = ["kwire", "librdkafka-newest", "franz-go", "java", "broker-ceiling"]
 SHARE_CONTENDERS = ["kwire", "kwire-lines", "franz-go"]
 
 
@@ -181,6 +181,7 @@ def main():
         + after,
         "|---|---:|---|---:|---:|---:|---:|---:|---:|" + ("---:|---:|" if join else ""),
     ]
+    ceilings = []
     for name, n, size, codec, parts in specs:
         n = int(n)
         med = {}
@@ -198,7 +199,10 @@ def main():
         k = med.get("kwire")
         for who, m in med.items():
             ratios = ["", "", ""]
-            if k and who != "kwire":
+            if k and who == "broker-ceiling":
+                # Not a client: only the share of the ceiling kwire reaches.
+                ratios[0] = f"{statistics.median(k['rec_s']) / statistics.median(m['rec_s']):.2f}x"
+            elif k and who != "kwire":
                 ratios = [
                     f"{statistics.median(k['rec_s']) / statistics.median(m['rec_s']):.2f}x",
                     f"{statistics.median(k['cpu_m']) / statistics.median(m['cpu_m']):.2f}x",
@@ -216,7 +220,25 @@ def main():
                     ratio = f"{statistics.median(k['after']) / statistics.median(m['after']):.2f}x"
                 row += f" {med_range(m['after'], lambda v: f'{v:,.0f}') if 'after' in m else ''} | {ratio} |"
             out.append(row)
+        ceiling = med.get("broker-ceiling")
+        if ceiling and "franz-go" in med:
+            ceilings.append(
+                f"- {name}: the broker's ceiling is "
+                f"{statistics.median(ceiling['rec_s']) / statistics.median(med['franz-go']['rec_s']):.2f}x franz-go's "
+                f"records/s; kwire reaches {statistics.median(k['rec_s']) / statistics.median(ceiling['rec_s']):.2f} "
+                "of it"
+                if k
+                else ""
+            )
     out.append("")
+    if ceilings:
+        out += [
+            "broker-ceiling is not a client: one Produce request (a 1 MB batch per partition, no compression, no "
+            "producer id) encoded once and written again and again, at most 5 unanswered. Its records/s is what the "
+            "broker on this host takes when the client does no work per record; its ratio column is kwire's share "
+            "of it. No client on this host can go past it:",
+            "",
+        ] + ceilings + [""]
     if produce and a.txn_raw:
         out += transactions_table(a.txn_raw, a.txn_failed)
 
