@@ -24,12 +24,16 @@ namespace {
 // Bytes written as they are: printable ASCII other than " and \.
 constexpr bool plain(unsigned char c) { return c >= 0x20 && c < 0x80 && c != '"' && c != '\\'; }
 
-// Copies the plain bytes from `p` to `w` up to the first other byte or
-// `end`, advancing both. With SSE2 (every x86-64), 16 bytes per step, each
-// block stored whole (the caller's room covers it: at least two bytes per
-// input byte left) of which only the bytes before the first special one are
-// kept; a signed compare below 0x20 catches the control bytes and the bytes
-// >= 0x80 at once.
+// Copies the bytes from `p` to `w` up to the first control byte or byte >=
+// 0x80, or `end`, advancing both: plain bytes as they are, " and \ with a
+// backslash before them (a JSON text as a value has a quote every few
+// bytes; they are written here, not one call each). The caller's room
+// covers two output bytes per input byte left.
+//
+// With SSE2 (every x86-64), 16 bytes per step: the block is stored whole,
+// of which only the bytes before the first control or high byte are kept (a
+// signed compare below 0x20 catches both at once). The stores may reach past
+// what is kept, never past the room: at most 2 bytes per input byte left.
 inline void copy_plain(const char*& p, char*& w, const char* end) {
 #if defined(__SSE2__)
   const __m128i quote = _mm_set1_epi8('"');
@@ -37,20 +41,42 @@ inline void copy_plain(const char*& p, char*& w, const char* end) {
   const __m128i space = _mm_set1_epi8(0x20);
   while (end - p >= 16) {
     const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    const auto escaped =
+        static_cast<unsigned>(_mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash))));
+    const auto other = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmplt_epi8(v, space)));
+    // The bytes of this block that are written here.
+    const unsigned n = other != 0 ? static_cast<unsigned>(__builtin_ctz(other)) : 16;
     _mm_storeu_si128(reinterpret_cast<__m128i*>(w), v);
-    const __m128i hit =
-        _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)), _mm_cmplt_epi8(v, space));
-    if (const int mask = _mm_movemask_epi8(hit); mask != 0) {
-      const auto n = __builtin_ctz(static_cast<unsigned>(mask));
-      p += n;
-      w += n;
-      return;
+    // Each " or \ gets its backslash, and the input from it on is stored
+    // again one further along (16 bytes from there, when the input has them;
+    // else the rest of the block byte by byte).
+    unsigned shift = 0;
+    for (unsigned m = escaped & ((1u << n) - 1); m != 0; m &= m - 1) {
+      const auto k = static_cast<unsigned>(__builtin_ctz(m));
+      if (end - (p + k) < 16) {
+        for (unsigned i = k; i < n; ++i) {
+          w[i + shift] = '\\';
+          shift += (escaped >> i) & 1;
+          w[i + shift] = p[i];
+        }
+        break;
+      }
+      w[k + shift] = '\\';
+      ++shift;
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(w + k + shift),
+                       _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + k)));
     }
-    p += 16;
-    w += 16;
+    w += n + shift;
+    p += n;
+    if (n < 16) return;
   }
 #endif
-  while (p < end && plain(static_cast<unsigned char>(*p))) *w++ = *p++;
+  for (; p < end; ++p) {
+    const auto c = static_cast<unsigned char>(*p);
+    if (c == '"' || c == '\\') *w++ = '\\';
+    else if (!plain(c)) return;
+    *w++ = static_cast<char>(c);
+  }
 }
 
 }  // namespace
@@ -70,14 +96,13 @@ void append_json_string(std::string& out, std::string_view s) {
   const char* const end = p + s.size();
   static constexpr char hex[] = "0123456789abcdef";
   while (true) {
-    // Runs of plain bytes (most of most keys and values) are copied whole.
+    // Runs of plain bytes, quotes and backslashes (most of most keys and
+    // values) are copied whole.
     copy_plain(p, w, end);
     if (p == end) break;
     const auto c = static_cast<unsigned char>(*p);
     char second = 0;
     switch (c) {
-      case '"': second = '"'; break;
-      case '\\': second = '\\'; break;
       case '\n': second = 'n'; break;
       case '\r': second = 'r'; break;
       case '\t': second = 't'; break;
