@@ -5,8 +5,12 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <condition_variable>
+#include <limits>
+#include <mutex>
 #include <random>
 #include <system_error>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -137,18 +141,76 @@ void atomic_write_file(const fs::path& path, std::string_view content) {
 
 // ------------------------------------------------------- AtomicFileWriter
 
-AtomicFileWriter::AtomicFileWriter(fs::path path, std::size_t buffer_bytes)
+// The writer's own thread that makes the temp file durable while it grows:
+// asked for a byte mark, it calls fdatasync (which covers all written so
+// far) unless a call already covered that mark. Its first error is kept for
+// commit(): once reported to one fdatasync, the kernel does not report it to
+// the next fsync of the same open file.
+struct AtomicFileWriter::Syncer {
+  explicit Syncer(int fd) : fd(fd), thread([this] { run(); }) {}
+  ~Syncer() { finish(); }
+  // Ends the thread (a call under way completes first); returns its first error.
+  int finish() noexcept {
+    if (thread.joinable()) {
+      {
+        std::lock_guard lock(mu);
+        stop = true;
+      }
+      cv.notify_one();
+      thread.join();
+    }
+    return error;
+  }
+  void ask(std::uint64_t mark) {
+    {
+      std::lock_guard lock(mu);
+      asked = mark;
+    }
+    cv.notify_one();
+  }
+  void run() {
+    std::unique_lock lock(mu);
+    while (true) {
+      cv.wait(lock, [&] { return stop || asked > done; });
+      if (stop) return;
+      const std::uint64_t mark = asked;
+      lock.unlock();
+      const int err = ::fdatasync(fd) == 0 ? 0 : errno;
+      lock.lock();
+      done = mark;
+      ++calls;
+      if (err != 0 && error == 0) error = err;
+    }
+  }
+  const int fd;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::uint64_t asked = 0, done = 0, calls = 0;
+  int error = 0;
+  bool stop = false;
+  std::thread thread;  // last: started once the rest is set
+};
+
+AtomicFileWriter::AtomicFileWriter(fs::path path, std::size_t buffer_bytes, std::uint64_t sync_bytes)
     : path_(std::move(path)),
       tmp_(detail::temp_path_for(path_)),
-      buffer_bytes_(std::max<std::size_t>(buffer_bytes, 1)) {
+      buffer_bytes_(std::max<std::size_t>(buffer_bytes, 1)),
+      sync_bytes_(std::max<std::uint64_t>(sync_bytes, 1)) {
   fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd_ < 0) detail::io_error("Cannot create temp file for", path_, errno);
 }
 
 AtomicFileWriter::~AtomicFileWriter() { abort(); }
 
+std::uint64_t AtomicFileWriter::background_syncs() const noexcept {
+  if (!syncer_) return 0;
+  std::lock_guard lock(syncer_->mu);
+  return syncer_->calls;
+}
+
 void AtomicFileWriter::abort() noexcept {
   if (fd_ < 0) return;
+  syncer_.reset();  // before the file is closed
   ::close(fd_);
   fd_ = -1;
   ::unlink(tmp_.c_str());
@@ -173,6 +235,19 @@ void AtomicFileWriter::write_through(std::string_view data) {
     writeback_from_ = written_;
   }
 #endif
+  if (written_ - sync_asked_ >= sync_bytes_) {
+    sync_asked_ = written_;
+    if (!syncer_) {
+      try {
+        syncer_ = std::make_unique<Syncer>(fd_);
+      } catch (const std::system_error&) {
+        // No thread to be had: commit()'s fsync alone makes the file durable.
+        sync_bytes_ = std::numeric_limits<std::uint64_t>::max();
+        return;
+      }
+    }
+    syncer_->ask(written_);
+  }
 }
 
 void AtomicFileWriter::flush() {
@@ -204,6 +279,14 @@ void AtomicFileWriter::commit() {
   if (fd_ < 0)
     throw CheckpointError(fmt::format("Cannot commit {}: the write was aborted or committed", path_.string()));
   flush();
+  if (syncer_) {
+    const int err = syncer_->finish();
+    syncer_.reset();
+    if (err != 0) {
+      abort();
+      detail::io_error("Cannot fsync", path_, err);
+    }
+  }
   if (::fsync(fd_) != 0) {
     const int err = errno;
     abort();

@@ -105,6 +105,43 @@ TEST(AtomicFileWriter, AppendsGoToTheTempFileAndCommitRenamesIt) {
   EXPECT_THROW(w.commit(), CheckpointError);
 }
 
+TEST(AtomicFileWriter, AFileThatGrowsPastSyncBytesIsSyncedByItsThreadWhileItGrows) {
+  TempDir dir;
+  const auto target = dir / "big.txt";
+  AtomicFileWriter w(target, 1024, 64 * 1024);
+  std::string expected;
+  for (int i = 0; i < 64; ++i) {
+    const std::string piece = fmt::format("{:05}", i) + std::string(4000, static_cast<char>('a' + i % 26));
+    w.append(piece);
+    expected += piece;
+  }
+  // 256 KB written: the thread was asked four times; its calls come as it
+  // gets to run (waited for, with a bound).
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (w.background_syncs() == 0 && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_GE(w.background_syncs(), 1u);
+  EXPECT_LE(w.background_syncs(), 4u);
+  w.append("tail\n");
+  w.commit();
+  EXPECT_EQ(read_all(target), expected + "tail\n");
+  EXPECT_EQ(names_in(dir.path()), std::vector<std::string>{"big.txt"});
+
+  // Dropped while its thread runs: the thread ends, the temp file goes.
+  {
+    AtomicFileWriter dropped(dir / "dropped.txt", 1024, 64 * 1024);
+    dropped.append(std::string(200 * 1024, 'd'));
+  }
+  EXPECT_EQ(names_in(dir.path()), std::vector<std::string>{"big.txt"});
+
+  // A file that stays below sync_bytes starts no thread.
+  AtomicFileWriter small(dir / "small.txt", 1024, 64 * 1024);
+  small.append(std::string(60 * 1024, 's'));
+  EXPECT_EQ(small.background_syncs(), 0u);
+  small.commit();
+  EXPECT_EQ(read_all(dir / "small.txt"), std::string(60 * 1024, 's'));
+}
+
 TEST(AtomicFileWriter, AbortOrDestructionKeepsTheOldFile) {
   TempDir dir;
   const auto target = dir / "out.txt";

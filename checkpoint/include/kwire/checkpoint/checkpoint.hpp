@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -84,16 +85,24 @@ void remove_stale_temp_files(const std::filesystem::path& dir);
 /// writes the rest, fsyncs, renames the temp file over `path` and fsyncs the
 /// folder; on Linux the kernel is asked to start writing the file out every
 /// 8 MiB (sync_file_range), so that fsync does not wait for all of it at
-/// once. Until commit() `path` is untouched. abort(), or destruction without
+/// once. A file that grows past `sync_bytes` (64 MiB by default) is also
+/// made durable as it grows: a thread of the writer's own calls fdatasync
+/// each time another `sync_bytes` have been written, while the writes go on,
+/// so that commit()'s fsync has only the last part left to wait for (the
+/// disk's work overlaps the writer's; the end of a batch is not held up by
+/// flushing all of it). An error that thread meets fails commit(), naming
+/// it. Until commit() `path` is untouched. abort(), or destruction without
 /// commit(), deletes the temp file. Errors (ENOSPC, EFBIG, EIO...) throw
 /// CheckpointError naming `path` and the OS reason, delete the temp file and
 /// leave the writer aborted. Not thread-safe.
 class AtomicFileWriter {
  public:
-  static constexpr std::size_t kDefaultBufferBytes = std::size_t{1} << 20;  // 1 MiB
+  static constexpr std::size_t kDefaultBufferBytes = std::size_t{1} << 20;     // 1 MiB
+  static constexpr std::uint64_t kDefaultSyncBytes = std::uint64_t{64} << 20;  // 64 MiB
 
   /// Creates the temp file (CheckpointError when the folder is missing or not writable).
-  explicit AtomicFileWriter(std::filesystem::path path, std::size_t buffer_bytes = kDefaultBufferBytes);
+  explicit AtomicFileWriter(std::filesystem::path path, std::size_t buffer_bytes = kDefaultBufferBytes,
+                            std::uint64_t sync_bytes = kDefaultSyncBytes);
   ~AtomicFileWriter();
   AtomicFileWriter(const AtomicFileWriter&) = delete;
   AtomicFileWriter& operator=(const AtomicFileWriter&) = delete;
@@ -110,8 +119,12 @@ class AtomicFileWriter {
   std::uint64_t size() const noexcept { return size_; }
   /// Bytes held in memory right now (at most buffer_bytes).
   std::size_t buffered() const noexcept { return buffer_.size(); }
+  /// fdatasync calls the writer's thread has made so far (0 until the file
+  /// passes `sync_bytes`).
+  std::uint64_t background_syncs() const noexcept;
 
  private:
+  struct Syncer;
   void flush();
   void write_through(std::string_view data);
   std::filesystem::path path_;
@@ -122,6 +135,9 @@ class AtomicFileWriter {
   std::uint64_t size_ = 0;
   std::uint64_t written_ = 0;         // bytes in the temp file
   std::uint64_t writeback_from_ = 0;  // where the writeback not yet asked for starts
+  std::uint64_t sync_bytes_;
+  std::uint64_t sync_asked_ = 0;    // bytes the syncer was last asked to make durable
+  std::unique_ptr<Syncer> syncer_;  // started when the file passes sync_bytes_
 };
 
 /// Where a (re)started query continues.
