@@ -100,15 +100,14 @@ bool read_all(int fd, std::uint8_t* p, std::size_t n) {
 // Reads one answer; false (with a message) when it is missing or carries an error.
 bool read_answer(int fd, std::int16_t version, Bytes& buf) {
   std::uint8_t size_be[4];
-  if (!read_all(fd, size_be, 4)) {
-    std::fprintf(stderr, "kwire_produce_ceiling: the broker closed the connection\n");
-    return false;
+  bool got = read_all(fd, size_be, 4);
+  if (got) {
+    std::uint32_t size;
+    std::memcpy(&size, size_be, 4);
+    buf.resize(ntohl(size));
+    got = read_all(fd, buf.data(), buf.size());
   }
-  std::uint32_t size;
-  std::memcpy(&size, size_be, 4);
-  size = ntohl(size);
-  buf.resize(size);
-  if (!read_all(fd, buf.data(), size)) {
+  if (!got) {
     std::fprintf(stderr, "kwire_produce_ceiling: the broker closed the connection\n");
     return false;
   }
@@ -159,9 +158,10 @@ int main(int argc, char** argv) {
     return 2;
   }
   const auto per_request = static_cast<std::uint64_t>(per_batch * partitions);
-  std::vector<kwire::protocol::RecordBatchBuilder> builders(2 * static_cast<std::size_t>(partitions));
-  // request(counts): a Produce request frame with counts[p] records for partition p.
-  auto request = [&](const std::vector<std::int64_t>& counts, std::size_t first_builder) {
+  // request(counts): a Produce request frame with counts[p] records for
+  // partition p (the frame holds a copy of the batches).
+  auto request = [&](const std::vector<std::int64_t>& counts) {
+    std::vector<kwire::protocol::RecordBatchBuilder> builders(static_cast<std::size_t>(partitions));
     kwire::protocol::ProduceRequest req;
     req.acks = -1;
     req.timeout_ms = 30000;
@@ -170,7 +170,7 @@ int main(int argc, char** argv) {
     for (int p = 0; p < partitions; ++p) {
       const auto n = counts[static_cast<std::size_t>(p)];
       if (n == 0) continue;
-      auto& b = builders[first_builder + static_cast<std::size_t>(p)];
+      auto& b = builders[static_cast<std::size_t>(p)];
       for (std::int64_t i = 0; i < n; ++i) b.append(now_ms, std::nullopt, value, {});
       const auto batch = b.finish({});
       kwire::protocol::ProduceRequest::PartitionProduceData pd;
@@ -182,7 +182,7 @@ int main(int argc, char** argv) {
     return kwire::protocol::encode_request_frame(req, kVersion, 0, std::string("kwire-produce-ceiling"));
   };
   const std::uint64_t full = records / per_request, rest = records % per_request;
-  Bytes frame = request(std::vector<std::int64_t>(static_cast<std::size_t>(partitions), per_batch), 0);
+  Bytes frame = request(std::vector<std::int64_t>(static_cast<std::size_t>(partitions), per_batch));
   Bytes last;
   if (rest) {
     std::vector<std::int64_t> counts(static_cast<std::size_t>(partitions));
@@ -190,7 +190,7 @@ int main(int argc, char** argv) {
       counts[static_cast<std::size_t>(p)] =
           static_cast<std::int64_t>(rest / static_cast<std::uint64_t>(partitions) +
                                     (static_cast<std::uint64_t>(p) < rest % static_cast<std::uint64_t>(partitions)));
-    last = request(counts, static_cast<std::size_t>(partitions));
+    last = request(counts);
   }
 
   const int fd = connect_to(broker);

@@ -221,14 +221,12 @@ def main():
                 row += f" {med_range(m['after'], lambda v: f'{v:,.0f}') if 'after' in m else ''} | {ratio} |"
             out.append(row)
         ceiling = med.get("broker-ceiling")
-        if ceiling and "franz-go" in med:
+        if ceiling and k and "franz-go" in med:
             ceilings.append(
                 f"- {name}: the broker's ceiling is "
                 f"{statistics.median(ceiling['rec_s']) / statistics.median(med['franz-go']['rec_s']):.2f}x franz-go's "
                 f"records/s; kwire reaches {statistics.median(k['rec_s']) / statistics.median(ceiling['rec_s']):.2f} "
                 "of it"
-                if k
-                else ""
             )
     out.append("")
     if ceilings:
