@@ -1,127 +1,161 @@
 #include "worker_threads.hpp"
 
+#include <algorithm>
+
 #include "kwire/checkpoint/checkpoint.hpp"
 
 namespace kwire::source::detail {
 
-WorkerThreads::WorkerThreads(unsigned threads) : size_(threads == 0 ? 1 : threads), errors_(size_) {
-  threads_.reserve(size_ - 1);
-  for (unsigned slot = 1; slot < size_; ++slot) threads_.emplace_back([this, slot] { loop(slot); });
+ChunkFormatter::ChunkFormatter(unsigned threads, Format format, Hand hand)
+    : format_(std::move(format)), hand_(std::move(hand)) {
+  const unsigned n = threads == 0 ? 1 : threads;
+  ready_.resize(2 * n);
+  done_.resize(2 * n);
+  threads_.reserve(n);
+  for (unsigned slot = 0; slot < n; ++slot) threads_.emplace_back([this, slot] { loop(slot); });
 }
 
-WorkerThreads::~WorkerThreads() {
+ChunkFormatter::~ChunkFormatter() {
   {
     std::lock_guard lock(mu_);
     stop_ = true;
+    failed_ = true;  // nothing more is handed over
   }
-  start_.notify_all();
+  changed_.notify_all();
   for (std::thread& t : threads_) t.join();
 }
 
-void WorkerThreads::loop(unsigned slot) {
-  std::uint64_t seen = 0;
-  while (true) {
-    const std::function<void(unsigned)>* work = nullptr;
-    {
-      std::unique_lock lock(mu_);
-      start_.wait(lock, [&] { return stop_ || generation_ != seen; });
-      if (stop_) return;
-      seen = generation_;
-      work = work_;
-    }
-    std::exception_ptr error;
-    try {
-      (*work)(slot);
-    } catch (...) {
-      error = std::current_exception();
-    }
-    std::lock_guard lock(mu_);
-    errors_[slot] = error;
-    if (--pending_ == 0) done_.notify_one();
-  }
-}
-
-void WorkerThreads::run(const std::function<void(unsigned slot)>& work) {
-  if (size_ > 1) {
-    std::lock_guard lock(mu_);
-    work_ = &work;
-    pending_ = size_ - 1;
-    ++generation_;
-  }
-  start_.notify_all();
-  std::exception_ptr first;
-  try {
-    work(0);
-  } catch (...) {
-    first = std::current_exception();
-  }
-  if (size_ > 1) {
-    std::unique_lock lock(mu_);
-    done_.wait(lock, [&] { return pending_ == 0; });
-    work_ = nullptr;
-    for (unsigned slot = 1; slot < size_ && !first; ++slot) first = errors_[slot];
-    for (auto& e : errors_) e = nullptr;
-  }
-  if (first) std::rethrow_exception(first);
-}
-
-BackgroundTask::BackgroundTask() : thread_([this] { loop(); }) {}
-
-BackgroundTask::~BackgroundTask() {
-  {
-    std::unique_lock lock(mu_);
-    changed_.wait(lock, [&] { return !busy_; });
-    stop_ = true;
-  }
-  changed_.notify_all();
-  thread_.join();
-}
-
-void BackgroundTask::loop() {
+void ChunkFormatter::loop(unsigned slot) {
+  const std::uint64_t window = ready_.size();
   std::unique_lock lock(mu_);
-  while (true) {
-    changed_.wait(lock, [&] { return stop_ || busy_; });
+  for (;;) {
+    changed_.wait(lock, [&] { return stop_ || (!failed_ && next_ < queued_ && next_ < handed_ + window); });
     if (stop_) return;
-    auto work = std::move(work_);
+    const std::uint64_t i = next_++;
+    // Its write is still queued: a write goes once all its chunks are handed over.
+    auto w = writes_.begin();
+    while (i >= w->first + w->chunks) ++w;
+    const std::size_t from = static_cast<std::size_t>(i - w->first) * w->per_chunk;
+    const auto rows = w->rows.subspan(from, std::min(w->per_chunk, w->rows.size() - from));
+    std::string& out = ready_[i % window];  // chunk i - window was handed over
+    ++busy_;
     lock.unlock();
+    out.clear();
+    std::int64_t kept = 0;
     std::exception_ptr error;
     try {
-      work();
+      kept = format_(slot, rows, out);
     } catch (...) {
       error = std::current_exception();
     }
-    work = nullptr;  // what it holds goes before the caller is told
     lock.lock();
-    busy_ = false;
-    if (error && !error_) error_ = error;
+    --busy_;
+    if (error) {
+      fail(error);
+      continue;
+    }
+    kept_ += kept;
+    done_[i % window] = 1;
+    hand_over(lock);
     changed_.notify_all();
   }
 }
 
-void BackgroundTask::post(std::function<void()> work) {
-  std::unique_lock lock(mu_);
-  changed_.wait(lock, [&] { return !busy_; });
-  if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
-  work_ = std::move(work);
-  busy_ = true;
+// Hands the formatted chunks that are next in row order over, one thread at
+// a time, with the lock released while Hand runs (chunk handed_ keeps its
+// buffer: no thread formats chunk handed_ + window before it is handed over).
+void ChunkFormatter::hand_over(std::unique_lock<std::mutex>& lock) {
+  const std::uint64_t window = ready_.size();
+  while (!handing_ && !failed_ && handed_ < next_ && done_[handed_ % window]) {
+    handing_ = true;
+    std::string& lines = ready_[handed_ % window];
+    lock.unlock();
+    std::exception_ptr error;
+    try {
+      if (!lines.empty()) hand_(lines);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    lock.lock();
+    handing_ = false;
+    if (error) {
+      fail(error);
+      return;
+    }
+    done_[handed_ % window] = 0;
+    ++handed_;
+    while (!writes_.empty() && handed_ >= writes_.front().first + writes_.front().chunks) {
+      writes_.pop_front();
+      ++writes_done_;
+    }
+  }
+}
+
+void ChunkFormatter::fail(std::exception_ptr error) {
+  if (!error_) error_ = std::move(error);
+  failed_ = true;
   changed_.notify_all();
 }
 
-void BackgroundTask::wait() {
-  std::unique_lock lock(mu_);
-  changed_.wait(lock, [&] { return !busy_; });
-  if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
+void ChunkFormatter::clear() {
+  writes_.clear();
+  queued_ = next_ = handed_ = 0;
+  writes_queued_ = writes_done_ = 0;
+  for (std::string& lines : ready_) lines.clear();
+  std::fill(done_.begin(), done_.end(), 0);
 }
 
-void BackgroundTask::settle() noexcept {
-  std::unique_lock lock(mu_);
-  changed_.wait(lock, [&] { return !busy_; });
+// Called with failed_ set: once no thread formats or hands over, drops what
+// waits and rethrows the first error, once.
+void ChunkFormatter::rethrow_failure(std::unique_lock<std::mutex>& lock) {
+  changed_.wait(lock, [&] { return quiet(); });
+  clear();
+  failed_ = false;
+  auto error = std::exchange(error_, nullptr);
+  if (error) std::rethrow_exception(error);
 }
 
-void BackgroundTask::reset() noexcept {
+void ChunkFormatter::write(std::span<const Row> rows, std::size_t per_chunk) {
   std::unique_lock lock(mu_);
-  changed_.wait(lock, [&] { return !busy_; });
+  if (failed_) rethrow_failure(lock);
+  if (!rows.empty()) {
+    per_chunk = std::max<std::size_t>(per_chunk, 1);
+    const std::uint64_t chunks = (rows.size() + per_chunk - 1) / per_chunk;
+    writes_.push_back(Write{rows, per_chunk, queued_, chunks});
+    queued_ += chunks;
+    ++writes_queued_;
+    changed_.notify_all();
+  }
+  // Every earlier write is formatted once only this one (if any) is left.
+  const std::uint64_t earlier = writes_queued_ - (rows.empty() ? 0 : 1);
+  changed_.wait(lock, [&] { return failed_ || writes_done_ >= earlier; });
+  if (failed_) rethrow_failure(lock);
+}
+
+void ChunkFormatter::wait() {
+  std::unique_lock lock(mu_);
+  changed_.wait(lock, [&] { return failed_ || writes_done_ == writes_queued_; });
+  if (failed_) rethrow_failure(lock);
+}
+
+void ChunkFormatter::settle() noexcept {
+  std::unique_lock lock(mu_);
+  changed_.wait(lock, [&] { return (failed_ && quiet()) || writes_done_ == writes_queued_; });
+}
+
+void ChunkFormatter::reset() noexcept {
+  std::unique_lock lock(mu_);
+  failed_ = true;  // no chunk is started or handed over from here on
+  changed_.wait(lock, [&] { return quiet(); });
+  clear();
+  failed_ = false;
   error_ = nullptr;
+  kept_ = 0;
+}
+
+std::int64_t ChunkFormatter::kept() const {
+  std::lock_guard lock(mu_);
+  return kept_;
 }
 
 FileAppender::FileAppender() : thread_([this] { loop(); }) {}

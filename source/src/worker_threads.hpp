@@ -1,7 +1,6 @@
-// The JSON Lines sink's threads: a fixed set that runs one piece of work per
-// slot (the calling thread takes slot 0), which formats the rows of a write
-// on several cores, and a file appender, which writes the lines to the file
-// while the next ones are read and formatted.
+// The JSON Lines sink's threads: formatting threads, which turn the rows of
+// the sink's writes into lines on several cores, and a file appender, which
+// writes the lines to the file while the next ones are read and formatted.
 #pragma once
 
 #include <condition_variable>
@@ -11,10 +10,13 @@
 #include <exception>
 #include <functional>
 #include <mutex>
+#include <span>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
+
+#include "kwire/source/row.hpp"
 
 namespace kwire::checkpoint {
 class AtomicFileWriter;
@@ -22,68 +24,81 @@ class AtomicFileWriter;
 
 namespace kwire::source::detail {
 
-class WorkerThreads {
+/// Formats the rows of successive writes into lines on threads of its own
+/// and hands the lines over in row order. Each write's rows are cut into
+/// chunks; every thread takes the next chunk, of whichever write, whenever it
+/// is free, so the rows of a write are formatted while the last chunks of the
+/// write before it still are. At most `window` chunks are formatted ahead of
+/// the first one not yet handed over.
+class ChunkFormatter {
  public:
-  /// `threads` slots in all: the caller's and threads - 1 threads started
-  /// here (none for 0 or 1).
-  explicit WorkerThreads(unsigned threads);
-  ~WorkerThreads();
-  WorkerThreads(const WorkerThreads&) = delete;
-  WorkerThreads& operator=(const WorkerThreads&) = delete;
+  /// Appends the lines of `rows` to `out` on thread `slot` (0..threads-1);
+  /// returns how many rows it kept.
+  using Format = std::function<std::int64_t(unsigned slot, std::span<const Row> rows, std::string& out)>;
+  /// Takes the lines of the next chunk, in row order, on one thread at a
+  /// time (it may swap in another buffer; it may block). Throws to fail.
+  using Hand = std::function<void(std::string& lines)>;
 
-  unsigned size() const noexcept { return size_; }
+  /// `threads` formatting threads (at least 1), a window of 2 chunks each.
+  ChunkFormatter(unsigned threads, Format format, Hand hand);
+  /// Drops what waits and joins the threads once their chunks are done.
+  ~ChunkFormatter();
+  ChunkFormatter(const ChunkFormatter&) = delete;
+  ChunkFormatter& operator=(const ChunkFormatter&) = delete;
 
-  /// Runs work(slot) for every slot, slot 0 on the calling thread, and
-  /// returns when all have returned. The exception of the lowest slot that
-  /// threw is rethrown (after all slots are done). Not reentrant.
-  void run(const std::function<void(unsigned slot)>& work);
+  unsigned threads() const noexcept { return static_cast<unsigned>(threads_.size()); }
 
- private:
-  void loop(unsigned slot);
-
-  unsigned size_;
-  std::mutex mu_;
-  std::condition_variable start_;
-  std::condition_variable done_;
-  const std::function<void(unsigned)>* work_ = nullptr;
-  std::uint64_t generation_ = 0;
-  unsigned pending_ = 0;
-  bool stop_ = false;
-  std::vector<std::exception_ptr> errors_;
-  std::vector<std::thread> threads_;
-};
-
-/// Runs one piece of work at a time on a thread of its own while the caller
-/// goes on.
-class BackgroundTask {
- public:
-  BackgroundTask();
-  /// Waits for the work in progress.
-  ~BackgroundTask();
-  BackgroundTask(const BackgroundTask&) = delete;
-  BackgroundTask& operator=(const BackgroundTask&) = delete;
-
-  /// Waits for the work in progress, then starts `work`. When the earlier
-  /// work failed, its error is rethrown (once) and `work` is not started.
-  void post(std::function<void()> work);
-  /// Returns once the work in progress is done; rethrows its error (once).
+  /// Queues `rows` (cut into chunks of `per_chunk` rows) and returns once
+  /// the rows of every earlier write are formatted: the caller keeps `rows`
+  /// alive until the next write(), wait(), settle() or reset() returns. After
+  /// a failure (a Format or Hand error), rethrows it once, drops everything
+  /// queued (this write too) and hands nothing more over until then.
+  void write(std::span<const Row> rows, std::size_t per_chunk);
+  /// Returns once every queued row is formatted and handed over; rethrows a
+  /// failure as write() does.
   void wait();
-  /// Returns once the work in progress is done; its error is kept for the
-  /// next post() or wait().
+  /// Returns once no queued row is read any more; a failure is kept for the
+  /// next write() or wait().
   void settle() noexcept;
-  /// settle(), then forgets the error.
+  /// Drops what waits, returns once the chunks in progress are done, and
+  /// forgets the failure and the count of kept rows.
   void reset() noexcept;
+  /// Rows kept by Format since the last reset(), of the chunks done so far.
+  std::int64_t kept() const;
 
  private:
-  void loop();
+  struct Write {
+    std::span<const Row> rows;
+    std::size_t per_chunk;
+    std::uint64_t first;  // the sequence number of its first chunk
+    std::uint64_t chunks;
+  };
+  void loop(unsigned slot);
+  void hand_over(std::unique_lock<std::mutex>& lock);
+  void fail(std::exception_ptr error);
+  bool quiet() const { return busy_ == 0 && !handing_; }
+  void rethrow_failure(std::unique_lock<std::mutex>& lock);
+  void clear();
 
-  std::mutex mu_;
+  Format format_;
+  Hand hand_;
+  mutable std::mutex mu_;
   std::condition_variable changed_;
-  std::function<void()> work_;
-  bool busy_ = false;
+  std::deque<Write> writes_;  // not yet handed over in full
+  std::uint64_t queued_ = 0;  // chunks queued
+  std::uint64_t next_ = 0;    // the next chunk to format
+  std::uint64_t handed_ = 0;  // chunks handed over
+  std::uint64_t writes_queued_ = 0;
+  std::uint64_t writes_done_ = 0;
+  std::vector<std::string> ready_;  // chunk i is formatted into ready_[i % window]
+  std::vector<char> done_;          // ... and whether it is
+  unsigned busy_ = 0;               // chunks being formatted
+  bool handing_ = false;
+  bool failed_ = false;
   bool stop_ = false;
   std::exception_ptr error_;
-  std::thread thread_;
+  std::int64_t kept_ = 0;
+  std::vector<std::thread> threads_;
 };
 
 /// Appends buffers to files on a thread of its own, in the order they were

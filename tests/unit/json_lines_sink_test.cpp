@@ -279,6 +279,47 @@ TEST(JsonLinesSink, AFormattingThreadHeldUpDoesNotHoldBackTheOthersBeyondTheirWi
   EXPECT_EQ(read_all(sink.part_path(0)), expected_lines(0, 10 * kChunk + 5));
 }
 
+TEST(JsonLinesSink, TheNextWritesRowsAreFormattedWhileTheLastChunkOfTheWriteBeforeIsAndWriteReturnsAfterIt) {
+  TempDir dir;
+  RecordJsonWriter writer;
+  std::mutex mu;
+  std::condition_variable changed;
+  bool next_started = false, released = false, first_done = false;
+  JsonLinesSink sink(
+      dir / "out",
+      [&]() -> JsonLinesSink::Formatter {
+        return [&, writer](std::string& out, const Row& row) {
+          std::unique_lock lock(mu);
+          if (row.offset == 0) {
+            // The first write's only chunk waits until the other thread has
+            // started on the second write.
+            released = changed.wait_for(lock, std::chrono::seconds(10), [&] { return next_started; });
+          } else if (row.offset == 100) {
+            next_started = true;
+            changed.notify_all();
+          }
+          if (row.offset == 99) first_done = true;
+          lock.unlock();
+          writer.append(out, row);
+          return true;
+        };
+      },
+      2);
+  Rows rows(0, 200);
+  const std::span<const Row> all(rows.rows);
+  sink.begin_batch(0);
+  sink.write(all.first(100));
+  sink.write(all.subspan(100));
+  // The second write returned: the first one's rows are read no more.
+  {
+    std::lock_guard lock(mu);
+    EXPECT_TRUE(first_done);
+  }
+  EXPECT_EQ(sink.commit_batch(0), 200);
+  EXPECT_TRUE(released) << "the second write was not formatted before the first was done";
+  EXPECT_EQ(read_all(sink.part_path(0)), expected_lines(0, 200));
+}
+
 TEST(JsonLinesSink, RowsDroppedByFormattersOnSeveralThreadsAreNotCounted) {
   TempDir dir;
   RecordJsonWriter writer;

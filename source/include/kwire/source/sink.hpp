@@ -81,13 +81,14 @@ class Sink {
 ///
 /// The sink writes behind (writes_behind() is true) unless it was given a
 /// single custom Formatter: write() hands the rows to the sink's threads and
-/// returns, so the next rows are read while these are formatted and
-/// appended; commit_batch waits for them. The lines of a write() are made by
-/// several threads at once when the sink has more than one formatting thread
-/// (the RecordJsonWriter's default: default_format_threads()): the rows are
-/// cut into chunks of at most kRowsPerThread rows, each thread formats the
-/// next chunk whenever it is free, and the chunks are written in row order,
-/// so the file is the same as with one thread. A custom Formatter runs on the caller's
+/// returns once the rows of the write before it are formatted, so the next
+/// rows are read while these are formatted and appended; commit_batch waits
+/// for them. The lines are made by several threads at once when the sink has
+/// more than one formatting thread (the RecordJsonWriter's default:
+/// default_format_threads()): the rows of each write are cut into chunks of
+/// at most kRowsPerThread rows, each thread formats the next chunk, of this
+/// write or the next, whenever it is free, and the chunks are written in row
+/// order, so the file is the same as with one thread. A custom Formatter runs on the caller's
 /// thread, one row at a time; formatters from a FormatterFactory (one per
 /// thread) and the RecordJsonWriter run on the sink's threads.
 ///
@@ -143,7 +144,7 @@ class JsonLinesSink : public Sink {
 
  private:
   struct Lines;  // the formatting threads, their formatters and lines
-  void format_behind(std::span<const Row> rows);
+  void start_formatting();
   std::filesystem::path dir_;
   std::size_t buffer_bytes_;
   std::unique_ptr<Lines> lines_;
