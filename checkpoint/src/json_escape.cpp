@@ -79,27 +79,17 @@ inline void copy_plain(const char*& p, char*& w, const char* end) {
   }
 }
 
-}  // namespace
-
-void append_json_string(std::string& out, std::string_view s) {
-  // Written in place. Room for every byte escaped as two is made first, and
-  // kept: a plain byte or a UTF-8 sequence takes one output byte per input
-  // byte and a short escape two, so only a \u00XX escape (six) can need
-  // more, and it makes room for itself and the rest. The string is cut to
-  // what was written at the end.
-  std::size_t at = out.size();
-  out.resize(at + 2 * s.size() + 2);
-  char* w = out.data() + at;
-  char* limit = out.data() + out.size();
-  *w++ = '"';
-  const char* p = s.data();
-  const char* const end = p + s.size();
+// Escapes [p, end) of `s` to `w`, advancing both. Returns false, before the
+// byte that needs it, when a \u00XX escape would leave less room before
+// `limit` than the rest of the input at two bytes per byte and the closing
+// quote. The room at the start covers two bytes per input byte.
+bool escape(const char*& p, char*& w, const char* const end, const char* limit, std::string_view s) {
   static constexpr char hex[] = "0123456789abcdef";
   while (true) {
     // Runs of plain bytes, quotes and backslashes (most of most keys and
     // values) are copied whole.
     copy_plain(p, w, end);
-    if (p == end) break;
+    if (p == end) return true;
     const auto c = static_cast<unsigned char>(*p);
     char second = 0;
     switch (c) {
@@ -126,12 +116,7 @@ void append_json_string(std::string& out, std::string_view s) {
     // A control byte, or a byte that is not valid UTF-8: six bytes for one,
     // and room for the rest of the input at two bytes each and the quote.
     const auto rest = static_cast<std::size_t>(end - p - 1);
-    if (static_cast<std::size_t>(limit - w) < 6 + 2 * rest + 1) {
-      const auto used = static_cast<std::size_t>(w - out.data());
-      out.resize(used + 6 + 2 * rest + 1);
-      w = out.data() + used;
-      limit = out.data() + out.size();
-    }
+    if (static_cast<std::size_t>(limit - w) < 6 + 2 * rest + 1) return false;
     w[0] = '\\';
     w[1] = 'u';
     w[2] = '0';
@@ -141,8 +126,37 @@ void append_json_string(std::string& out, std::string_view s) {
     w += 6;
     ++p;
   }
+}
+
+}  // namespace
+
+void append_json_string(std::string& out, std::string_view s) {
+  // Written in place. Room for every byte escaped as two is made first, and
+  // kept: a plain byte or a UTF-8 sequence takes one output byte per input
+  // byte and a short escape two, so only a \u00XX escape (six) can need
+  // more, and it makes room for itself and the rest. The string is cut to
+  // what was written at the end.
+  const std::size_t at = out.size();
+  out.resize(at + 2 * s.size() + 2);
+  char* w = out.data() + at;
+  *w++ = '"';
+  const char* p = s.data();
+  const char* const end = p + s.size();
+  while (!escape(p, w, end, out.data() + out.size(), s)) {
+    const auto used = static_cast<std::size_t>(w - out.data());
+    out.resize(used + 6 + 2 * static_cast<std::size_t>(end - p - 1) + 1);
+    w = out.data() + used;
+  }
   *w++ = '"';
   out.resize(static_cast<std::size_t>(w - out.data()));
+}
+
+char* write_json_string(char* w, char* limit, std::string_view s) {
+  *w++ = '"';
+  const char* p = s.data();
+  if (!escape(p, w, p + s.size(), limit, s)) return nullptr;
+  *w++ = '"';
+  return w;
 }
 
 std::string json_string(std::string_view s) {

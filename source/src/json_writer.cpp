@@ -2,6 +2,7 @@
 // is in json_arrow.cpp).
 #include "kwire/source/json_writer.hpp"
 
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <cstring>
@@ -208,8 +209,12 @@ std::vector<KafkaColumn> parse_kafka_columns(std::string_view list) {
 
 RecordJsonWriter::RecordJsonWriter(JsonWriterOptions options) : options_(std::move(options)) {
   utc_ = options_.time_zone.id() == "UTC" && options_.time_zone.offset_at(0) == 0;
-  for (KafkaColumn c : all_kafka_columns())
-    member_names_[static_cast<std::size_t>(c)] = fmt::format(",\"{}\":", kafka_column_name(c));
+  for (KafkaColumn c : all_kafka_columns()) {
+    const auto i = static_cast<std::size_t>(c);
+    member_names_[i] = fmt::format(",\"{}\":", kafka_column_name(c));
+    if (member_names_[i].size() > kMemberBlock) member_blocks_fit_ = false;
+    else std::memcpy(member_blocks_[i].data(), member_names_[i].data(), member_names_[i].size());
+  }
 }
 
 namespace {
@@ -369,10 +374,133 @@ void RecordJsonWriter::append_double(std::string& out, double v, bool as_float, 
   out.append(buf, static_cast<std::size_t>(end - buf));
 }
 
-void RecordJsonWriter::append_kafka_members(std::string& out, const Row& row, bool any) const {
-  // The topic's JSON string, kept per thread: a batch's rows share a few topics.
+namespace {
+
+// A second's "yyyy-MM-ddTHH:mm:ss. in UTC, with its opening quote, kept per
+// thread: the rows of a batch mostly share their second.
+struct UtcSecond {
+  std::int64_t secs = std::numeric_limits<std::int64_t>::min();
+  std::array<char, 40> text{};  // zero-filled past `size`: copied in blocks of 32
+  std::size_t size = 0;         // 0 when the text is longer than 32 (a year past 9999 or before 0)
+};
+
+const UtcSecond& utc_second(std::int64_t secs) {
+  thread_local UtcSecond cached;
+  if (cached.secs != secs) {
+    std::string text(1, '"');
+    append_local_time(text, secs, 0);
+    text.resize(text.size() - 3);  // the milliseconds
+    cached.text.fill(0);
+    cached.size = text.size() <= 32 ? text.size() : 0;
+    std::memcpy(cached.text.data(), text.data(), cached.size);
+    cached.secs = secs;
+  }
+  return cached;
+}
+
+// The JSON string of a topic name, kept per thread: a batch's rows share a few topics.
+const std::string& topic_json(std::string_view topic) {
   thread_local std::string cached_topic;
-  thread_local std::string cached_topic_json;
+  thread_local std::string cached_json;
+  if (topic != cached_topic || cached_json.empty()) {
+    cached_topic.assign(topic);
+    cached_json.clear();
+    append_json_string(cached_json, topic);
+  }
+  return cached_json;
+}
+
+}  // namespace
+
+// The Kafka members written straight into room made once for all of them:
+// no append per member. For the common case only (UTC, binary as text, no
+// headers, short member names); returns false, with `out` as it was, for
+// anything else, or for a key or value that needs \u00XX escapes beyond the
+// room.
+bool RecordJsonWriter::write_kafka_members(std::string& out, const Row& row, bool any) const {
+  if (!utc_ || options_.binary != BinaryFormat::text || !member_blocks_fit_) return false;
+  // The room: each member's block, the most each value can take, and the
+  // last member's block beyond it (members are copied in whole blocks).
+  std::size_t room = kMemberBlock;
+  const UtcSecond* second = nullptr;
+  std::int64_t millis = 0;
+  for (KafkaColumn c : options_.kafka_columns) {
+    room += kMemberBlock;
+    switch (c) {
+      case KafkaColumn::key:
+        if (row.key) room += 2 * row.key->size() + 2;
+        break;
+      case KafkaColumn::value:
+        if (row.value) room += 2 * row.value->size() + 2;
+        break;
+      case KafkaColumn::topic: room += topic_json(row.topic).size(); break;
+      case KafkaColumn::timestamp:
+        second = &utc_second(floor_div(row.timestamp, 1000, millis));
+        if (second->size == 0) return false;
+        room += 32 + 5;
+        break;
+      case KafkaColumn::headers:
+        if (row.headers) return false;
+        break;
+      default: room += 20; break;  // an int64 in decimal
+    }
+  }
+  const std::size_t at = out.size();
+  out.resize(at + room);
+  char* w = out.data() + at;
+  char* const limit = out.data() + out.size();
+  // A key or value gets the room counted for it, no more.
+  auto string = [&](protocol::ByteSpan bytes) {
+    w = write_json_string(w, w + 2 * bytes.size() + 2,
+                          std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+    return w != nullptr;
+  };
+  for (KafkaColumn c : options_.kafka_columns) {
+    if ((c == KafkaColumn::key && !row.key) || (c == KafkaColumn::value && !row.value) || c == KafkaColumn::headers)
+      continue;
+    // ,"name": (without the comma first)
+    const auto i = static_cast<std::size_t>(c);
+    const std::size_t skip = any ? 0 : 1;
+    std::memcpy(w, member_blocks_[i].data() + skip, kMemberBlock);
+    w += member_names_[i].size() - skip;
+    any = true;
+    switch (c) {
+      case KafkaColumn::key:
+        if (!string(*row.key)) {
+          out.resize(at);
+          return false;
+        }
+        break;
+      case KafkaColumn::value:
+        if (!string(*row.value)) {
+          out.resize(at);
+          return false;
+        }
+        break;
+      case KafkaColumn::topic: {
+        const std::string& topic = topic_json(row.topic);
+        std::memcpy(w, topic.data(), topic.size());
+        w += topic.size();
+        break;
+      }
+      case KafkaColumn::partition: w = std::to_chars(w, limit, row.partition).ptr; break;
+      case KafkaColumn::offset: w = std::to_chars(w, limit, row.offset).ptr; break;
+      case KafkaColumn::timestamp:
+        std::memcpy(w, second->text.data(), 32);
+        w = put3(w + second->size, static_cast<unsigned>(millis));
+        *w++ = 'Z';
+        *w++ = '"';
+        break;
+      case KafkaColumn::timestamp_type: w = std::to_chars(w, limit, row.timestamp_type).ptr; break;
+      case KafkaColumn::headers: break;
+    }
+  }
+  out.resize(static_cast<std::size_t>(w - out.data()));
+  return true;
+}
+
+void RecordJsonWriter::append_kafka_members(std::string& out, const Row& row, bool any) const {
+  if (write_kafka_members(out, row, any)) return;
   for (KafkaColumn c : options_.kafka_columns) {
     switch (c) {
       case KafkaColumn::key:
@@ -400,13 +528,8 @@ void RecordJsonWriter::append_kafka_members(std::string& out, const Row& row, bo
         append_binary(out, *row.value);
         break;
       case KafkaColumn::topic:
-        if (row.topic != cached_topic) {
-          cached_topic.assign(row.topic);
-          cached_topic_json.clear();
-          append_json_string(cached_topic_json, row.topic);
-        }
         out.append(member);
-        out += cached_topic_json;
+        out += topic_json(row.topic);
         break;
       case KafkaColumn::partition: append_integer(out, row.partition, member); break;
       case KafkaColumn::offset: append_integer(out, row.offset, member); break;

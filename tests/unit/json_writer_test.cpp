@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include "kwire/source/arrow.hpp"
+#include "kwire/source/json_escape.hpp"
 #include "kwire/source/json_writer.hpp"
 
 using namespace kwire::source;
@@ -84,6 +85,69 @@ TEST(RecordJsonWriter, NullKeyValueAndHeadersAreLeftOut) {
   row.timestamp = -1;  // no timestamp: one millisecond before the epoch, as Spark shows it
   EXPECT_EQ(write(RecordJsonWriter(), row),
             R"({"topic":"t","partition":0,"offset":0,"timestamp":"1969-12-31T23:59:59.999Z","timestampType":-1})");
+}
+
+TEST(RecordJsonWriter, RandomRowsAreWrittenAsTheBuildingBlocksWriteThem) {
+  // Keys and values with quotes, backslashes, control bytes, UTF-8 and bytes
+  // that are not UTF-8, null or not; column subsets; timestamps from before
+  // year 0 to past 9999: every line equals one put together from the
+  // building blocks.
+  std::mt19937_64 rng(7);
+  const std::string alphabet = std::string("ab\"\\{}:, \n\t\x01\x1f\x7f") + "\xc3\xa9\xe2\x82\xac\xff\x80";
+  auto random_text = [&](std::size_t max) {
+    std::string s(rng() % (max + 1), 'x');
+    for (char& c : s) c = rng() % 3 == 0 ? alphabet[rng() % alphabet.size()] : static_cast<char>('a' + rng() % 26);
+    return s;
+  };
+  const std::vector<KafkaColumn> all = all_kafka_columns();
+  for (int round = 0; round < 20000; ++round) {
+    JsonWriterOptions o;
+    if (round % 4 == 3) {
+      o.kafka_columns.clear();
+      for (KafkaColumn c : all)
+        if (rng() % 2) o.kafka_columns.push_back(c);
+    }
+    const RecordJsonWriter writer(o);
+    const std::string key = random_text(40), value = random_text(round % 10 == 0 ? 300 : 60);
+    const std::string topic = random_text(12);
+    Row row;
+    if (rng() % 5) row.key = bytes(key);
+    if (rng() % 7) row.value = bytes(value);
+    row.topic = topic;
+    row.partition = static_cast<std::int32_t>(rng() % 1000);
+    row.offset = static_cast<std::int64_t>(rng() >> (rng() % 64));
+    const std::int64_t timestamps[] = {
+        1796230710315, -1, 0, -62167219200001, 253402300800000, static_cast<std::int64_t>(rng() % 4102444800000)};
+    row.timestamp = timestamps[rng() % 6];
+    row.timestamp_type = static_cast<std::int32_t>(rng() % 3) - 1;
+    std::string expected = "{";
+    for (KafkaColumn c : o.kafka_columns) {
+      const std::string member = fmt::format("\"{}\":", kafka_column_name(c));
+      std::string v;
+      switch (c) {
+        case KafkaColumn::key:
+          if (!row.key) continue;
+          writer.append_binary(v, *row.key);
+          break;
+        case KafkaColumn::value:
+          if (!row.value) continue;
+          writer.append_binary(v, *row.value);
+          break;
+        case KafkaColumn::topic: v = json_string(topic); break;
+        case KafkaColumn::partition: RecordJsonWriter::append_integer(v, row.partition); break;
+        case KafkaColumn::offset: RecordJsonWriter::append_integer(v, row.offset); break;
+        case KafkaColumn::timestamp: writer.append_timestamp_ms(v, row.timestamp); break;
+        case KafkaColumn::timestamp_type: RecordJsonWriter::append_integer(v, row.timestamp_type); break;
+        case KafkaColumn::headers: continue;
+      }
+      if (expected.size() > 1) expected += ',';
+      expected += member + v;
+    }
+    expected += '}';
+    std::string out = "prefix";
+    writer.append(out, row);
+    ASSERT_EQ(out, "prefix" + expected) << "round " << round;
+  }
 }
 
 TEST(RecordJsonWriter, TimestampsInTheSessionTimeZone) {

@@ -7,5 +7,6 @@ namespace kwire::source {
 
 using checkpoint::append_json_string;
 using checkpoint::json_string;
+using checkpoint::write_json_string;
 
 }  // namespace kwire::source

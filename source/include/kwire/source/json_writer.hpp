@@ -179,10 +179,16 @@ class RecordJsonWriter {
 
  private:
   void append_kafka_members(std::string& out, const Row& row, bool any) const;
+  bool write_kafka_members(std::string& out, const Row& row, bool any) const;
 
   JsonWriterOptions options_;
   bool utc_ = true;                          // fast path: the zone is UTC
   std::array<std::string, 8> member_names_;  // ,"key": ... per KafkaColumn
+  // The same, each at the start of a zero-filled block that can be copied
+  // whole (when every name fits).
+  static constexpr std::size_t kMemberBlock = 32;
+  std::array<std::array<char, kMemberBlock + 8>, 8> member_blocks_{};
+  bool member_blocks_fit_ = true;
 };
 
 /// Base64 (RFC 4648, standard alphabet, with padding) of `bytes`, appended.
