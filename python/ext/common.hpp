@@ -118,5 +118,6 @@ void register_data_source(nb::module_& m);
 void register_warnings(nb::module_& m);
 void register_avro(nb::module_& m);
 void register_protobuf(nb::module_& m);
+void register_part_files(nb::module_& m);
 
 }  // namespace kwire::python

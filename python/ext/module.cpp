@@ -88,6 +88,7 @@ NB_MODULE(_kwire, m) {
   register_warnings(m);
   register_avro(m);
   register_protobuf(m);
+  register_part_files(m);
   m.def("read", &read_batch, nb::arg("options"),
         "Batch query (Spark's batch options): (ArrowStream, info dict). The GIL is released while reading.");
   m.def("plan", &plan_batch, nb::arg("options"), "The batch query's plan as JSON (resolved offsets and ranges).");

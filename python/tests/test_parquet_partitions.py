@@ -86,7 +86,7 @@ def test_a_replayed_batch_replaces_its_files(tmp_path):
     part1 = [f for f in dirs(tmp_path) if f.endswith("part-%020d.parquet" % 1)]
     assert part1 == ["country=es/part-%020d.parquet" % 1]
     # a temp file a killed process left is removed by the next sink
-    stale = tmp_path / "country=fr" / (".part-%020d.parquet.0123.tmp" % 2)
+    stale = tmp_path / "country=fr" / (".part-%020d.parquet.0123456789abcdef.tmp" % 2)
     stale.write_bytes(b"partial")
     kwire.ParquetSink(str(tmp_path), partition_by="country")
     assert not stale.exists()

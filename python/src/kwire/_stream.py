@@ -9,7 +9,6 @@ import glob
 import json
 import math
 import os
-import secrets
 import weakref
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
@@ -28,10 +27,11 @@ def _fsync_dir(path: str) -> None:
 
 
 class _AtomicDirSink:
-    """One file per batch, DIR/part-<batch id, 20 digits>.<ext>: written to a
-    temp file beside it, fsynced, renamed over the part file (so a replayed batch
-    replaces its file) and DIR fsynced. Temp files left by a killed process
-    are deleted when the next sink opens DIR."""
+    """One file per batch, DIR/part-<batch id, 20 digits>.<ext>, by the one
+    part-file writer of kwire (its C++ core): written to a temp file beside
+    it, fsynced, renamed over the part file (so a replayed batch replaces its
+    file) and its folder fsynced. Temp files left by a killed process are
+    deleted when the next sink opens DIR."""
 
     ext = ""
 
@@ -39,35 +39,26 @@ class _AtomicDirSink:
         self.path = os.path.abspath(path)
         os.makedirs(self.path, exist_ok=True)
         # (partitioned sinks write in subdirectories: those are searched too)
-        for stale in glob.glob(os.path.join(self.path, "**", ".part-*.tmp"), recursive=True):
-            os.unlink(stale)
+        for folder, _, _ in os.walk(self.path):
+            _kwire.remove_stale_temp_files(folder)
 
     def part_path(self, batch_id: int) -> str:
         return os.path.join(self.path, "part-%020d.%s" % (batch_id, self.ext))
 
     def write(self, table: pa.Table, batch_id: int) -> int:
         self._write_atomic(table, self.part_path(batch_id))
-        _fsync_dir(self.path)
         return table.num_rows
 
     def _write_atomic(self, table: pa.Table, final: str) -> None:
-        """`table` into the file `final`: a temp file beside it, fsynced,
-        renamed over it (the directory is not fsynced here)."""
-        tmp = os.path.join(os.path.dirname(final), ".%s.%s.tmp" % (os.path.basename(final), secrets.token_hex(8)))
+        """`table` into the file `final`, durable there on return."""
+        f = _kwire.AtomicFile(final)
         try:
-            self._write_file(table, tmp)
-            fd = os.open(tmp, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            os.replace(tmp, final)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
+            self._write_file(table, f)
+            f.commit()
+        finally:
+            f.abort()  # the temp file, unless committed
 
-    def _write_file(self, table: pa.Table, path: str) -> None:  # pragma: no cover
+    def _write_file(self, table: pa.Table, f: Any) -> None:  # pragma: no cover
         raise NotImplementedError
 
     def description(self) -> str:
@@ -177,45 +168,35 @@ class ParquetSink(_AtomicDirSink):
             os.makedirs(sub, exist_ok=True)
             part = data.take(pa.array(sorted(index), pa.int64()))
             self._write_atomic(part, os.path.join(sub, "part-%020d.%s" % (batch_id, self.ext)))
-        for d in sorted(by_dir):
+        # Each file's commit fsyncs its own folder; the folders above it hold
+        # the entries of the folders made here.
+        above = set()
+        for sub in by_dir:
+            d = os.path.dirname(sub)
+            while d.startswith(self.path) and d not in above:
+                above.add(d)
+                d = os.path.dirname(d)
+        for d in sorted(above, key=len, reverse=True):
             _fsync_dir(d)
-        _fsync_dir(self.path)
         return table.num_rows
 
-    def _write_file(self, table: pa.Table, path: str) -> None:
+    def _write_file(self, table: pa.Table, f: Any) -> None:
         import pyarrow.parquet as pq
 
-        pq.write_table(table, path, compression=self.compression)
-
-
-def _json_value(v: Any) -> Any:
-    if isinstance(v, (bytes, bytearray)):
-        return bytes(v).decode("utf-8", errors="replace")  # CAST(... AS STRING)
-    if isinstance(v, _dt.datetime):
-        if v.tzinfo is not None:
-            v = v.astimezone(_dt.timezone.utc).replace(tzinfo=None)
-        return v.isoformat(timespec="milliseconds") + "Z"
-    if isinstance(v, float) and (math.isnan(v) or math.isinf(v)):
-        return "NaN" if math.isnan(v) else ("Infinity" if v > 0 else "-Infinity")
-    if isinstance(v, dict):
-        return {k: _json_value(x) for k, x in v.items() if x is not None}
-    if isinstance(v, list):
-        return [_json_value(x) for x in v]
-    return v
+        pq.write_table(table, f, compression=self.compression)
 
 
 class JsonLinesSink(_AtomicDirSink):
-    """JSON Lines files, one per batch, exactly once. Binary columns are
-    written as strings (as CAST(... AS STRING)), timestamps as ISO-8601 UTC
-    with milliseconds, null fields left out (Spark's JSON writer)."""
+    """JSON Lines files, one per batch, exactly once, written by kwire's one
+    record writer (its C++ core, as ``kwire stream --sink jsonl:DIR``) with
+    Spark's JSON writer's rules: binary columns as text (CAST(... AS
+    STRING)), timestamps as ISO-8601 UTC with milliseconds, dates, decimals,
+    lists, maps and structs as Spark writes them, null fields left out."""
 
     ext = "jsonl"
 
-    def _write_file(self, table: pa.Table, path: str) -> None:
-        with open(path, "w", encoding="utf-8") as f:
-            for row in table.to_pylist():
-                f.write(json.dumps({k: _json_value(v) for k, v in row.items() if v is not None}, allow_nan=False))
-                f.write("\n")
+    def _write_atomic(self, table: pa.Table, final: str) -> None:
+        _kwire.write_json_lines(final, table)
 
 
 def _column_encoder(column: str, fmt: Optional[str], options: Optional[Mapping[str, Any]],
