@@ -21,7 +21,7 @@ ChunkFormatter::~ChunkFormatter() {
     stop_ = true;
     failed_ = true;  // nothing more is handed over
   }
-  changed_.notify_all();
+  work_.notify_all();
   for (std::thread& t : threads_) t.join();
 }
 
@@ -29,7 +29,7 @@ void ChunkFormatter::loop(unsigned slot) {
   const std::uint64_t window = ready_.size();
   std::unique_lock lock(mu_);
   for (;;) {
-    changed_.wait(lock, [&] { return stop_ || (!failed_ && next_ < queued_ && next_ < handed_ + window); });
+    work_.wait(lock, [&] { return stop_ || (!failed_ && next_ < queued_ && next_ < handed_ + window); });
     if (stop_) return;
     const std::uint64_t i = next_++;
     // Its write is still queued: a write goes once all its chunks are handed over.
@@ -54,10 +54,14 @@ void ChunkFormatter::loop(unsigned slot) {
       fail(error);
       continue;
     }
+    if (failed_) idle_.notify_all();  // reset() may wait for this chunk
     kept_ += kept;
     done_[i % window] = 1;
+    const std::uint64_t handed = handed_, writes_done = writes_done_;
     hand_over(lock);
-    changed_.notify_all();
+    // Formatters wait for the window to move, the caller for its write.
+    if (handed_ != handed) work_.notify_all();
+    if (writes_done_ != writes_done) idle_.notify_all();
   }
 }
 
@@ -82,6 +86,7 @@ void ChunkFormatter::hand_over(std::unique_lock<std::mutex>& lock) {
       fail(error);
       return;
     }
+    if (failed_) idle_.notify_all();  // reset() may wait for this hand-over
     done_[handed_ % window] = 0;
     ++handed_;
     while (!writes_.empty() && handed_ >= writes_.front().first + writes_.front().chunks) {
@@ -94,7 +99,7 @@ void ChunkFormatter::hand_over(std::unique_lock<std::mutex>& lock) {
 void ChunkFormatter::fail(std::exception_ptr error) {
   if (!error_) error_ = std::move(error);
   failed_ = true;
-  changed_.notify_all();
+  idle_.notify_all();
 }
 
 void ChunkFormatter::clear() {
@@ -108,7 +113,7 @@ void ChunkFormatter::clear() {
 // Called with failed_ set: once no thread formats or hands over, drops what
 // waits and rethrows the first error, once.
 void ChunkFormatter::rethrow_failure(std::unique_lock<std::mutex>& lock) {
-  changed_.wait(lock, [&] { return quiet(); });
+  idle_.wait(lock, [&] { return quiet(); });
   clear();
   failed_ = false;
   auto error = std::exchange(error_, nullptr);
@@ -124,29 +129,29 @@ void ChunkFormatter::write(std::span<const Row> rows, std::size_t per_chunk) {
     writes_.push_back(Write{rows, per_chunk, queued_, chunks});
     queued_ += chunks;
     ++writes_queued_;
-    changed_.notify_all();
+    work_.notify_all();
   }
   // Every earlier write is formatted once only this one (if any) is left.
   const std::uint64_t earlier = writes_queued_ - (rows.empty() ? 0 : 1);
-  changed_.wait(lock, [&] { return failed_ || writes_done_ >= earlier; });
+  idle_.wait(lock, [&] { return failed_ || writes_done_ >= earlier; });
   if (failed_) rethrow_failure(lock);
 }
 
 void ChunkFormatter::wait() {
   std::unique_lock lock(mu_);
-  changed_.wait(lock, [&] { return failed_ || writes_done_ == writes_queued_; });
+  idle_.wait(lock, [&] { return failed_ || writes_done_ == writes_queued_; });
   if (failed_) rethrow_failure(lock);
 }
 
 void ChunkFormatter::settle() noexcept {
   std::unique_lock lock(mu_);
-  changed_.wait(lock, [&] { return (failed_ && quiet()) || writes_done_ == writes_queued_; });
+  idle_.wait(lock, [&] { return (failed_ && quiet()) || writes_done_ == writes_queued_; });
 }
 
 void ChunkFormatter::reset() noexcept {
   std::unique_lock lock(mu_);
   failed_ = true;  // no chunk is started or handed over from here on
-  changed_.wait(lock, [&] { return quiet(); });
+  idle_.wait(lock, [&] { return quiet(); });
   clear();
   failed_ = false;
   error_ = nullptr;

@@ -83,11 +83,12 @@ class ChunkFormatter {
   Format format_;
   Hand hand_;
   mutable std::mutex mu_;
-  std::condition_variable changed_;
-  std::deque<Write> writes_;  // not yet handed over in full
-  std::uint64_t queued_ = 0;  // chunks queued
-  std::uint64_t next_ = 0;    // the next chunk to format
-  std::uint64_t handed_ = 0;  // chunks handed over
+  std::condition_variable work_;  // formatters: a chunk to take
+  std::condition_variable idle_;  // the caller: a write done, a failure, quiet()
+  std::deque<Write> writes_;      // not yet handed over in full
+  std::uint64_t queued_ = 0;      // chunks queued
+  std::uint64_t next_ = 0;        // the next chunk to format
+  std::uint64_t handed_ = 0;      // chunks handed over
   std::uint64_t writes_queued_ = 0;
   std::uint64_t writes_done_ = 0;
   std::vector<std::string> ready_;  // chunk i is formatted into ready_[i % window]
