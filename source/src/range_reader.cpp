@@ -204,14 +204,14 @@ RangeReadResult RangeReader::read(const std::vector<OffsetRange>& ranges, Sink& 
   };
 
   // A sink that writes behind reads a write's rows (and the polled records
-  // they point into) until its next write returns: two sets alternate, and
-  // the sink is done with both before they go.
+  // they point into) until its second write after it returns: three sets
+  // take turns, and the sink is done with all before they go.
   struct Held {
     client::ConsumerRecords recs;
     std::vector<Row> rows;
   };
   const bool behind = sink.writes_behind();
-  Held held[2];
+  Held held[3];
   std::size_t turn = 0;
   struct Release {
     Sink& sink;
@@ -294,7 +294,7 @@ RangeReadResult RangeReader::read(const std::vector<OffsetRange>& ranges, Sink& 
       sink.write(rows);
       result.rows += static_cast<std::int64_t>(rows.size());
       last_progress = std::chrono::steady_clock::now();
-      if (behind) turn ^= 1;
+      if (behind) turn = (turn + 1) % 3;
     }
     for (auto& cur : cursors) {
       if (cur.done) continue;

@@ -131,8 +131,9 @@ void ChunkFormatter::write(std::span<const Row> rows, std::size_t per_chunk) {
     ++writes_queued_;
     work_.notify_all();
   }
-  // Every earlier write is formatted once only this one (if any) is left.
-  const std::uint64_t earlier = writes_queued_ - (rows.empty() ? 0 : 1);
+  // Returns once at most kWritesAhead writes (this one included) are left.
+  const std::uint64_t ahead = rows.empty() ? kWritesAhead - 1 : kWritesAhead;
+  const std::uint64_t earlier = writes_queued_ > ahead ? writes_queued_ - ahead : 0;
   idle_.wait(lock, [&] { return failed_ || writes_done_ >= earlier; });
   if (failed_) rethrow_failure(lock);
 }

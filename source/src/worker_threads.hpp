@@ -48,9 +48,13 @@ class ChunkFormatter {
 
   unsigned threads() const noexcept { return static_cast<unsigned>(threads_.size()); }
 
+  /// Writes whose rows may be read at once: the caller may read the next
+  /// rows while the last two writes' are formatted.
+  static constexpr std::uint64_t kWritesAhead = 2;
   /// Queues `rows` (cut into chunks of `per_chunk` rows) and returns once
-  /// the rows of every earlier write are formatted: the caller keeps `rows`
-  /// alive until the next write(), wait(), settle() or reset() returns. After
+  /// the rows of every write before the last kWritesAhead (this one
+  /// included) are formatted: the caller keeps `rows` alive until the
+  /// kWritesAhead-th write() after it, or wait(), settle() or reset() returns. After
   /// a failure (a Format or Hand error), rethrows it once, drops everything
   /// queued (this write too) and hands nothing more over until then.
   void write(std::span<const Row> rows, std::size_t per_chunk);

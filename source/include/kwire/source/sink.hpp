@@ -60,13 +60,14 @@ class Sink {
   /// True when write() may return while the sink still reads the rows (and
   /// the bytes they point into) on a thread of its own, so that the caller
   /// reads the next rows meanwhile. The caller then keeps them alive and
-  /// unchanged until the sink's next write(), begin_batch() or commit_batch()
-  /// returns, or until release_rows() does. An error of that work is
-  /// rethrown by the next write() or commit_batch(). Default: false (write()
-  /// is done with the rows when it returns).
+  /// unchanged until the sink's second write() after this one, or its
+  /// begin_batch() or commit_batch(), returns, or until release_rows() does.
+  /// An error of that work is rethrown by one of the next two write() calls
+  /// or by commit_batch(). Default: false (write() is done with the rows
+  /// when it returns).
   virtual bool writes_behind() const { return false; }
   /// Returns once the sink reads no row of an earlier write() any more; an
-  /// error of that work waits for the next write() or commit_batch().
+  /// error of that work waits for a later write() or commit_batch().
   virtual void release_rows() noexcept {}
   /// Shown as the progress JSON's sink description.
   virtual std::string description() const { return "Sink"; }
@@ -81,9 +82,9 @@ class Sink {
 ///
 /// The sink writes behind (writes_behind() is true) unless it was given a
 /// single custom Formatter: write() hands the rows to the sink's threads and
-/// returns once the rows of the write before it are formatted, so the next
-/// rows are read while these are formatted and appended; commit_batch waits
-/// for them. The lines are made by several threads at once when the sink has
+/// returns once the rows of the write two before it are formatted, so the
+/// next rows are read while these and the write before are formatted and
+/// appended; commit_batch waits for them. The lines are made by several threads at once when the sink has
 /// more than one formatting thread (the RecordJsonWriter's default:
 /// default_format_threads()): the rows of each write are cut into chunks of
 /// at most kRowsPerThread rows, each thread formats the next chunk, of this
@@ -104,7 +105,8 @@ class Sink {
 /// the next JsonLinesSink on DIR deletes. The constructor creates DIR.
 /// Errors: checkpoint::CheckpointError naming the file and the OS reason; a
 /// formatter's exception is rethrown once every thread is done, by that
-/// write() or, writing behind, by the next write() or commit_batch().
+/// write() or, writing behind, by one of the next two write() calls or by
+/// commit_batch().
 class JsonLinesSink : public Sink {
  public:
   /// Appends the line for a row to `out` (without the newline) and returns
