@@ -253,31 +253,48 @@ void RecordJsonWriter::append_binary(std::string& out, protocol::ByteSpan bytes)
   }
 }
 
+namespace {
+
+// A second's "yyyy-MM-ddTHH:mm:ss. in UTC, with its opening quote, kept per
+// thread: the rows of a batch mostly share their second.
+struct UtcSecond {
+  std::int64_t secs = std::numeric_limits<std::int64_t>::min();
+  std::array<char, 40> text{};  // zero-filled past `size`: copied in blocks of 32
+  std::size_t size = 0;         // 0 when the text is longer than 32 (a year of 10 digits or more)
+};
+
+const UtcSecond& utc_second(std::int64_t secs) {
+  thread_local UtcSecond cached;
+  if (cached.secs != secs) {
+    std::string text(1, '"');
+    append_local_time(text, secs, 0);
+    text.resize(text.size() - 3);  // the milliseconds
+    cached.text.fill(0);
+    cached.size = text.size() <= 32 ? text.size() : 0;
+    std::memcpy(cached.text.data(), text.data(), cached.size);
+    cached.secs = secs;
+  }
+  return cached;
+}
+
+}  // namespace
+
 void RecordJsonWriter::append_timestamp_ms(std::string& out, std::int64_t ms, std::string_view member) const {
   std::int64_t millis = 0;
   const std::int64_t secs = floor_div(ms, 1000, millis);
   if (utc_) {
-    // Rows of a batch mostly share their second: its "yyyy-MM-ddTHH:mm:ss."
-    // is kept, per thread.
-    thread_local std::int64_t cached_secs = std::numeric_limits<std::int64_t>::min();
-    thread_local std::string cached;
-    if (secs != cached_secs) {
-      cached.assign(1, '"');
-      append_local_time(cached, secs, 0);
-      cached.resize(cached.size() - 3);  // the milliseconds
-      cached_secs = secs;
-    }
-    char buf[kShortMember + 64];
+    const UtcSecond& second = utc_second(secs);
+    char buf[kShortMember + 40];
     char* p = put_member(out, buf, member);
-    if (cached.size() > 64 - 5) {  // a year of more than four digits, or a negative one
+    if (second.size == 0) {
       out.append(buf, static_cast<std::size_t>(p - buf));
-      out += cached;
-      p = buf;
-    } else {
-      std::memcpy(p, cached.data(), cached.size());
-      p += cached.size();
+      out += '"';
+      append_local_time(out, secs, static_cast<unsigned>(millis));
+      out += "Z\"";
+      return;
     }
-    p = put3(p, static_cast<unsigned>(millis));
+    std::memcpy(p, second.text.data(), second.size);
+    p = put3(p + second.size, static_cast<unsigned>(millis));
     *p++ = 'Z';
     *p++ = '"';
     out.append(buf, static_cast<std::size_t>(p - buf));
@@ -375,28 +392,6 @@ void RecordJsonWriter::append_double(std::string& out, double v, bool as_float, 
 }
 
 namespace {
-
-// A second's "yyyy-MM-ddTHH:mm:ss. in UTC, with its opening quote, kept per
-// thread: the rows of a batch mostly share their second.
-struct UtcSecond {
-  std::int64_t secs = std::numeric_limits<std::int64_t>::min();
-  std::array<char, 40> text{};  // zero-filled past `size`: copied in blocks of 32
-  std::size_t size = 0;         // 0 when the text is longer than 32 (a year past 9999 or before 0)
-};
-
-const UtcSecond& utc_second(std::int64_t secs) {
-  thread_local UtcSecond cached;
-  if (cached.secs != secs) {
-    std::string text(1, '"');
-    append_local_time(text, secs, 0);
-    text.resize(text.size() - 3);  // the milliseconds
-    cached.text.fill(0);
-    cached.size = text.size() <= 32 ? text.size() : 0;
-    std::memcpy(cached.text.data(), text.data(), cached.size);
-    cached.secs = secs;
-  }
-  return cached;
-}
 
 // The JSON string of a topic name, kept per thread: a batch's rows share a few topics.
 const std::string& topic_json(std::string_view topic) {

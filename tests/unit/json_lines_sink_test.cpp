@@ -14,6 +14,7 @@
 #include <condition_variable>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <mutex>
 #include <stdexcept>
@@ -76,6 +77,17 @@ std::string expected_lines(std::int64_t from, std::int64_t until) {
         "\"timestamp\":\"1970-01-01T00:00:{:02}.{:03}Z\",\"timestampType\":0}}\n",
         o, o, (1000 + o) / 1000, (1000 + o) % 1000);
   return out;
+}
+
+// Formatters that call `before(row)` and then write the row's default line.
+JsonLinesSink::FormatterFactory writing_after(std::function<void(const Row&)> before) {
+  return [before = std::move(before)]() -> JsonLinesSink::Formatter {
+    return [before, writer = RecordJsonWriter()](std::string& out, const Row& row) {
+      before(row);
+      writer.append(out, row);
+      return true;
+    };
+  };
 }
 
 }  // namespace
@@ -243,32 +255,25 @@ TEST(JsonLinesSink, SeveralFormattingThreadsWriteTheLinesInRowOrder) {
 
 TEST(JsonLinesSink, AFormattingThreadHeldUpDoesNotHoldBackTheOthersBeyondTheirWindow) {
   TempDir dir;
-  RecordJsonWriter writer;
   constexpr std::int64_t kChunk = JsonLinesSink::kRowsPerThread;
   std::mutex mu;
   std::condition_variable changed;
   std::int64_t highest = -1;  // the highest offset formatted before row 0 is
   bool row0_done = false, released = false;
-  JsonLinesSink sink(
-      dir / "out",
-      [&]() -> JsonLinesSink::Formatter {
-        return [&, writer](std::string& out, const Row& row) {
-          std::unique_lock lock(mu);
-          if (row.offset == 0) {
-            // The thread with the first chunk waits until the other has
-            // formatted the start of chunk 3.
-            released = changed.wait_for(lock, std::chrono::seconds(10), [&] { return highest >= 3 * kChunk; });
-            row0_done = true;
-          } else if (!row0_done) {
-            highest = std::max(highest, row.offset);
-            changed.notify_all();
-          }
-          lock.unlock();
-          writer.append(out, row);
-          return true;
-        };
-      },
-      2);
+  JsonLinesSink sink(dir / "out", writing_after([&](const Row& row) {
+                       std::unique_lock lock(mu);
+                       if (row.offset == 0) {
+                         // The thread with the first chunk waits until the
+                         // other has formatted the start of chunk 3.
+                         released =
+                             changed.wait_for(lock, std::chrono::seconds(10), [&] { return highest >= 3 * kChunk; });
+                         row0_done = true;
+                       } else if (!row0_done) {
+                         highest = std::max(highest, row.offset);
+                         changed.notify_all();
+                       }
+                     }),
+                     2);
   Rows rows(0, 10 * kChunk + 5);
   sink.begin_batch(0);
   sink.write(rows.rows);
@@ -281,30 +286,22 @@ TEST(JsonLinesSink, AFormattingThreadHeldUpDoesNotHoldBackTheOthersBeyondTheirWi
 
 TEST(JsonLinesSink, TheNextWritesRowsAreFormattedWhileTheLastChunkOfTheWriteBeforeIsAndTheWriteAfterReturnsAfterIt) {
   TempDir dir;
-  RecordJsonWriter writer;
   std::mutex mu;
   std::condition_variable changed;
   bool next_started = false, released = false, first_done = false;
-  JsonLinesSink sink(
-      dir / "out",
-      [&]() -> JsonLinesSink::Formatter {
-        return [&, writer](std::string& out, const Row& row) {
-          std::unique_lock lock(mu);
-          if (row.offset == 0) {
-            // The first write's only chunk waits until the other thread has
-            // started on the second write.
-            released = changed.wait_for(lock, std::chrono::seconds(10), [&] { return next_started; });
-          } else if (row.offset == 100) {
-            next_started = true;
-            changed.notify_all();
-          }
-          if (row.offset == 99) first_done = true;
-          lock.unlock();
-          writer.append(out, row);
-          return true;
-        };
-      },
-      2);
+  JsonLinesSink sink(dir / "out", writing_after([&](const Row& row) {
+                       std::unique_lock lock(mu);
+                       if (row.offset == 0) {
+                         // The first write's only chunk waits until the other
+                         // thread has started on the second write.
+                         released = changed.wait_for(lock, std::chrono::seconds(10), [&] { return next_started; });
+                       } else if (row.offset == 100) {
+                         next_started = true;
+                         changed.notify_all();
+                       }
+                       if (row.offset == 99) first_done = true;
+                     }),
+                     2);
   Rows rows(0, 300);
   const std::span<const Row> all(rows.rows);
   sink.begin_batch(0);
