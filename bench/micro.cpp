@@ -122,7 +122,7 @@ void BM_Crc32c(benchmark::State& state) {
 BENCHMARK(BM_Crc32c)->Arg(16 << 10)->Arg(1 << 20);
 
 // Args: Crc32cPath (0 portable, 1 sse42 with table merge, 2 sse42 with
-// PCLMULQDQ merge), input size.
+// PCLMULQDQ merge, 3 AVX-512 VPCLMULQDQ folding), input size.
 void BM_Crc32cPath(benchmark::State& state) {
   const auto path = static_cast<kp::Crc32cPath>(state.range(0));
   std::mt19937_64 rng(1);
@@ -130,11 +130,17 @@ void BM_Crc32cPath(benchmark::State& state) {
   for (auto& b : buf) b = static_cast<std::uint8_t>(rng());
   for (auto _ : state) benchmark::DoNotOptimize(kp::crc32c_via(path, buf));
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * buf.size()));
-  static const char* const names[] = {"portable", "sse42", "sse42_pclmul"};
+  static const char* const names[] = {"portable", "sse42", "sse42_pclmul", "avx512_vpclmulqdq"};
   state.SetLabel(names[state.range(0)]);
   if (path > kp::crc32c_path()) state.SkipWithError("path not supported by this CPU");
 }
-BENCHMARK(BM_Crc32cPath)->Args({0, 16 << 10})->Args({1, 16 << 10})->Args({2, 16 << 10})->Args({1, 1 << 20});
+BENCHMARK(BM_Crc32cPath)
+    ->Args({0, 16 << 10})
+    ->Args({1, 16 << 10})
+    ->Args({2, 16 << 10})
+    ->Args({3, 16 << 10})
+    ->Args({1, 1 << 20})
+    ->Args({3, 1 << 20});
 
 void BM_Memcpy(benchmark::State& state) {
   kp::Bytes src(static_cast<std::size_t>(state.range(0)), 0x5a), dst(src.size());

@@ -7,8 +7,7 @@
 #include <limits>
 
 #if defined(__x86_64__) || defined(__i386__)
-#include <nmmintrin.h>
-#include <wmmintrin.h>
+#include <immintrin.h>
 #define KWIRE_CRC32C_X86 1
 #endif
 
@@ -202,10 +201,76 @@ __attribute__((target("sse4.2,pclmul"))) std::uint32_t hardware_update(std::uint
   return c;
 }
 
+#if defined(__x86_64__)
+// ------------------------------------------------------------ folding
+//
+// Sixteen bytes X = H * x^64 ^ L (H the first eight bytes) fold forward over
+// the D bytes that follow them into the block there: X * x^(8D) is congruent
+// to H * x^(8D + 64) ^ L * x^(8D), two 64 x 32-bit carry-less products of at
+// most 128 bits, so XORing them into that block leaves the CRC unchanged.
+// With the constant x^(e - 33) a product is exactly H * x^e in the block's bit
+// order (see shift_by_clmul). Four 64-byte accumulators fold 256 bytes at a
+// time; at the end three fold into the fourth, whose 64 bytes give the CRC.
+
+// Per 16-byte lane: the constant for H in the low half, for L in the high.
+template <std::size_t kBytes>
+__attribute__((target("avx512f,vpclmulqdq"))) inline __m512i fold_constants() noexcept {
+  constexpr auto h = static_cast<long long>(clmul_constant(kBytes + 8));
+  constexpr auto l = static_cast<long long>(clmul_constant(kBytes));
+  return _mm512_set_epi64(l, h, l, h, l, h, l, h);
+}
+
+// x folded forward by the constants' distance, XORed into y.
+__attribute__((target("avx512f,vpclmulqdq"))) inline __m512i fold_into(__m512i x, __m512i k, __m512i y) noexcept {
+  return _mm512_ternarylogic_epi64(_mm512_clmulepi64_epi128(x, k, 0x00), _mm512_clmulepi64_epi128(x, k, 0x11), y, 0x96);
+}
+
+// The raw register over n >= 512 bytes, all but the last n % 256 folded.
+__attribute__((target("avx512f,vpclmulqdq,sse4.2"))) std::uint32_t folding_update(std::uint32_t c,
+                                                                                  const std::uint8_t*& p,
+                                                                                  std::size_t& n) noexcept {
+  // The register enters as the message's first four bytes XORed with it.
+  __m512i x0 = _mm512_xor_si512(_mm512_loadu_si512(p), _mm512_zextsi128_si512(_mm_cvtsi32_si128(static_cast<int>(c))));
+  __m512i x1 = _mm512_loadu_si512(p + 64);
+  __m512i x2 = _mm512_loadu_si512(p + 128);
+  __m512i x3 = _mm512_loadu_si512(p + 192);
+  p += 256;
+  n -= 256;
+  const __m512i k256 = fold_constants<256>();
+  while (n >= 256) {
+    x0 = fold_into(x0, k256, _mm512_loadu_si512(p));
+    x1 = fold_into(x1, k256, _mm512_loadu_si512(p + 64));
+    x2 = fold_into(x2, k256, _mm512_loadu_si512(p + 128));
+    x3 = fold_into(x3, k256, _mm512_loadu_si512(p + 192));
+    p += 256;
+    n -= 256;
+  }
+  x3 = fold_into(x0, fold_constants<192>(), x3);
+  x3 = fold_into(x1, fold_constants<128>(), x3);
+  x3 = fold_into(x2, fold_constants<64>(), x3);
+  alignas(64) std::uint8_t last[64];
+  _mm512_store_si512(last, x3);
+  std::uint64_t r = 0;
+  for (std::size_t i = 0; i < 64; i += 8) r = _mm_crc32_u64(r, load_u64(last + i));
+  return static_cast<std::uint32_t>(r);
+}
+
+// The VPCLMULQDQ path: folding for inputs of 512 bytes or more, the
+// three-stream loop for the rest.
+std::uint32_t folding_hardware_update(std::uint32_t c, const std::uint8_t* p, std::size_t n) noexcept {
+  if (n >= 512) c = folding_update(c, p, n);
+  return hardware_update<true>(c, p, n);
+}
+#endif
+
 Crc32cPath detect_path() noexcept {
   __builtin_cpu_init();
   if (!__builtin_cpu_supports("sse4.2")) return Crc32cPath::portable;
-  return __builtin_cpu_supports("pclmul") ? Crc32cPath::sse42_pclmul : Crc32cPath::sse42;
+  if (!__builtin_cpu_supports("pclmul")) return Crc32cPath::sse42;
+#if defined(__x86_64__)
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("vpclmulqdq")) return Crc32cPath::avx512_vpclmulqdq;
+#endif
+  return Crc32cPath::sse42_pclmul;
 }
 #endif
 
@@ -219,6 +284,9 @@ const Crc32cPath kBestPath =
 std::uint32_t update(Crc32cPath path, std::uint32_t c, const std::uint8_t* p, std::size_t n) noexcept {
   if (path > kBestPath) path = kBestPath;
 #ifdef KWIRE_CRC32C_X86
+#if defined(__x86_64__)
+  if (path == Crc32cPath::avx512_vpclmulqdq) return folding_hardware_update(c, p, n);
+#endif
   if (path == Crc32cPath::sse42_pclmul) return hardware_update<true>(c, p, n);
   if (path == Crc32cPath::sse42) return hardware_update<false>(c, p, n);
 #endif

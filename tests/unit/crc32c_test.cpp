@@ -79,7 +79,8 @@ TEST(Crc32c, EveryPathAgreesWithPortable) {
   std::mt19937_64 rng(777);
   Bytes data(3 * 3 * 4096 + 4096 + 64);
   for (auto& b : data) b = static_cast<std::uint8_t>(rng());
-  const Crc32cPath paths[] = {Crc32cPath::portable, Crc32cPath::sse42, Crc32cPath::sse42_pclmul};
+  const Crc32cPath paths[] = {Crc32cPath::portable, Crc32cPath::sse42, Crc32cPath::sse42_pclmul,
+                              Crc32cPath::avx512_vpclmulqdq};
   for (const auto path : paths) {
     for (std::size_t n = 0; n <= 4096; ++n) {
       const ByteSpan s(data.data() + 3, n);
@@ -109,6 +110,7 @@ TEST(Crc32c, LongInputsMatchChunkedComputation) {
   EXPECT_EQ(crc32c(big), chained);
   EXPECT_EQ(crc32c_via(Crc32cPath::sse42, big), chained);
   EXPECT_EQ(crc32c_via(Crc32cPath::sse42_pclmul, big), chained);
+  EXPECT_EQ(crc32c_via(Crc32cPath::avx512_vpclmulqdq, big), chained);
 }
 
 TEST(Crc32c, ReportsHardwareSupport) {

@@ -30,6 +30,11 @@ enum class Crc32cPath : std::uint8_t {
   portable,      // slicing-by-8 tables, any CPU
   sse42,         // SSE4.2 crc32 instruction; streams merged with zero-extension tables
   sse42_pclmul,  // SSE4.2 crc32; streams merged by carry-less multiplication (PCLMULQDQ)
+  // AVX-512 VPCLMULQDQ: inputs of 512 bytes or more folded 256 bytes at a
+  // time by carry-less multiplication (the method of Intel's "Fast CRC
+  // Computation for Generic Polynomials Using PCLMULQDQ"), the last 64 bytes
+  // and the tail through sse42_pclmul
+  avx512_vpclmulqdq,
 };
 
 /// The path crc32c() takes on this CPU (detected at run time).
