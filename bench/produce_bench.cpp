@@ -92,7 +92,9 @@ std::string describe(std::map<std::string, std::string> props) {
          ", enable.idempotence=" + (c.enable_idempotence.value_or(true) ? "true" : "false") +
          ", linger.ms=" + std::to_string(c.linger_ms) + ", batch.size=" + std::to_string(c.batch_size) +
          ", buffer.memory=" + std::to_string(c.buffer_memory) +
-         ", max.in.flight.requests.per.connection=" + std::to_string(c.max_in_flight_requests_per_connection);
+         ", max.in.flight.requests.per.connection=" + std::to_string(c.max_in_flight_requests_per_connection) +
+         ", send.buffer.bytes=" + std::to_string(c.send_buffer_bytes) +
+         (c.send_buffer_bytes < 0 ? " (the kernel's auto-tuned size)" : "");
 }
 
 }  // namespace

@@ -77,6 +77,22 @@ TEST(ClientConfigTest, MetadataRecoveryDefaultsAreJavasSinceKafka4) {
   EXPECT_EQ(c.metadata_recovery_rebootstrap_trigger_ms, 300000);
 }
 
+// Both socket buffers are left to the kernel unless set (librdkafka's and
+// franz-go's defaults, not Java's 65536 and 131072); -1 asks for that
+// explicitly, and a size is taken under either spelling.
+TEST(ClientConfigTest, SocketBuffersDefaultToTheKernelsOwnSizing) {
+  const auto d = parse({});
+  EXPECT_EQ(d.receive_buffer_bytes, -1);
+  EXPECT_EQ(d.send_buffer_bytes, -1);
+  const auto java = parse({{"send.buffer.bytes", "131072"}, {"receive.buffer.bytes", "65536"}});
+  EXPECT_EQ(java.send_buffer_bytes, 131072);
+  EXPECT_EQ(java.receive_buffer_bytes, 65536);
+  const auto rdk = parse({{"socket.send.buffer.bytes", "1048576"}});
+  EXPECT_EQ(rdk.send_buffer_bytes, 1048576);
+  EXPECT_TRUE(rdk.warnings.empty());
+  EXPECT_THROW(parse({{"send.buffer.bytes", "-2"}}), ConfigError);
+}
+
 TEST(ClientConfigTest, MetadataRecoveryStrategyIsCaseInsensitive) {
   EXPECT_EQ(parse({{"metadata.recovery.strategy", "NONE"}}).metadata_recovery_strategy, MetadataRecoveryStrategy::none);
   EXPECT_EQ(parse({{"metadata.recovery.strategy", "ReBootstrap"}}).metadata_recovery_strategy,
