@@ -233,8 +233,9 @@ def main():
         out += [
             "broker-ceiling is not a client: one Produce request (a 1 MB batch per partition, no compression, no "
             "producer id) encoded once and written again and again, at most 5 unanswered. Its records/s is what the "
-            "broker on this host takes when the client does no work per record; its ratio column is kwire's share "
-            "of it. No client on this host can go past it:",
+            "broker on this host takes from one connection when the client does no work per record; its ratio "
+            "column is kwire's share of it. The broker works on one request per connection at a time, so no client "
+            "with one connection per broker (every Kafka client) can go past it on this host:",
             "",
         ] + ceilings + [""]
     if produce and a.txn_raw:
