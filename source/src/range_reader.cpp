@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <iterator>
 #include <map>
 #include <stdexcept>
 #include <vector>
@@ -204,14 +205,15 @@ RangeReadResult RangeReader::read(const std::vector<OffsetRange>& ranges, Sink& 
   };
 
   // A sink that writes behind reads a write's rows (and the polled records
-  // they point into) until its second write after it returns: three sets
-  // take turns, and the sink is done with all before they go.
+  // they point into) until its kWritesBehind-th write after it returns:
+  // one set more than that takes turns, and the sink is done with all
+  // before they go.
   struct Held {
     client::ConsumerRecords recs;
     std::vector<Row> rows;
   };
   const bool behind = sink.writes_behind();
-  Held held[3];
+  Held held[Sink::kWritesBehind + 1];
   std::size_t turn = 0;
   struct Release {
     Sink& sink;
@@ -294,7 +296,7 @@ RangeReadResult RangeReader::read(const std::vector<OffsetRange>& ranges, Sink& 
       sink.write(rows);
       result.rows += static_cast<std::int64_t>(rows.size());
       last_progress = std::chrono::steady_clock::now();
-      if (behind) turn = (turn + 1) % 3;
+      if (behind) turn = (turn + 1) % std::size(held);
     }
     for (auto& cur : cursors) {
       if (cur.done) continue;

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "kwire/source/row.hpp"
+#include "kwire/source/sink.hpp"
 
 namespace kwire::checkpoint {
 class AtomicFileWriter;
@@ -48,9 +49,9 @@ class ChunkFormatter {
 
   unsigned threads() const noexcept { return static_cast<unsigned>(threads_.size()); }
 
-  /// Writes whose rows may be read at once: the caller may read the next
-  /// rows while the last two writes' are formatted.
-  static constexpr std::uint64_t kWritesAhead = 2;
+  /// Writes whose rows may be read at once (Sink::kWritesBehind): the
+  /// caller may read the next rows while the last two writes' are formatted.
+  static constexpr std::uint64_t kWritesAhead = Sink::kWritesBehind;
   /// Queues `rows` (cut into chunks of `per_chunk` rows) and returns once
   /// the rows of every write before the last kWritesAhead (this one
   /// included) are formatted: the caller keeps `rows` alive until the

@@ -66,6 +66,10 @@ class Sink {
   /// or by commit_batch(). Default: false (write() is done with the rows
   /// when it returns).
   virtual bool writes_behind() const { return false; }
+  /// How many of its latest write() calls' rows a sink that writes behind
+  /// may still read when write() returns (this one included): the caller
+  /// holds the rows of this many writes plus the one it reads next.
+  static constexpr std::size_t kWritesBehind = 2;
   /// Returns once the sink reads no row of an earlier write() any more; an
   /// error of that work waits for a later write() or commit_batch().
   virtual void release_rows() noexcept {}
