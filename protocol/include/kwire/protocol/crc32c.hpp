@@ -50,7 +50,8 @@ std::uint32_t crc32c_portable(ByteSpan data, std::uint32_t crc = 0) noexcept;
 /// Whether the hardware path is usable on this machine.
 bool crc32c_hardware_available() noexcept;
 
-/// CRC-32C through the best hardware path (crc32c_via(Crc32cPath::sse42_pclmul)).
+/// CRC-32C through the SSE4.2 crc32 path (crc32c_via(Crc32cPath::sse42_pclmul));
+/// crc32c() also folds with VPCLMULQDQ where the CPU has it.
 /// Falls back to the portable code when crc32c_hardware_available() is false,
 /// so it is always safe to call.
 std::uint32_t crc32c_hardware(ByteSpan data, std::uint32_t crc = 0) noexcept;
